@@ -1,0 +1,70 @@
+"""The app factory: one ASGI callable serving every API of the service.
+
+``create_app(settings)`` opens the state database, loads and validates the
+dataset, and joins the APIs with a small dispatcher that routes by path and
+answers the ASGI lifespan itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from data.catalog import load_catalog
+from service.api_keys import ApiKeyStore
+from service.db import ensure_schema, make_engine, service_secret
+from service.gate import send_problem
+from service.menus import create_menus_app
+from service.problems import Problem
+from service.ratelimit import RateLimiter
+from service.settings import Settings
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass
+class Dispatcher:
+    """Routes ``/v1`` to the menus API and answers everything else with 404."""
+
+    menus: ASGIApp
+    engine: Engine
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        path = scope["path"]
+        if _CONTROL.search(path):
+            # A decoded control character (%0A…) is never a path of ours; Connexion would answer 500.
+            await send_problem(send, Problem(404, "not_found", "There is nothing at this path."))
+        elif path == "/v1" or path.startswith("/v1/"):
+            await self.menus(scope, receive, send)
+        else:
+            await send_problem(send, Problem(404, "not_found", "There is nothing at this path."))
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.engine.dispose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def create_app(settings: Settings | None = None) -> Dispatcher:
+    settings = settings or Settings.from_env()
+    engine = make_engine(settings.database_url)
+    ensure_schema(engine)
+    catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))
+    menus = create_menus_app(
+        catalog=catalog,
+        keys=ApiKeyStore(engine),
+        limiter=RateLimiter(settings.rate_limit_per_minute),
+        validate_responses=settings.validate_responses,
+    )
+    return Dispatcher(menus=menus, engine=engine)

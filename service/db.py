@@ -1,0 +1,64 @@
+"""The state database: one SQLAlchemy engine, the shared metadata, and service secrets.
+
+SQLite (the default) runs in WAL mode with foreign keys on; PostgreSQL is used
+for several nodes. Queries are SQLAlchemy Core, the same on both engines.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+metadata = sa.MetaData()
+
+service_secrets = sa.Table(
+    "service_secrets",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.LargeBinary, nullable=False),
+)
+
+
+def make_engine(url: str) -> Engine:
+    """Create the engine for ``url``; for SQLite, create its folder and set durable pragmas."""
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False})
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Create every table that does not exist yet."""
+    metadata.create_all(engine)
+
+
+def service_secret(engine: Engine, name: str, size: int = 32) -> bytes:
+    """Return the shared secret ``name``, creating it on first use; every node reads the same one."""
+    with engine.begin() as connection:
+        value = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
+    if value is not None:
+        return bytes(value)
+    try:
+        with engine.begin() as connection:
+            connection.execute(service_secrets.insert().values(name=name, value=secrets.token_bytes(size)))
+    except IntegrityError:
+        pass  # another node created it first; read theirs
+    with engine.begin() as connection:
+        return bytes(connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name)))

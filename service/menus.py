@@ -1,0 +1,72 @@
+"""The menus API: Connexion's AsyncApp over ``openapi/menus.yaml``, behind the gate."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import connexion
+import yaml
+from connexion.exceptions import ProblemException
+from connexion.middleware import ConnexionMiddleware
+from connexion.middleware.response_validation import ResponseValidationMiddleware
+from connexion.middleware.security import SecurityMiddleware
+from connexion.resolver import RelativeResolver
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp
+
+from data.catalog import Catalog
+from data.errors import CatalogError
+from service.api_keys import ApiKeyStore
+from service.gate import MenusGate
+from service.openapi import spec_path
+from service.problems import connexion_handler
+from service.ratelimit import RateLimiter
+from service.validation import ContractParameterValidator, ContractResponseValidation
+
+BASE_PATH = "/v1"
+# Authentication is the gate's job (before routing); Connexion keeps routing and validation.
+# Response validation must not expect the headers the gate adds after it.
+MIDDLEWARES = [
+    ContractResponseValidation if m is ResponseValidationMiddleware else m
+    for m in ConnexionMiddleware.default_middlewares
+    if m is not SecurityMiddleware
+]
+
+
+def create_menus_app(
+    *, catalog: Catalog, keys: ApiKeyStore, limiter: RateLimiter, validate_responses: bool = False
+) -> ASGIApp:
+    app = connexion.AsyncApp(__name__, middlewares=MIDDLEWARES)
+    app.add_api(
+        spec_path("menus.yaml"),
+        base_path=BASE_PATH,
+        strict_validation=True,
+        validate_responses=validate_responses,
+        validator_map={"parameter": ContractParameterValidator},
+        resolver=RelativeResolver("handlers"),
+    )
+    handler = connexion_handler(allowed_methods)
+    for error in (ProblemException, HTTPException, CatalogError, Exception):
+        app.add_error_handler(error, handler)
+    return MenusGate(app, keys=keys, limiter=limiter, catalog=catalog)
+
+
+def allowed_methods(path: str) -> list[str]:
+    """The methods the contract declares for ``path`` (for the ``Allow`` header of a 405)."""
+    for pattern, methods in _routes():
+        if pattern.fullmatch(path):
+            return methods
+    return []
+
+
+@lru_cache(maxsize=1)
+def _routes() -> list[tuple[re.Pattern[str], list[str]]]:
+    with open(spec_path("menus.yaml"), encoding="utf-8") as stream:
+        paths = yaml.safe_load(stream)["paths"]
+    routes = []
+    for template, operations in paths.items():
+        pattern = re.compile(BASE_PATH + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
+        methods = sorted(m.upper() for m in operations if m in {"get", "put", "post", "delete", "patch"})
+        routes.append((pattern, methods))
+    return routes
