@@ -49,7 +49,9 @@ class CursorCodec:
         if not hmac.compare_digest(mac, self._mac(digest + body)):
             raise InvalidCursor("The cursor was altered or was not issued by this API.")
         if not hmac.compare_digest(digest, _digest(filters)):
-            raise InvalidCursor("The cursor was made for other filters; send it with the filters of the page it came from.")
+            raise InvalidCursor(
+                "The cursor was made for other filters; send it with the filters of the page it came from."
+            )
         try:
             key, slug = json.loads(body)
         except (ValueError, TypeError):

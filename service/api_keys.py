@@ -12,7 +12,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -83,7 +83,7 @@ class ApiKeyStore:
         query = sa.select(api_keys.c.id, api_keys.c.name, api_keys.c.created_at, api_keys.c.revoked_at)
         with self._engine.connect() as connection:
             rows = connection.execute(query.order_by(api_keys.c.created_at, api_keys.c.id)).all()
-        return [ApiKey(row.id, row.name, _aware(row.created_at), _aware(row.revoked_at)) for row in rows]
+        return [ApiKey(row.id, row.name, _utc(row.created_at), _aware(row.revoked_at)) for row in rows]
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key at once; revoking a revoked key keeps its first revocation time."""
@@ -96,7 +96,7 @@ class ApiKeyStore:
             row = connection.execute(sa.select(api_keys).where(api_keys.c.id == key_id)).first()
         if row is None:
             raise UnknownApiKey(key_id)
-        return ApiKey(row.id, row.name, _aware(row.created_at), _aware(row.revoked_at))
+        return ApiKey(row.id, row.name, _utc(row.created_at), _aware(row.revoked_at))
 
     def authenticate(self, key: str) -> str | None:
         """Return the id of the live key ``key``, or None when it is malformed, unknown or revoked."""
@@ -111,11 +111,13 @@ class ApiKeyStore:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
+
+
+def _utc(moment: datetime) -> datetime:
+    """SQLite returns naive datetimes; every stored time is UTC."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def _aware(moment: datetime | None) -> datetime | None:
-    """SQLite returns naive datetimes; every stored time is UTC."""
-    if moment is not None and moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment
+    return None if moment is None else _utc(moment)

@@ -91,7 +91,8 @@ def _print_demo(keys: ApiKeyStore, settings: Settings) -> None:
     click.echo(
         "\nDemo data is ready.\n"
         f"  API key (shown once): {key}\n"
-        f"  Try:     curl -H 'Authorization: Bearer {key}' '{settings.base_url}/v1/menus/dishes?diet=vegetarian&q=paneer'\n"
+        f"  Try:     curl -H 'Authorization: Bearer {key}' \\\n"
+        f"             '{settings.base_url}/v1/menus/dishes?diet=vegetarian&q=paneer'\n"
         f"  Browse:  {settings.base_url}/v1/ui/\n"
     )
 

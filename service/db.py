@@ -61,4 +61,7 @@ def service_secret(engine: Engine, name: str, size: int = 32) -> bytes:
     except IntegrityError:
         pass  # another node created it first; read theirs
     with engine.begin() as connection:
-        return bytes(connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name)))
+        stored = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
+    if stored is None:
+        raise RuntimeError(f"the service secret {name!r} could not be created")
+    return bytes(stored)

@@ -8,7 +8,7 @@ by Connexion's routing and validation, or by the gate in front, becomes a
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import orjson
 from connexion.exceptions import ProblemException
@@ -118,7 +118,9 @@ def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem
     return Problem(500, "internal_error", "The server could not answer this request.")
 
 
-def connexion_handler(allowed_methods_for: callable) -> callable:  # type: ignore[valid-type]
+def connexion_handler(
+    allowed_methods_for: Callable[[str], Sequence[str]],
+) -> Callable[[ConnexionRequest, Exception], ConnexionResponse]:
     """An error handler for Connexion's ``add_error_handler`` that answers with the problem."""
 
     def handle(request: ConnexionRequest, error: Exception) -> ConnexionResponse:

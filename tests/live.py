@@ -1,0 +1,67 @@
+"""Run the service as users run it: ``regional-menus serve`` on a free port, real sockets."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class LiveService:
+    url: str
+    workdir: Path
+
+    def cli(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "service", *args], cwd=self.workdir, capture_output=True, text=True, timeout=60
+        )
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr)
+        return done.stdout
+
+    def api_key(self, name: str = "live") -> str:
+        return str(json.loads(self.cli("api-keys", "create", "--json", "--name", name))["key"])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def live_service(workdir: Path, env: dict[str, str] | None = None) -> Iterator[LiveService]:
+    port = free_port()
+    log = (workdir / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        cwd=workdir,
+        env={**os.environ, **(env or {})},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/v1/openapi.json", timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((workdir / "server.log").read_text()) from None
+                time.sleep(0.1)
+        yield LiveService(url, workdir)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()

@@ -1,0 +1,36 @@
+import sqlalchemy as sa
+
+from service.api_keys import ApiKeyStore, api_keys, hash_key
+
+
+def test_created_key_is_prefixed_and_authenticates(keys: ApiKeyStore) -> None:
+    record, key = keys.create("partner")
+    assert key.startswith("rmk_") and len(key) == 47
+    assert keys.authenticate(key) == record.id
+
+
+def test_key_is_stored_only_as_its_hash(keys: ApiKeyStore, engine: sa.Engine) -> None:
+    _, key = keys.create("partner")
+    with engine.connect() as connection:
+        rows = [tuple(row) for row in connection.execute(sa.select(api_keys))]
+    assert all(key not in map(str, row) for row in rows)
+    assert any(hash_key(key) in row for row in rows)
+
+
+def test_revoked_key_stops_working(keys: ApiKeyStore) -> None:
+    record, key = keys.create("partner")
+    keys.revoke(record.id)
+    assert keys.authenticate(key) is None
+
+
+def test_unknown_and_malformed_keys_do_not_authenticate(keys: ApiKeyStore) -> None:
+    assert keys.authenticate("rmk_" + "A" * 43) is None
+    assert keys.authenticate("not-a-key") is None
+    assert keys.authenticate("") is None
+
+
+def test_list_shows_records_but_never_keys(keys: ApiKeyStore) -> None:
+    record, key = keys.create("partner")
+    listed = keys.list()
+    assert [r.id for r in listed] == [record.id]
+    assert key not in repr(listed)

@@ -1,0 +1,65 @@
+"""The contract itself: valid OpenAPI 3.0.3, complete, and served as written."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import yaml
+from openapi_spec_validator import validate
+from starlette.testclient import TestClient
+
+from service.openapi import spec_path
+
+
+@pytest.fixture(scope="module")
+def menus() -> dict:
+    return yaml.safe_load(spec_path("menus.yaml").read_text(encoding="utf-8"))
+
+
+def operations(document: dict) -> list[tuple[str, str, dict]]:
+    return [(path, method, op) for path, item in document["paths"].items() for method, op in item.items()]
+
+
+def test_menus_document_is_valid_openapi_3_0(menus: dict) -> None:
+    validate(menus)
+    assert menus["openapi"] == "3.0.3"
+
+
+def test_every_operation_documents_the_errors_it_can_answer(menus: dict) -> None:
+    for path, method, op in operations(menus):
+        expected = {"200", "304", "400", "401", "405", "429", "500"}
+        if "{" in path or path.endswith("/random"):
+            expected.add("404")
+        assert set(op["responses"]) == expected, (method, path)
+
+
+def test_every_operation_id_resolves_to_a_handler(menus: dict) -> None:
+    for _, _, op in operations(menus):
+        module, function = op["operationId"].rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(f"handlers.{module}"), function))
+
+
+def test_list_responses_link_to_single_items(menus: dict) -> None:
+    links = {path: set(op["responses"]["200"].get("links", {})) for path, _, op in operations(menus)}
+    assert "GetRegionBySlug" in links["/menus/regions"]
+    assert {"GetDishBySlug", "NextPage"} <= links["/menus/dishes"]
+
+
+def test_api_key_security_applies_to_every_operation(menus: dict) -> None:
+    assert menus["security"] == [{"apiKey": []}]
+    assert menus["components"]["securitySchemes"]["apiKey"] == {
+        **menus["components"]["securitySchemes"]["apiKey"],
+        "type": "http",
+        "scheme": "bearer",
+    }
+    assert all("security" not in op for _, _, op in operations(menus))
+
+
+def test_served_document_is_the_written_one(anonymous: TestClient, menus: dict) -> None:
+    served = anonymous.get("/v1/openapi.json").json()
+    assert served["paths"].keys() == menus["paths"].keys()
+    assert served["info"] == menus["info"]
+    assert [op["operationId"] for _, _, op in operations(served)] == [
+        op["operationId"] for _, _, op in operations(menus)
+    ]
