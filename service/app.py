@@ -11,14 +11,14 @@ import re
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import load_catalog
 from service.api_keys import ApiKeyStore
 from service.db import ensure_schema, make_engine, service_secret
 from service.gate import send_problem
 from service.menus import create_menus_app
-from service.problems import Problem
+from service.problems import Problem, to_problem
 from service.ratelimit import RateLimiter
 from service.settings import Settings
 
@@ -41,7 +41,7 @@ class Dispatcher:
             # A decoded control character (%0A…) is never a path of ours; Connexion would answer 500.
             await send_problem(send, Problem(404, "not_found", "There is nothing at this path."))
         elif path == "/v1" or path.startswith("/v1/"):
-            await self.menus(scope, receive, send)
+            await _guarded(self.menus, scope, receive, send)
         else:
             await send_problem(send, Problem(404, "not_found", "There is nothing at this path."))
 
@@ -54,6 +54,23 @@ class Dispatcher:
                 self.engine.dispose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Last line of defence: an error that escapes an app is answered as a problem, never a bare 500."""
+    started = False
+
+    async def tracking(message: Message) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, receive, tracking)
+    except Exception as error:
+        if started:
+            raise
+        await send_problem(send, to_problem(error))
 
 
 def create_app(settings: Settings | None = None) -> Dispatcher:

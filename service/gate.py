@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog
 from service.api_keys import ApiKeyStore
-from service.problems import Problem, unauthorized
+from service.problems import Problem, to_problem, unauthorized
 from service.ratelimit import Decision, RateLimiter
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
@@ -37,7 +38,11 @@ class MenusGate:
             return
         headers = _headers(scope)
         token = _bearer_token(headers.get(b"authorization"))
-        key_id = self.keys.authenticate(token) if token else None
+        try:
+            key_id = self.keys.authenticate(token) if token else None
+        except DBAPIError as error:
+            await send_problem(send, to_problem(error))
+            return
         if key_id is None:
             await send_problem(send, unauthorized(key_sent=b"authorization" in headers))
             return
@@ -52,6 +57,10 @@ class MenusGate:
                 headers={"Retry-After": str(decision.retry_after)},
             )
             await send_problem(send, problem, decision.headers())
+            return
+        if scope["path"].endswith("/"):
+            # One URL per resource: /dishes/ is not /dishes (and would split caches).
+            await send_problem(send, Problem(404, "not_found", "There is nothing at this path."), decision.headers())
             return
         scope.setdefault("state", {})["catalog"] = self.catalog
         await self.app(scope, receive, _Caching(send, decision, headers.get(b"if-none-match")))
@@ -117,6 +126,7 @@ def _bearer_token(value: bytes | None) -> str | None:
 
 
 def _matches(if_none_match: bytes, etag: bytes) -> bool:
-    """RFC 9110 §13.1.2: weak comparison against each listed tag, or ``*``."""
-    tags = [tag.strip() for tag in if_none_match.split(b",")]
-    return b"*" in tags or any(tag.removeprefix(b"W/") == etag for tag in tags)
+    """RFC 9110 §13.1.2: ``*`` alone, or weak comparison against each listed tag."""
+    if if_none_match.strip() == b"*":
+        return True
+    return any(tag.strip().removeprefix(b"W/") == etag for tag in if_none_match.split(b","))

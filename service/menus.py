@@ -67,6 +67,8 @@ def _routes() -> list[tuple[re.Pattern[str], list[str]]]:
     routes = []
     for template, operations in paths.items():
         pattern = re.compile(BASE_PATH + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
-        methods = sorted(m.upper() for m in operations if m in {"get", "put", "post", "delete", "patch"})
+        methods = [m.upper() for m in ("get", "head", "put", "post", "delete", "patch") if m in operations]
+        if "GET" in methods and "HEAD" not in methods:
+            methods.insert(1, "HEAD")  # Starlette answers HEAD wherever GET is
         routes.append((pattern, methods))
     return routes

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 import orjson
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
 from data.errors import InvalidCursor, NotFound
@@ -20,22 +21,22 @@ from data.errors import InvalidCursor, NotFound
 log = logging.getLogger("service.problems")
 
 MEDIA_TYPE = "application/problem+json"
+UNAVAILABLE_RETRY_AFTER = 5  # seconds a client should wait when the database is unreachable
 TITLES = {
     "unauthorized": "Unauthorized",
     "invalid_parameter": "Invalid parameter",
     "invalid_cursor": "Invalid cursor",
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
-    "unsupported_media_type": "Unsupported media type",
     "rate_limited": "Too many requests",
     "internal_error": "Internal error",
+    "service_unavailable": "Service unavailable",
 }
 CODE_BY_STATUS = {
     400: "invalid_parameter",
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
-    415: "unsupported_media_type",
     429: "rate_limited",
 }
 
@@ -96,10 +97,23 @@ def unauthorized(key_sent: bool) -> Problem:
     return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": challenge})
 
 
+def unavailable() -> Problem:
+    """The state database cannot be reached; the service recovers by itself when it returns."""
+    return Problem(
+        503,
+        "service_unavailable",
+        "The service cannot reach its database; retry shortly.",
+        headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER)},
+    )
+
+
 def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem:
     """Turn any error raised while answering a request into its problem."""
     if isinstance(error, Problem):
         return error
+    if isinstance(error, DBAPIError):
+        log.error("database unavailable: %s", type(error.orig).__name__ if error.orig else type(error).__name__)
+        return unavailable()
     if isinstance(error, NotFound):
         return Problem(404, "not_found", str(error))
     if isinstance(error, InvalidCursor):
@@ -110,7 +124,7 @@ def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem
         if status == 404:
             return Problem(404, "not_found", "There is nothing at this path.")
         if status == 405:
-            allow = ", ".join(allowed_methods) or "GET"
+            allow = ", ".join(allowed_methods) or "GET, HEAD"
             return Problem(405, "method_not_allowed", f"This path supports {allow} only.", headers={"Allow": allow})
         detail = str(getattr(error, "detail", "") or TITLES[CODE_BY_STATUS[status]])
         return Problem(status, CODE_BY_STATUS[status], detail.split("\n\n", 1)[0])

@@ -8,6 +8,7 @@ parameter by name, and refuses repeated and unknown query parameters.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -24,6 +25,7 @@ from jsonschema.exceptions import best_match
 
 from service.problems import invalid_parameters
 
+_INTEGER = re.compile(r"-?[0-9]+")  # int() would also take "1_0", " 3", "+3" and non-ASCII digits
 _compiled: dict[int, Draft4Validator] = {}  # id(parameter definition) -> validator; definitions live as long as the app
 
 
@@ -39,12 +41,15 @@ class ContractParameterValidator(ParameterValidator):
     def validate_request(self, request: ConnexionRequest) -> None:
         errors: list[tuple[str, str]] = []
         declared = {param["name"] for param in self.parameters.get("query", [])}
+        integers = {p["name"] for p in self.parameters.get("query", []) if p.get("schema", p).get("type") == "integer"}
         seen: set[str] = set()
-        for name, _ in parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True):
+        for name, raw in parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True):
             if name in seen and name in declared:
                 errors.append((name, "sent more than once; send it once"))
             elif self.strict_validation and name not in declared and name not in seen:
                 errors.append((name, "not a parameter of this operation"))
+            elif name in integers and not _INTEGER.fullmatch(raw):
+                errors.append((name, f"{raw[:40]!r} is not a whole number"))
             seen.add(name)
         if errors:
             raise invalid_parameters(errors)

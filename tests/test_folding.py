@@ -22,3 +22,8 @@ def test_fold_keeps_vowel_signs_of_indic_and_japanese_scripts() -> None:
 
 def test_terms_are_folded_distinct_and_ordered() -> None:
     assert terms("  Crème  brulee CREME ") == ("creme", "brulee")
+
+
+def test_fold_treats_upper_and_lower_ligatures_alike() -> None:
+    assert fold("Æbleskiver") == fold("æbleskiver") == "aebleskiver"
+    assert fold("ŒUF") == "oeuf"

@@ -207,7 +207,7 @@ def test_openapi_document_and_swagger_ui_need_no_key(anonymous: TestClient) -> N
 def test_unsupported_method_is_405_with_allow(client: TestClient) -> None:
     response = client.post("/v1/menus/dishes")
     problem(response, 405, "method_not_allowed")
-    assert response.headers["allow"] == "GET"
+    assert response.headers["allow"] == "GET, HEAD"
 
 
 def test_successful_response_has_strong_etag_and_cache_control(client: TestClient) -> None:
@@ -284,3 +284,56 @@ def test_control_character_in_path_is_404_not_500(client: TestClient) -> None:
 
 def test_paths_outside_the_apis_are_404_problems(anonymous: TestClient) -> None:
     problem(anonymous.get("/nothing-here"), 404, "not_found")
+
+
+@pytest.mark.parametrize("value", ["1_0", "+3", " 3", "%D9%A3", "%EF%BC%93", "3.0"])
+def test_integer_parameters_take_plain_digits_only(client: TestClient, value: str) -> None:
+    body = problem(client.get(f"/v1/menus/dishes?limit={value}"), 400, "invalid_parameter")
+    assert body["invalid_params"][0]["name"] == "limit"
+
+
+@pytest.mark.parametrize("path", ["/v1/menus/dishes/", "/v1/menus/regions/", "/v1/menus/dishes/creme-brulee/"])
+def test_trailing_slash_is_not_a_resource(client: TestClient, path: str) -> None:
+    problem(client.get(path), 404, "not_found")
+
+
+def test_star_only_matches_on_its_own(client: TestClient) -> None:
+    response = client.get("/v1/menus/dishes/creme-brulee", headers={"If-None-Match": '"other", *'})
+    assert response.status_code == 200
+
+
+def test_head_is_answered_like_get_without_body(client: TestClient) -> None:
+    response = client.head("/v1/menus/dishes/creme-brulee")
+    assert response.status_code == 200 and response.content == b"" and response.headers["etag"]
+
+
+def test_allow_lists_get_and_head(client: TestClient) -> None:
+    assert client.options("/v1/menus/regions").headers["allow"] == "GET, HEAD"
+
+
+def test_database_outage_is_503_problem_with_retry_after(client: TestClient, engine) -> None:  # type: ignore[no-untyped-def]
+    with engine.begin() as connection:
+        connection.exec_driver_sql("DROP TABLE api_keys")
+    response = client.get("/v1/menus/regions")
+    problem(response, 503, "service_unavailable")
+    assert int(response.headers["retry-after"]) >= 1
+
+
+def test_error_escaping_the_app_is_a_500_problem(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from service.gate import MenusGate
+
+    async def explode(*_args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(MenusGate, "__call__", explode)
+    problem(client.get("/v1/menus/regions"), 500, "internal_error")
+
+
+def test_not_modified_and_rate_limited_carry_rate_limit_headers(settings: Settings, api_key: str) -> None:
+    app = create_app(settings.with_changes(rate_limit_per_minute=2))
+    with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client:
+        etag = client.get("/v1/menus/regions").headers["etag"]
+        not_modified = client.get("/v1/menus/regions", headers={"If-None-Match": etag})
+        limited = client.get("/v1/menus/regions")
+    assert not_modified.status_code == 304 and not_modified.headers["ratelimit-limit"] == "2"
+    assert limited.status_code == 429 and limited.headers["ratelimit-limit"] == "2"
