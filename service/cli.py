@@ -11,11 +11,18 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import click
 from sqlalchemy.engine import Engine
 
+from identity.clients import AUTH_METHODS, GRANTS, SCOPES, ClientStore
+from identity.clock import now
+from identity.errors import InvalidInput, UnknownRecord
+from identity.keys import SigningKeys
+from identity.organizations import OrganizationStore
+from identity.users import ROLES, UserStore
 from service.api_keys import ApiKeyStore, UnknownApiKey
 from service.db import ensure_schema, make_engine
 from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
@@ -136,6 +143,182 @@ def api_keys_revoke(key_id: str, as_json: bool, engine: Engine) -> None:
     except UnknownApiKey:
         _fail(f"no API key has the id {key_id!r}")
     _print(as_json, record.as_dict(), f"{record.id}\trevoked")
+
+
+@main.group("orgs")
+def orgs_group() -> None:
+    """Create and list organizations."""
+
+
+@orgs_group.command("create")
+@click.option("--name", required=True, help="The organization's name.")
+@_json_option
+@_database_option
+def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
+    """Create an organization."""
+    try:
+        org = OrganizationStore(engine).create(name)
+    except InvalidInput as error:
+        _fail(str(error))
+    _print(as_json, org.as_dict(), f"{org.id}\t{org.slug}\t{org.name}")
+
+
+@orgs_group.command("list")
+@_json_option
+@_database_option
+def orgs_list(as_json: bool, engine: Engine) -> None:
+    """List organizations."""
+    orgs = OrganizationStore(engine).list()
+    _print(as_json, [o.as_dict() for o in orgs], "\n".join(f"{o.id}\t{o.slug}\t{o.name}" for o in orgs))
+
+
+@main.group("users")
+def users_group() -> None:
+    """Create and list users."""
+
+
+@users_group.command("create")
+@click.option("--email", required=True, help="Email address; unique, compared without regard to case.")
+@click.option("--name", required=True, help="Full name.")
+@click.option("--password-stdin", is_flag=True, required=True, help="Read the password from standard input.")
+@click.option("--org", "org_ids", multiple=True, required=True, help="Organization id; repeat for several.")
+@click.option("--role", type=click.Choice(ROLES), default="member", show_default=True, help="Role in each --org.")
+@_json_option
+@_database_option
+def users_create(
+    email: str, name: str, password_stdin: bool, org_ids: tuple[str, ...], role: str, as_json: bool, engine: Engine
+) -> None:
+    """Create a user in one or more organizations; the password is read from standard input."""
+    password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        user = UserStore(engine).create(email, name, password, [(org_id, role) for org_id in org_ids])
+    except InvalidInput as error:
+        _fail(str(error))
+    _print(as_json, user.as_dict(), f"{user.id}\t{user.email}\t{user.name}")
+
+
+@users_group.command("list")
+@_json_option
+@_database_option
+def users_list(as_json: bool, engine: Engine) -> None:
+    """List users and their organizations."""
+    users = UserStore(engine).list()
+    lines = [f"{u.id}\t{u.email}\t{u.name}\t{','.join(m.org.id for m in u.memberships)}" for u in users]
+    _print(as_json, [u.as_dict() for u in users], "\n".join(lines))
+
+
+@main.group("clients")
+def clients_group() -> None:
+    """Register, list and delete clients (applications)."""
+
+
+@clients_group.command("create")
+@click.option("--name", required=True, help="The application's name, shown on the consent page.")
+@click.option("--org", "org_id", required=True, help="Id of the organization that owns the client.")
+@click.option("--redirect-uri", "redirect_uris", multiple=True, help="Registered redirect URI; repeat for several.")
+@click.option("--post-logout-redirect-uri", "logout_uris", multiple=True, help="Registered sign-out redirect URI.")
+@click.option("--auth-method", type=click.Choice(AUTH_METHODS), required=True, help="Token endpoint auth method.")
+@click.option("--jwks-file", type=click.File("r"), help="Public JWKS of the client (private_key_jwt).")
+@click.option("--grant", "grants", multiple=True, type=click.Choice(GRANTS), help="Allowed grant; repeat for several.")
+@click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Allowed scope; repeat for several.")
+@click.option("--first-party", is_flag=True, help="Skip the consent page unless prompt=consent.")
+@click.option("--pkce", type=click.Choice(["required", "optional"]), default="required", show_default=True)
+@_json_option
+@_database_option
+def clients_create(
+    name: str,
+    org_id: str,
+    redirect_uris: tuple[str, ...],
+    logout_uris: tuple[str, ...],
+    auth_method: str,
+    jwks_file: Any,
+    grants: tuple[str, ...],
+    scopes: tuple[str, ...],
+    first_party: bool,
+    pkce: str,
+    as_json: bool,
+    engine: Engine,
+) -> None:
+    """Register a client; its secret (for the secret methods) is printed once."""
+    jwks = None
+    if jwks_file is not None:
+        try:
+            jwks = json.load(jwks_file)
+        except ValueError:
+            _fail("the JWKS file is not valid JSON")
+    try:
+        client, secret = ClientStore(engine).create(
+            name=name,
+            org_id=org_id,
+            auth_method=auth_method,
+            redirect_uris=redirect_uris,
+            post_logout_redirect_uris=logout_uris,
+            grants=grants,
+            scopes=scopes,
+            first_party=first_party,
+            pkce_required=pkce == "required",
+            jwks=jwks,
+        )
+    except InvalidInput as error:
+        _fail(str(error))
+    document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
+    _print(as_json, document, f"{client.id}\t{client.name}" + (f"\t{secret}" if secret else ""))
+
+
+@clients_group.command("list")
+@_json_option
+@_database_option
+def clients_list(as_json: bool, engine: Engine) -> None:
+    """List clients (never their secrets)."""
+    clients = ClientStore(engine).list()
+    lines = [f"{c.id}\t{c.org_id}\t{c.auth_method}\t{c.name}" for c in clients]
+    _print(as_json, [c.as_dict() for c in clients], "\n".join(lines))
+
+
+@clients_group.command("delete")
+@click.argument("client_id")
+@_json_option
+@_database_option
+def clients_delete(client_id: str, as_json: bool, engine: Engine) -> None:
+    """Delete a client."""
+    try:
+        ClientStore(engine).delete(client_id)
+    except UnknownRecord:
+        _fail(f"no client has the id {client_id!r}")
+    _print(as_json, {"client_id": client_id, "deleted": True}, f"{client_id}\tdeleted")
+
+
+@main.group("keys")
+def keys_group() -> None:
+    """Rotate and list the ID token and access token signing keys."""
+
+
+def _signing_keys(engine: Engine) -> SigningKeys:
+    settings = Settings.from_env()
+    return SigningKeys(
+        engine,
+        publish_delay=timedelta(seconds=settings.key_publish_delay),
+        verify_window=timedelta(seconds=settings.access_token_ttl),
+    )
+
+
+@keys_group.command("rotate")
+@_json_option
+@_database_option
+def keys_rotate(as_json: bool, engine: Engine) -> None:
+    """Publish a new key now; it signs after MENUS_KEY_PUBLISH_DELAY seconds, when the current key retires."""
+    info = _signing_keys(engine).rotate()
+    _print(as_json, info.as_dict(now()), f"{info.kid}\tsigns from {info.signs_from.isoformat()}")
+
+
+@keys_group.command("list")
+@_json_option
+@_database_option
+def keys_list(as_json: bool, engine: Engine) -> None:
+    """List signing keys and their states (published, signing, retired, expired)."""
+    at = now()
+    infos = _signing_keys(engine).list()
+    _print(as_json, [i.as_dict(at) for i in infos], "\n".join(f"{i.kid}\t{i.state(at)}" for i in infos))
 
 
 def run(args: list[str] | None = None) -> None:

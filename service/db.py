@@ -46,6 +46,8 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
 
 def ensure_schema(engine: Engine) -> None:
     """Create every table that does not exist yet."""
+    import identity.tables  # noqa: F401  (defines the identity provider's tables on this metadata)
+
     metadata.create_all(engine)
 
 

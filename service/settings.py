@@ -12,6 +12,9 @@ DEFAULT_DATABASE_URL = f"sqlite:///{Path('var') / 'regional-menus.sqlite3'}"
 DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
 DEFAULT_PORT = 8000
 DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (token bucket capacity and refill)
+KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
+ACCESS_TOKEN_TTL = 600  # seconds an access token (and an ID token) is valid
+REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,21 +24,31 @@ class Settings:
     issuer: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # OpenID Connect issuer identifier
     rate_limit_per_minute: int = DEFAULT_RATE_LIMIT
     validate_responses: bool = False  # validate every response against the contract (on in tests)
+    key_publish_delay: int = KEY_PUBLISH_DELAY
+    access_token_ttl: int = ACCESS_TOKEN_TTL
+    refresh_token_ttl: int = REFRESH_TOKEN_TTL
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
         """Read ``MENUS_*`` variables; base URL and issuer default to ``http://127.0.0.1:<port>``."""
         env = os.environ if env is None else env
         local = f"http://{DEFAULT_HOST}:{port}"
-        rate = env.get("MENUS_RATE_LIMIT", str(DEFAULT_RATE_LIMIT))
-        if not rate.isdigit() or int(rate) < 1:
-            raise ValueError(f"MENUS_RATE_LIMIT must be a positive whole number, got {rate!r}")
         return cls(
             database_url=env.get("MENUS_DATABASE_URL") or DEFAULT_DATABASE_URL,
             base_url=(env.get("MENUS_BASE_URL") or local).rstrip("/"),
             issuer=(env.get("MENUS_ISSUER") or local).rstrip("/"),
-            rate_limit_per_minute=int(rate),
+            rate_limit_per_minute=_whole(env, "MENUS_RATE_LIMIT", DEFAULT_RATE_LIMIT, minimum=1),
+            key_publish_delay=_whole(env, "MENUS_KEY_PUBLISH_DELAY", KEY_PUBLISH_DELAY, minimum=0),
+            access_token_ttl=_whole(env, "MENUS_ACCESS_TOKEN_TTL", ACCESS_TOKEN_TTL, minimum=1),
+            refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
         )
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    value = env.get(name, str(default))
+    if not value.isascii() or not value.isdigit() or int(value) < minimum:
+        raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
+    return int(value)

@@ -60,3 +60,68 @@ def test_failed_create_writes_nothing(tmp_path: Path) -> None:
     cli(tmp_path, "api-keys", "create", "--name", "ok")
     cli(tmp_path, "api-keys", "create", "--name", " ")
     assert len(json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout)) == 1
+
+
+def created(cwd: Path, *args: str, stdin: str = "") -> dict:
+    done = cli(cwd, *args, "--json", stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_orgs_users_and_clients_are_created_and_listed(tmp_path: Path) -> None:
+    org = created(tmp_path, "orgs", "create", "--name", "Acme Foods")
+    assert org["slug"] == "acme-foods"
+    user = created(
+        tmp_path, "users", "create", "--email", "ana@example.com", "--name", "Ana",
+        "--password-stdin", "--org", org["id"], "--role", "owner", stdin="correct horse battery\n",
+    )  # fmt: skip
+    assert user["orgs"] == [{"id": org["id"], "name": "Acme Foods", "role": "owner"}]
+    client = created(
+        tmp_path, "clients", "create", "--name", "Web", "--org", org["id"],
+        "--redirect-uri", "https://app.example/cb", "--redirect-uri", "https://app.example/cb2",
+        "--post-logout-redirect-uri", "https://app.example/bye", "--auth-method", "client_secret_basic",
+        "--first-party",
+    )  # fmt: skip
+    assert client["client_secret"].startswith("cs_") and client["redirect_uris"][1] == "https://app.example/cb2"
+    listed = json.loads(cli(tmp_path, "clients", "list", "--json").stdout)
+    assert [c["client_id"] for c in listed] == [client["client_id"]] and "client_secret" not in listed[0]
+    assert [u["email"] for u in json.loads(cli(tmp_path, "users", "list", "--json").stdout)] == ["ana@example.com"]
+    assert cli(tmp_path, "clients", "delete", client["client_id"]).returncode == 0
+    assert json.loads(cli(tmp_path, "clients", "list", "--json").stdout) == []
+
+
+def test_application_client_needs_no_redirect_uri(tmp_path: Path) -> None:
+    org = created(tmp_path, "orgs", "create", "--name", "Acme")
+    client = created(
+        tmp_path, "clients", "create", "--name", "Reporter", "--org", org["id"],
+        "--auth-method", "client_secret_post", "--grant", "client_credentials", "--scope", "members:read",
+    )  # fmt: skip
+    assert client["grant_types"] == ["client_credentials"] and client["scopes"] == ["members:read"]
+
+
+def test_keys_rotate_and_list(tmp_path: Path) -> None:
+    first = created(tmp_path, "keys", "rotate")
+    assert first["state"] == "signing"
+    second = created(tmp_path, "keys", "rotate")
+    assert second["state"] == "published"
+    states = {k["kid"]: k["state"] for k in json.loads(cli(tmp_path, "keys", "list", "--json").stdout)}
+    assert states == {first["kid"]: "signing", second["kid"]: "published"}
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (
+            ("users", "create", "--email", "a@b.example", "--name", "A", "--password-stdin", "--org", "org_x"),
+            "pw12345678\n",
+        ),
+        (("users", "create", "--email", "not-an-email", "--name", "A", "--password-stdin", "--org", "org_x"), "x\n"),
+        (("clients", "create", "--name", "W", "--org", "org_x", "--auth-method", "client_secret_basic"), ""),
+        (("clients", "create", "--name", "W", "--org", "org_x", "--auth-method", "magic"), ""),
+        (("clients", "delete", "cli_missing"), ""),
+        (("orgs", "create", "--name", " "), ""),
+    ],
+)
+def test_identity_commands_refuse_bad_input_with_exit_2(tmp_path: Path, args: tuple[str, ...], stdin: str) -> None:
+    done = cli(tmp_path, *args, stdin=stdin)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr

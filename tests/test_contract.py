@@ -63,3 +63,14 @@ def test_served_document_is_the_written_one(anonymous: TestClient, menus: dict) 
     assert [op["operationId"] for _, _, op in operations(served)] == [
         op["operationId"] for _, _, op in operations(menus)
     ]
+
+
+def test_identity_document_is_valid_openapi_3_0() -> None:
+    identity = yaml.safe_load(spec_path("identity.yaml").read_text(encoding="utf-8"))
+    validate(identity)
+    assert identity["openapi"] == "3.0.3"
+    paths = set(identity["paths"])
+    assert {
+        "/.well-known/openid-configuration", "/jwks", "/oauth2/authorize", "/oauth2/token", "/oauth2/userinfo",
+        "/oauth2/introspect", "/oauth2/revoke", "/oauth2/end-session", "/directory/members",
+    } <= paths  # fmt: skip

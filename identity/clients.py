@@ -1,0 +1,217 @@
+"""Clients (applications): each belongs to one organization.
+
+A client has redirect URIs, sign-out redirect URIs, one token endpoint auth
+method, its public JWKS for ``private_key_jwt``, allowed grants and scopes, a
+first-party flag (first-party clients skip consent unless ``prompt=consent``)
+and a PKCE policy (S256 required unless registered optional). Client secrets
+are 256-bit random values stored only as SHA-256 hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from identity.clock import new_id, now
+from identity.errors import InvalidInput, UnknownRecord
+from identity.tables import clients, organizations
+
+AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
+GRANTS = ("authorization_code", "refresh_token", "client_credentials")
+SCOPES = ("openid", "profile", "email", "offline_access", "members:read")
+APPLICATION_SCOPES = frozenset({"members:read"})  # client_credentials only
+DEFAULT_GRANTS = ("authorization_code", "refresh_token")
+DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access")
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    id: str
+    org_id: str
+    name: str
+    auth_method: str
+    redirect_uris: tuple[str, ...]
+    post_logout_redirect_uris: tuple[str, ...]
+    grants: tuple[str, ...]
+    scopes: tuple[str, ...]
+    first_party: bool
+    pkce_required: bool
+    jwks: dict[str, Any] | None
+    secret_hash: str | None
+
+    def verify_secret(self, secret: str) -> bool:
+        """Constant-time comparison of the presented secret's hash with the stored one."""
+        if self.secret_hash is None:
+            return False
+        return hmac.compare_digest(hash_secret(secret), self.secret_hash)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "client_id": self.id,
+            "org_id": self.org_id,
+            "name": self.name,
+            "token_endpoint_auth_method": self.auth_method,
+            "redirect_uris": list(self.redirect_uris),
+            "post_logout_redirect_uris": list(self.post_logout_redirect_uris),
+            "grant_types": list(self.grants),
+            "scopes": list(self.scopes),
+            "first_party": self.first_party,
+            "pkce": "required" if self.pkce_required else "optional",
+        }
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def check_redirect_uri(uri: str) -> str:
+    """RFC 6749 §3.1.2 and RFC 8252: absolute, no fragment; https, loopback http, or a private-use scheme."""
+    parts = urlsplit(uri)
+    if not parts.scheme or parts.fragment or uri != uri.strip() or len(uri) > 2000:
+        raise InvalidInput(f"redirect URI {uri!r} must be absolute and have no fragment")
+    if parts.scheme == "https" and parts.hostname:
+        return uri
+    if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
+        return uri
+    if parts.scheme not in ("http", "https") and "." in parts.scheme:
+        return uri  # RFC 8252 §7.1 private-use URI scheme, e.g. com.example.app:/callback
+    raise InvalidInput(f"redirect URI {uri!r} must use https (http only on a loopback address)")
+
+
+def check_jwks(jwks: Any) -> dict[str, Any]:
+    if not isinstance(jwks, dict) or not isinstance(jwks.get("keys"), list) or not jwks["keys"]:
+        raise InvalidInput("the JWKS must be a JSON object with a non-empty 'keys' list")
+    for key in jwks["keys"]:
+        if not isinstance(key, dict) or key.get("kty") not in ("RSA", "EC"):
+            raise InvalidInput("every JWKS key must be an RSA or EC public key")
+        if "d" in key:
+            raise InvalidInput("the JWKS must hold public keys only; it contains a private key")
+    return {"keys": jwks["keys"]}
+
+
+class ClientStore:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def create(
+        self,
+        *,
+        name: str,
+        org_id: str,
+        auth_method: str,
+        redirect_uris: Sequence[str] = (),
+        post_logout_redirect_uris: Sequence[str] = (),
+        grants: Sequence[str] = (),
+        scopes: Sequence[str] = (),
+        first_party: bool = False,
+        pkce_required: bool = True,
+        jwks: Any = None,
+    ) -> tuple[Client, str | None]:
+        """Register a client; return it and its secret (None for private_key_jwt), shown this once."""
+        name = name.strip()
+        if not 1 <= len(name) <= 200:
+            raise InvalidInput("the client's name must be 1 to 200 characters")
+        if auth_method not in AUTH_METHODS:
+            raise InvalidInput(f"the auth method must be one of {', '.join(AUTH_METHODS)}")
+        grants = tuple(dict.fromkeys(grants or DEFAULT_GRANTS))
+        unknown = [g for g in grants if g not in GRANTS]
+        if unknown:
+            raise InvalidInput(f"unknown grant {unknown[0]!r}; grants are {', '.join(GRANTS)}")
+        scopes = tuple(dict.fromkeys(scopes or _default_scopes(grants)))
+        unknown = [s for s in scopes if s not in SCOPES]
+        if unknown:
+            raise InvalidInput(f"unknown scope {unknown[0]!r}; scopes are {', '.join(SCOPES)}")
+        if APPLICATION_SCOPES & set(scopes) and "client_credentials" not in grants:
+            raise InvalidInput("the members:read scope needs the client_credentials grant")
+        redirects = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris))
+        logouts = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris))
+        if "authorization_code" in grants and not redirects:
+            raise InvalidInput("the authorization_code grant needs at least one redirect URI")
+        if auth_method == "private_key_jwt":
+            jwks, secret = check_jwks(jwks), None
+        elif jwks is not None:
+            raise InvalidInput("a JWKS is only for the private_key_jwt auth method")
+        else:
+            secret = "cs_" + secrets.token_urlsafe(32)
+        client = Client(
+            id=new_id("cli"),
+            org_id=org_id,
+            name=name,
+            auth_method=auth_method,
+            redirect_uris=redirects,
+            post_logout_redirect_uris=logouts,
+            grants=grants,
+            scopes=scopes,
+            first_party=first_party,
+            pkce_required=pkce_required,
+            jwks=jwks,
+            secret_hash=hash_secret(secret) if secret else None,
+        )
+        with self._engine.begin() as connection:
+            if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
+                raise InvalidInput(f"no organization has the id {org_id!r}")
+            connection.execute(clients.insert().values(**_row(client), created_at=now()))
+        return client, secret
+
+    def get(self, client_id: str) -> Client | None:
+        with self._engine.connect() as connection:
+            row = connection.execute(sa.select(clients).where(clients.c.id == client_id)).first()
+        return _client(row) if row else None
+
+    def list(self) -> list[Client]:
+        with self._engine.connect() as connection:
+            rows = connection.execute(sa.select(clients).order_by(clients.c.created_at, clients.c.id)).all()
+        return [_client(row) for row in rows]
+
+    def delete(self, client_id: str) -> None:
+        with self._engine.begin() as connection:
+            if connection.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
+                raise UnknownRecord(client_id)
+
+
+def _default_scopes(grants: Sequence[str]) -> tuple[str, ...]:
+    user_scopes = DEFAULT_SCOPES if "authorization_code" in grants else ()
+    return user_scopes + (("members:read",) if "client_credentials" in grants else ())
+
+
+def _row(client: Client) -> dict[str, Any]:
+    return {
+        "id": client.id,
+        "org_id": client.org_id,
+        "name": client.name,
+        "secret_hash": client.secret_hash,
+        "auth_method": client.auth_method,
+        "jwks": client.jwks,
+        "redirect_uris": list(client.redirect_uris),
+        "post_logout_redirect_uris": list(client.post_logout_redirect_uris),
+        "grants": list(client.grants),
+        "scopes": list(client.scopes),
+        "first_party": client.first_party,
+        "pkce_required": client.pkce_required,
+    }
+
+
+def _client(row: Any) -> Client:
+    return Client(
+        id=row.id,
+        org_id=row.org_id,
+        name=row.name,
+        auth_method=row.auth_method,
+        redirect_uris=tuple(row.redirect_uris),
+        post_logout_redirect_uris=tuple(row.post_logout_redirect_uris),
+        grants=tuple(row.grants),
+        scopes=tuple(row.scopes),
+        first_party=bool(row.first_party),
+        pkce_required=bool(row.pkce_required),
+        jwks=row.jwks,
+        secret_hash=row.secret_hash,
+    )

@@ -1,0 +1,157 @@
+"""RS256 signing keys: created on first start, kept in the database, rotated with ``keys rotate``.
+
+A rotated-in key is published in the JWKS ``publish_delay`` before it signs, so
+relying parties that cache the JWKS already know it when its first token
+arrives. The key it replaces stops signing then, and stays published for
+``verify_window`` (the longest token lifetime) so tokens it signed still verify.
+Key ids are RFC 7638 thumbprints.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from sqlalchemy.engine import Engine
+
+from identity.clock import now, utc
+from identity.tables import signing_keys
+
+ALGORITHM = "RS256"
+KEY_SIZE = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class KeyInfo:
+    kid: str
+    created_at: datetime
+    signs_from: datetime
+    retired_at: datetime | None
+    expires_at: datetime | None
+
+    def state(self, at: datetime) -> str:
+        if self.expires_at is not None and self.expires_at <= at:
+            return "expired"
+        if self.retired_at is not None and self.retired_at <= at:
+            return "retired"
+        return "signing" if self.signs_from <= at else "published"
+
+    def as_dict(self, at: datetime) -> dict[str, Any]:
+        return {
+            "kid": self.kid,
+            "state": self.state(at),
+            "created_at": self.created_at.isoformat(),
+            "signs_from": self.signs_from.isoformat(),
+            "retired_at": self.retired_at.isoformat() if self.retired_at else None,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+        }
+
+
+def thumbprint(jwk: dict[str, Any]) -> str:
+    """RFC 7638 JWK thumbprint of an RSA public key."""
+    canonical = json.dumps({k: jwk[k] for k in ("e", "kty", "n")}, separators=(",", ":"), sort_keys=True)
+    return base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()).rstrip(b"=").decode()
+
+
+class SigningKeys:
+    def __init__(self, engine: Engine, publish_delay: timedelta, verify_window: timedelta) -> None:
+        self._engine = engine
+        self._publish_delay = publish_delay
+        self._verify_window = verify_window
+        self._private: dict[str, rsa.RSAPrivateKey] = {}  # loading a PEM costs milliseconds; keep the objects
+
+    def ensure(self) -> None:
+        """Create a key that signs at once when no key signs now or later (first start)."""
+        at = now()
+        if not any(info.state(at) in ("signing", "published") for info in self.list()):
+            self._create(signs_from=at)
+
+    def rotate(self) -> KeyInfo:
+        """Publish a new key now; it signs after the publish delay, when the current keys retire.
+
+        With no key signing now (an empty database), the new key signs at once.
+        """
+        at = now()
+        signing = any(info.state(at) == "signing" for info in self.list())
+        signs_from = at + self._publish_delay if signing else at
+        with self._engine.begin() as connection:
+            connection.execute(
+                signing_keys.update()
+                .where(signing_keys.c.retired_at.is_(None))
+                .values(retired_at=signs_from, expires_at=signs_from + self._verify_window)
+            )
+        return self._create(signs_from=signs_from)
+
+    def signing_key(self) -> tuple[str, rsa.RSAPrivateKey]:
+        """The newest key that signs now: its kid and private key."""
+        at = now()
+        query = (
+            sa.select(signing_keys.c.kid, signing_keys.c.private_pem)
+            .where(
+                signing_keys.c.signs_from <= at,
+                sa.or_(signing_keys.c.retired_at.is_(None), signing_keys.c.retired_at > at),
+            )
+            .order_by(signing_keys.c.signs_from.desc())
+            .limit(1)
+        )
+        with self._engine.connect() as connection:
+            row = connection.execute(query).first()
+        if row is None:
+            raise LookupError("no signing key signs now; run 'regional-menus keys rotate'")
+        key = self._private.get(row.kid)
+        if key is None:
+            loaded = serialization.load_pem_private_key(row.private_pem.encode(), password=None)
+            assert isinstance(loaded, rsa.RSAPrivateKey)
+            key = self._private[row.kid] = loaded
+        return row.kid, key
+
+    def jwks(self) -> dict[str, Any]:
+        """Every key that may still verify a live token, and the next key before it signs."""
+        at = now()
+        query = (
+            sa.select(signing_keys.c.public_jwk)
+            .where(sa.or_(signing_keys.c.expires_at.is_(None), signing_keys.c.expires_at > at))
+            .order_by(signing_keys.c.signs_from.desc())
+        )
+        with self._engine.connect() as connection:
+            return {"keys": [dict(jwk) for jwk in connection.scalars(query)]}
+
+    def list(self) -> list[KeyInfo]:
+        query = sa.select(signing_keys).order_by(signing_keys.c.signs_from, signing_keys.c.kid)
+        with self._engine.connect() as connection:
+            return [
+                KeyInfo(
+                    row.kid,
+                    utc(row.created_at),
+                    utc(row.signs_from),
+                    utc(row.retired_at) if row.retired_at else None,
+                    utc(row.expires_at) if row.expires_at else None,
+                )
+                for row in connection.execute(query)
+            ]
+
+    def _create(self, signs_from: datetime) -> KeyInfo:
+        private = rsa.generate_private_key(public_exponent=65537, key_size=KEY_SIZE)
+        jwk = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
+        kid = thumbprint(jwk)
+        jwk.update(kid=kid, use="sig", alg=ALGORITHM)
+        pem = private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode()
+        created = now()
+        with self._engine.begin() as connection:
+            connection.execute(
+                signing_keys.insert().values(
+                    kid=kid, private_pem=pem, public_jwk=jwk, created_at=created, signs_from=signs_from
+                )
+            )
+        self._private[kid] = private
+        return KeyInfo(kid, created, signs_from, None, None)

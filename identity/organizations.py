@@ -1,0 +1,76 @@
+"""Organizations: ``{id, name, slug}``. Every user belongs to at least one."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from identity.clock import new_id, now
+from identity.errors import InvalidInput
+from identity.tables import organizations
+
+
+@dataclass(frozen=True, slots=True)
+class Organization:
+    id: str
+    name: str
+    slug: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "slug": self.slug}
+
+
+def slugify(name: str) -> str:
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60] or "org"
+
+
+def check_name(name: str) -> str:
+    name = name.strip()
+    if not 1 <= len(name) <= 200:
+        raise InvalidInput("the organization's name must be 1 to 200 characters")
+    return name
+
+
+class OrganizationStore:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def create(self, name: str) -> Organization:
+        with self._engine.begin() as connection:
+            return self.create_in(connection, name)
+
+    @staticmethod
+    def create_in(connection: Connection, name: str) -> Organization:
+        """Create inside the caller's transaction (sign-up creates a user and their organization at once)."""
+        name = check_name(name)
+        base = slugify(name)
+        taken = set(
+            connection.scalars(
+                sa.select(organizations.c.slug).where(
+                    sa.or_(organizations.c.slug == base, organizations.c.slug.like(f"{base}-%"))
+                )
+            )
+        )
+        slug = (
+            base
+            if base not in taken
+            else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
+        )
+        org = Organization(new_id("org"), name, slug)
+        connection.execute(organizations.insert().values(id=org.id, name=org.name, slug=org.slug, created_at=now()))
+        return org
+
+    def get(self, org_id: str) -> Organization | None:
+        with self._engine.connect() as connection:
+            row = connection.execute(sa.select(organizations).where(organizations.c.id == org_id)).first()
+        return Organization(row.id, row.name, row.slug) if row else None
+
+    def list(self) -> list[Organization]:
+        with self._engine.connect() as connection:
+            rows = connection.execute(sa.select(organizations).order_by(organizations.c.name, organizations.c.id))
+            return [Organization(row.id, row.name, row.slug) for row in rows]

@@ -1,0 +1,173 @@
+"""Users, their passwords (Argon2id) and their memberships of organizations.
+
+Email addresses are unique and compared case-insensitively. Every user belongs
+to at least one organization, with the role owner, admin or member.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from identity.clock import new_id, now, utc
+from identity.errors import InvalidInput, UnknownRecord
+from identity.organizations import Organization, OrganizationStore
+from identity.passwords import WeakPassword, hash_password, verify_password
+from identity.tables import memberships, organizations, users
+
+ROLES = ("owner", "admin", "member")
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    org: Organization
+    role: str
+    joined_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    email: str
+    name: str
+    memberships: tuple[Membership, ...] = field(default=())
+
+    def membership(self, org_id: str) -> Membership | None:
+        return next((m for m in self.memberships if m.org.id == org_id), None)
+
+    def as_dict(self) -> dict[str, object]:
+        orgs = [{"id": m.org.id, "name": m.org.name, "role": m.role} for m in self.memberships]
+        return {"id": self.id, "email": self.email, "name": self.name, "orgs": orgs}
+
+
+def email_key(email: str) -> str:
+    return email.strip().casefold()
+
+
+def check_email(email: str) -> str:
+    email = email.strip()
+    if len(email) > 320 or not EMAIL.fullmatch(email):
+        raise InvalidInput("the email address is not valid")
+    return email
+
+
+def check_name(name: str) -> str:
+    name = name.strip()
+    if not 1 <= len(name) <= 200:
+        raise InvalidInput("the name must be 1 to 200 characters")
+    return name
+
+
+class UserStore:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def create(self, email: str, name: str, password: str, orgs: Sequence[tuple[str, str]]) -> User:
+        """Create a user who belongs to ``orgs`` ((org id, role) pairs, at least one)."""
+        email, name = check_email(email), check_name(name)
+        if not orgs:
+            raise InvalidInput("a user belongs to at least one organization")
+        for _, role in orgs:
+            if role not in ROLES:
+                raise InvalidInput(f"the role must be one of {', '.join(ROLES)}")
+        password_hash = _hash(password)
+        user_id = new_id("usr")
+        try:
+            with self._engine.begin() as connection:
+                known = set(
+                    connection.scalars(
+                        sa.select(organizations.c.id).where(organizations.c.id.in_([o for o, _ in orgs]))
+                    )
+                )
+                missing = [org_id for org_id, _ in orgs if org_id not in known]
+                if missing:
+                    raise InvalidInput(f"no organization has the id {missing[0]!r}")
+                self._insert(connection, user_id, email, name, password_hash)
+                joined = now()
+                for org_id, role in dict(orgs).items():
+                    connection.execute(
+                        memberships.insert().values(user_id=user_id, org_id=org_id, role=role, joined_at=joined)
+                    )
+        except IntegrityError:
+            raise InvalidInput("a user with this email address already exists") from None
+        return self.get(user_id)
+
+    def sign_up(self, email: str, name: str, password: str, organization: str) -> User:
+        """Create a user and a new organization they own, in one transaction."""
+        email, name = check_email(email), check_name(name)
+        password_hash = _hash(password)
+        user_id = new_id("usr")
+        try:
+            with self._engine.begin() as connection:
+                org = OrganizationStore.create_in(connection, organization)
+                self._insert(connection, user_id, email, name, password_hash)
+                connection.execute(
+                    memberships.insert().values(user_id=user_id, org_id=org.id, role="owner", joined_at=now())
+                )
+        except IntegrityError:
+            raise InvalidInput("a user with this email address already exists") from None
+        return self.get(user_id)
+
+    def authenticate(self, email: str, password: str) -> User | None:
+        """The user whose email and password these are, or None (taking as long either way)."""
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                sa.select(users.c.id, users.c.password_hash).where(users.c.email_key == email_key(email))
+            ).first()
+        if not verify_password(row.password_hash if row else None, password) or row is None:
+            return None
+        return self.get(row.id)
+
+    def get(self, user_id: str) -> User:
+        with self._engine.connect() as connection:
+            row = connection.execute(sa.select(users).where(users.c.id == user_id)).first()
+            if row is None:
+                raise UnknownRecord(user_id)
+            return User(row.id, row.email, row.name, _memberships(connection, [row.id])[row.id])
+
+    def list(self) -> list[User]:
+        with self._engine.connect() as connection:
+            rows = connection.execute(sa.select(users).order_by(users.c.email_key)).all()
+            member = _memberships(connection, [row.id for row in rows])
+        return [User(row.id, row.email, row.name, member[row.id]) for row in rows]
+
+    @staticmethod
+    def _insert(connection: sa.Connection, user_id: str, email: str, name: str, password_hash: str) -> None:
+        connection.execute(
+            users.insert().values(
+                id=user_id,
+                email=email,
+                email_key=email_key(email),
+                name=name,
+                password_hash=password_hash,
+                created_at=now(),
+            )
+        )
+
+
+def _memberships(connection: sa.Connection, user_ids: list[str]) -> dict[str, tuple[Membership, ...]]:
+    query = (
+        sa.select(memberships, organizations.c.name, organizations.c.slug)
+        .join(organizations, organizations.c.id == memberships.c.org_id)
+        .where(memberships.c.user_id.in_(user_ids))
+        .order_by(organizations.c.name, organizations.c.id)
+    )
+    found: dict[str, list[Membership]] = {user_id: [] for user_id in user_ids}
+    for row in connection.execute(query):
+        org = Organization(row.org_id, row.name, row.slug)
+        found[row.user_id].append(Membership(org, row.role, utc(row.joined_at)))
+    return {user_id: tuple(items) for user_id, items in found.items()}
+
+
+def _hash(password: str) -> str:
+    try:
+        return hash_password(password)
+    except WeakPassword as error:
+        raise InvalidInput(str(error)) from None
