@@ -18,7 +18,7 @@ from service.api_keys import ApiKeyStore
 from service.db import ensure_schema, make_engine, service_secret
 from service.gate import send_problem
 from service.menus import create_menus_app
-from service.problems import Problem, to_problem
+from service.problems import nothing_here, to_problem
 from service.ratelimit import RateLimiter
 from service.settings import Settings
 
@@ -39,11 +39,11 @@ class Dispatcher:
         path = scope["path"]
         if _CONTROL.search(path):
             # A decoded control character (%0A…) is never a path of ours; Connexion would answer 500.
-            await send_problem(send, Problem(404, "not_found", "There is nothing at this path."))
+            await send_problem(send, nothing_here())
         elif path == "/v1" or path.startswith("/v1/"):
             await _guarded(self.menus, scope, receive, send)
         else:
-            await send_problem(send, Problem(404, "not_found", "There is nothing at this path."))
+            await send_problem(send, nothing_here())
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog
 from service.api_keys import ApiKeyStore
-from service.problems import Problem, to_problem, unauthorized
+from service.problems import Problem, nothing_here, unauthorized
 from service.ratelimit import Decision, RateLimiter
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
@@ -38,11 +37,7 @@ class MenusGate:
             return
         headers = _headers(scope)
         token = _bearer_token(headers.get(b"authorization"))
-        try:
-            key_id = self.keys.authenticate(token) if token else None
-        except DBAPIError as error:
-            await send_problem(send, to_problem(error))
-            return
+        key_id = self.keys.authenticate(token) if token else None  # a database error becomes 503 in _guarded
         if key_id is None:
             await send_problem(send, unauthorized(key_sent=b"authorization" in headers))
             return
@@ -60,7 +55,7 @@ class MenusGate:
             return
         if scope["path"].endswith("/"):
             # One URL per resource: /dishes/ is not /dishes (and would split caches).
-            await send_problem(send, Problem(404, "not_found", "There is nothing at this path."), decision.headers())
+            await send_problem(send, nothing_here(), decision.headers())
             return
         scope.setdefault("state", {})["catalog"] = self.catalog
         await self.app(scope, receive, _Caching(send, decision, headers.get(b"if-none-match")))

@@ -97,6 +97,10 @@ def unauthorized(key_sent: bool) -> Problem:
     return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": challenge})
 
 
+def nothing_here() -> Problem:
+    return Problem(404, "not_found", "There is nothing at this path.")
+
+
 def unavailable() -> Problem:
     """The state database cannot be reached; the service recovers by itself when it returns."""
     return Problem(
@@ -122,7 +126,7 @@ def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem
         # Connexion's own problems (validation, media type) and Starlette's routing errors.
         status = error.status_code
         if status == 404:
-            return Problem(404, "not_found", "There is nothing at this path.")
+            return nothing_here()
         if status == 405:
             allow = ", ".join(allowed_methods) or "GET, HEAD"
             return Problem(405, "method_not_allowed", f"This path supports {allow} only.", headers={"Allow": allow})
