@@ -12,11 +12,12 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from identity.clock import now, utc
 from service.db import metadata
 
 PREFIX = "rmk_"
@@ -70,7 +71,7 @@ class ApiKeyStore:
         if not name or len(name) > 200:
             raise ValueError("the key's name must be 1 to 200 characters")
         key = PREFIX + secrets.token_urlsafe(32)
-        record = ApiKey(id="key_" + secrets.token_hex(8), name=name, created_at=_now(), revoked_at=None)
+        record = ApiKey(id="key_" + secrets.token_hex(8), name=name, created_at=now(), revoked_at=None)
         with self._engine.begin() as connection:
             connection.execute(
                 api_keys.insert().values(
@@ -83,7 +84,10 @@ class ApiKeyStore:
         query = sa.select(api_keys.c.id, api_keys.c.name, api_keys.c.created_at, api_keys.c.revoked_at)
         with self._engine.connect() as connection:
             rows = connection.execute(query.order_by(api_keys.c.created_at, api_keys.c.id)).all()
-        return [ApiKey(row.id, row.name, _utc(row.created_at), _aware(row.revoked_at)) for row in rows]
+        return [
+            ApiKey(row.id, row.name, utc(row.created_at), utc(row.revoked_at) if row.revoked_at else None)
+            for row in rows
+        ]
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key at once; revoking a revoked key keeps its first revocation time."""
@@ -91,12 +95,12 @@ class ApiKeyStore:
             connection.execute(
                 api_keys.update()
                 .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
-                .values(revoked_at=_now())
+                .values(revoked_at=now())
             )
             row = connection.execute(sa.select(api_keys).where(api_keys.c.id == key_id)).first()
         if row is None:
             raise UnknownApiKey(key_id)
-        return ApiKey(row.id, row.name, _utc(row.created_at), _aware(row.revoked_at))
+        return ApiKey(row.id, row.name, utc(row.created_at), utc(row.revoked_at) if row.revoked_at else None)
 
     def authenticate(self, key: str) -> str | None:
         """Return the id of the live key ``key``, or None when it is malformed, unknown or revoked."""
@@ -108,16 +112,3 @@ class ApiKeyStore:
         if row is None or not hmac.compare_digest(row.key_hash, digest):
             return None
         return str(row.id)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _utc(moment: datetime) -> datetime:
-    """SQLite returns naive datetimes; every stored time is UTC."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    return None if moment is None else _utc(moment)
