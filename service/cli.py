@@ -156,10 +156,7 @@ def orgs_group() -> None:
 @_database_option
 def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
     """Create an organization."""
-    try:
-        org = OrganizationStore(engine).create(name)
-    except InvalidInput as error:
-        _fail(str(error))
+    org = OrganizationStore(engine).create(name)
     _print(as_json, org.as_dict(), f"{org.id}\t{org.slug}\t{org.name}")
 
 
@@ -190,10 +187,7 @@ def users_create(
 ) -> None:
     """Create a user in one or more organizations; the password is read from standard input."""
     password = sys.stdin.readline().rstrip("\r\n")
-    try:
-        user = UserStore(engine).create(email, name, password, [(org_id, role) for org_id in org_ids])
-    except InvalidInput as error:
-        _fail(str(error))
+    user = UserStore(engine).create(email, name, password, [(org_id, role) for org_id in org_ids])
     _print(as_json, user.as_dict(), f"{user.id}\t{user.email}\t{user.name}")
 
 
@@ -246,21 +240,18 @@ def clients_create(
             jwks = json.load(jwks_file)
         except ValueError:
             _fail("the JWKS file is not valid JSON")
-    try:
-        client, secret = ClientStore(engine).create(
-            name=name,
-            org_id=org_id,
-            auth_method=auth_method,
-            redirect_uris=redirect_uris,
-            post_logout_redirect_uris=logout_uris,
-            grants=grants,
-            scopes=scopes,
-            first_party=first_party,
-            pkce_required=pkce == "required",
-            jwks=jwks,
-        )
-    except InvalidInput as error:
-        _fail(str(error))
+    client, secret = ClientStore(engine).create(
+        name=name,
+        org_id=org_id,
+        auth_method=auth_method,
+        redirect_uris=redirect_uris,
+        post_logout_redirect_uris=logout_uris,
+        grants=grants,
+        scopes=scopes,
+        first_party=first_party,
+        pkce_required=pkce == "required",
+        jwks=jwks,
+    )
     document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
     _print(as_json, document, f"{client.id}\t{client.name}" + (f"\t{secret}" if secret else ""))
 
@@ -331,4 +322,7 @@ def run(args: list[str] | None = None) -> None:
         sys.exit(130)
     except click.ClickException as error:
         click.echo(f"regional-menus: error: {error.format_message()}", err=True)
+        sys.exit(2)
+    except InvalidInput as error:  # the identity domain's refusal of bad input
+        click.echo(f"regional-menus: error: {error}", err=True)
         sys.exit(2)
