@@ -1,4 +1,16 @@
-"""Errors of the identity domain that callers turn into their own answers."""
+"""Errors of the identity domain. Each carries its own public text; the web layer turns
+each family into HTTP in one place (``service/identity_web.py``).
+
+- ``InvalidInput`` and ``UnknownRecord``: operators' and forms' mistakes.
+- ``OAuthError`` (RFC 6749 §4.1.2.1, §5.2; OpenID Connect Core §3.1.2.6): ``error`` is
+  the code, ``description`` the developer-facing text; ``status`` applies where the
+  error is an HTTP response rather than a redirect.
+- ``BearerError`` (RFC 6750 §3.1): errors of protected resources.
+- ``ErrorPage``: an authorization or interaction error that must never redirect.
+- ``Throttled``: too many failed sign-ins.
+"""
+
+from __future__ import annotations
 
 
 class InvalidInput(ValueError):
@@ -7,3 +19,113 @@ class InvalidInput(ValueError):
 
 class UnknownRecord(LookupError):
     """No organization, user or client has that id."""
+
+
+class OAuthError(Exception):
+    error = "invalid_request"
+    status = 400
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
+class InvalidRequest(OAuthError):
+    error = "invalid_request"
+
+
+class InvalidClient(OAuthError):
+    """RFC 6749 §5.2: 401, with a ``Basic`` challenge when the client tried HTTP Basic."""
+
+    error = "invalid_client"
+    status = 401
+
+    def __init__(self, description: str = "Client authentication failed.", *, basic: bool = False) -> None:
+        super().__init__(description)
+        self.basic = basic
+
+
+class InvalidGrant(OAuthError):
+    error = "invalid_grant"
+
+
+class UnauthorizedClient(OAuthError):
+    error = "unauthorized_client"
+
+
+class UnsupportedGrantType(OAuthError):
+    error = "unsupported_grant_type"
+
+
+class InvalidScope(OAuthError):
+    error = "invalid_scope"
+
+
+class UnsupportedResponseType(OAuthError):
+    error = "unsupported_response_type"
+
+
+class AccessDenied(OAuthError):
+    error = "access_denied"
+
+
+class LoginRequired(OAuthError):
+    error = "login_required"
+
+
+class ConsentRequired(OAuthError):
+    error = "consent_required"
+
+
+class AccountSelectionRequired(OAuthError):
+    error = "account_selection_required"
+
+
+class RequestNotSupported(OAuthError):
+    error = "request_not_supported"
+
+
+class RequestUriNotSupported(OAuthError):
+    error = "request_uri_not_supported"
+
+
+class BearerError(Exception):
+    error = "invalid_token"
+    status = 401
+
+    def __init__(self, description: str, *, scope: str | None = None, token_sent: bool = True) -> None:
+        super().__init__(description)
+        self.description = description
+        self.scope = scope
+        self.token_sent = token_sent  # RFC 6750 §3.1: no error attribute when no token was sent
+
+
+class InvalidToken(BearerError):
+    error = "invalid_token"
+    status = 401
+
+
+class InsufficientScope(BearerError):
+    error = "insufficient_scope"
+    status = 403
+
+
+class MalformedBearerRequest(BearerError):
+    error = "invalid_request"
+    status = 400
+
+
+class ErrorPage(Exception):
+    """An error shown to the person in the browser as a page; never a redirect."""
+
+    def __init__(self, title: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.title = title
+        self.message = message
+        self.status = status
+
+
+class Throttled(Exception):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"too many failed sign-ins; retry after {retry_after} s")
+        self.retry_after = retry_after

@@ -69,3 +69,108 @@ signing_keys = sa.Table(
     sa.Column("retired_at", Timestamp, nullable=True),  # stops signing; still verifies until expires_at
     sa.Column("expires_at", Timestamp, nullable=True),  # no longer published
 )
+
+browser_sessions = sa.Table(
+    "browser_sessions",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),  # the public `sid` claim
+    sa.Column("secret_hash", sa.String(64), nullable=False, unique=True),  # SHA-256 of the cookie value
+    sa.Column("user_id", sa.String(32), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("org_id", sa.String(32), nullable=True),  # the organization last chosen in this session
+    sa.Column("auth_time", Timestamp, nullable=False),  # when the user last gave their credentials
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("ended_at", Timestamp, nullable=True),
+)
+
+interactions = sa.Table(
+    "interactions",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("browser_hash", sa.String(64), nullable=False),  # SHA-256 of the browser cookie that started it
+    sa.Column("csrf_token", sa.String(64), nullable=False),
+    sa.Column("request", sa.JSON, nullable=False),  # the validated authorization request
+    sa.Column("user_id", sa.String(32), nullable=True),
+    sa.Column("session_id", sa.String(40), nullable=True),
+    sa.Column("auth_time", Timestamp, nullable=True),
+    sa.Column("org_id", sa.String(32), nullable=True),
+    sa.Column("signed_in", sa.Boolean, nullable=False),  # credentials were given during this interaction
+    sa.Column("org_chosen", sa.Boolean, nullable=False),
+    sa.Column("consented", sa.Boolean, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
+)
+
+authorization_codes = sa.Table(
+    "authorization_codes",
+    metadata,
+    sa.Column("code_hash", sa.String(64), primary_key=True),
+    sa.Column("grant_id", sa.String(40), nullable=False),  # every token issued from the code carries it
+    sa.Column("client_id", sa.String(32), nullable=False),
+    sa.Column("redirect_uri", sa.Text, nullable=False),
+    sa.Column("user_id", sa.String(32), nullable=False),
+    sa.Column("org_id", sa.String(32), nullable=False),
+    sa.Column("session_id", sa.String(40), nullable=False),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("nonce", sa.Text, nullable=True),
+    sa.Column("code_challenge", sa.String(64), nullable=True),
+    sa.Column("auth_time", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("used_at", Timestamp, nullable=True),
+)
+
+access_tokens = sa.Table(
+    "access_tokens",
+    metadata,
+    sa.Column("jti", sa.String(40), primary_key=True),
+    sa.Column("grant_id", sa.String(40), nullable=True, index=True),
+    sa.Column("client_id", sa.String(32), nullable=False),
+    sa.Column("user_id", sa.String(32), nullable=True),  # None for application tokens
+    sa.Column("org_id", sa.String(32), nullable=False),
+    sa.Column("session_id", sa.String(40), nullable=True, index=True),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("issued_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("revoked_at", Timestamp, nullable=True),
+)
+
+refresh_tokens = sa.Table(
+    "refresh_tokens",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column("id", sa.String(40), nullable=False, unique=True),  # public id (introspection `jti`)
+    sa.Column("grant_id", sa.String(40), nullable=False, index=True),  # the family: every rotation shares it
+    sa.Column("client_id", sa.String(32), nullable=False),
+    sa.Column("user_id", sa.String(32), nullable=False),
+    sa.Column("org_id", sa.String(32), nullable=False),
+    sa.Column("session_id", sa.String(40), nullable=False, index=True),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("auth_time", Timestamp, nullable=False),
+    sa.Column("issued_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("rotated_at", Timestamp, nullable=True),
+    sa.Column("revoked_at", Timestamp, nullable=True),
+)
+
+consents = sa.Table(
+    "consents",
+    metadata,
+    sa.Column("user_id", sa.String(32), sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("client_id", sa.String(32), sa.ForeignKey("clients.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("scopes", sa.JSON, nullable=False),
+    sa.Column("granted_at", Timestamp, nullable=False),
+)
+
+sign_in_failures = sa.Table(
+    "sign_in_failures",
+    metadata,
+    sa.Column("key", sa.String(80), primary_key=True),  # "account:<sha256 of email>" or "address:<ip>"
+    sa.Column("failures", sa.Integer, nullable=False),
+    sa.Column("window_start", Timestamp, nullable=False),
+)
+
+client_assertions = sa.Table(
+    "client_assertions",
+    metadata,
+    # RFC 7523 §3: a client assertion's jti is single-use until the assertion expires.
+    sa.Column("jti_hash", sa.String(64), primary_key=True),  # SHA-256 of client id and jti
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),
+)

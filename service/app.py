@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import load_catalog
+from identity.issuer import Issuer
+from identity.provider import Lifetimes, Provider
 from service.api_keys import ApiKeyStore
 from service.db import ensure_schema, make_engine, service_secret
 from service.gate import send_problem
+from service.identity import create_identity_app
 from service.menus import create_menus_app
 from service.problems import nothing_here, to_problem
 from service.ratelimit import RateLimiter
@@ -27,9 +31,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 @dataclass
 class Dispatcher:
-    """Routes ``/v1`` to the menus API and answers everything else with 404."""
+    """Routes ``/v1`` to the menus API, the issuer's path to the identity API, anything else to a 404."""
 
     menus: ASGIApp
+    identity: ASGIApp
+    identity_path: str  # the issuer's path; "" when the issuer is at the root
     engine: Engine
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -42,6 +48,8 @@ class Dispatcher:
             await send_problem(send, nothing_here())
         elif path == "/v1" or path.startswith("/v1/"):
             await _guarded(self.menus, scope, receive, send)
+        elif not self.identity_path or path == self.identity_path or path.startswith(self.identity_path + "/"):
+            await _guarded(self.identity, scope, receive, send)
         else:
             await send_problem(send, nothing_here())
 
@@ -84,4 +92,17 @@ def create_app(settings: Settings | None = None) -> Dispatcher:
         limiter=RateLimiter(settings.rate_limit_per_minute),
         validate_responses=settings.validate_responses,
     )
-    return Dispatcher(menus=menus, engine=engine)
+    provider = Provider(engine, Issuer(settings.issuer), lifetimes(settings))
+    provider.start()
+    identity = create_identity_app(provider, validate_responses=settings.validate_responses)
+    return Dispatcher(menus=menus, identity=identity, identity_path=provider.issuer.path, engine=engine)
+
+
+def lifetimes(settings: Settings) -> Lifetimes:
+    return Lifetimes(
+        access_token=timedelta(seconds=settings.access_token_ttl),
+        refresh_token=timedelta(seconds=settings.refresh_token_ttl),
+        session=timedelta(seconds=settings.session_ttl),
+        interaction=timedelta(seconds=settings.interaction_ttl),
+        key_publish_delay=timedelta(seconds=settings.key_publish_delay),
+    )

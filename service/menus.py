@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-
 import connexion
-import yaml
 from connexion.exceptions import ProblemException
 from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.response_validation import ResponseValidationMiddleware
@@ -19,7 +15,7 @@ from data.catalog import Catalog
 from data.errors import CatalogError
 from service.api_keys import ApiKeyStore
 from service.gate import MenusGate
-from service.openapi import spec_path
+from service.openapi import declared_methods, spec_path
 from service.problems import connexion_handler
 from service.ratelimit import RateLimiter
 from service.validation import ContractParameterValidator, ContractResponseValidation
@@ -46,29 +42,7 @@ def create_menus_app(
         validator_map={"parameter": ContractParameterValidator},
         resolver=RelativeResolver("handlers"),
     )
-    handler = connexion_handler(allowed_methods)
+    handler = connexion_handler(declared_methods("menus.yaml", BASE_PATH))
     for error in (ProblemException, HTTPException, CatalogError, Exception):
         app.add_error_handler(error, handler)
     return MenusGate(app, keys=keys, limiter=limiter, catalog=catalog)
-
-
-def allowed_methods(path: str) -> list[str]:
-    """The methods the contract declares for ``path`` (for the ``Allow`` header of a 405)."""
-    for pattern, methods in _routes():
-        if pattern.fullmatch(path):
-            return methods
-    return []
-
-
-@lru_cache(maxsize=1)
-def _routes() -> list[tuple[re.Pattern[str], list[str]]]:
-    with open(spec_path("menus.yaml"), encoding="utf-8") as stream:
-        paths = yaml.safe_load(stream)["paths"]
-    routes = []
-    for template, operations in paths.items():
-        pattern = re.compile(BASE_PATH + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
-        methods = [m.upper() for m in ("get", "head", "put", "post", "delete", "patch") if m in operations]
-        if "GET" in methods and "HEAD" not in methods:
-            methods.insert(1, "HEAD")  # Starlette answers HEAD wherever GET is
-        routes.append((pattern, methods))
-    return routes

@@ -15,6 +15,8 @@ DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (token bucket ca
 KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
 ACCESS_TOKEN_TTL = 600  # seconds an access token (and an ID token) is valid
 REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
+SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentials are asked again
+INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +29,8 @@ class Settings:
     key_publish_delay: int = KEY_PUBLISH_DELAY
     access_token_ttl: int = ACCESS_TOKEN_TTL
     refresh_token_ttl: int = REFRESH_TOKEN_TTL
+    session_ttl: int = SESSION_TTL
+    interaction_ttl: int = INTERACTION_TTL
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -41,6 +45,7 @@ class Settings:
             key_publish_delay=_whole(env, "MENUS_KEY_PUBLISH_DELAY", KEY_PUBLISH_DELAY, minimum=0),
             access_token_ttl=_whole(env, "MENUS_ACCESS_TOKEN_TTL", ACCESS_TOKEN_TTL, minimum=1),
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
+            session_ttl=_whole(env, "MENUS_SESSION_TTL", SESSION_TTL, minimum=60),
         )
 
     def with_changes(self, **changes: object) -> Settings:

@@ -1,0 +1,144 @@
+"""Client authentication at the token, introspection and revocation endpoints.
+
+RFC 6749 §2.3: a client uses exactly one method, and only the one it was
+registered with: ``client_secret_basic`` (§2.3.1: the id and secret are
+form-encoded before Basic encoding, so they are decoded here),
+``client_secret_post``, or ``private_key_jwt`` (RFC 7523 §3, OpenID Connect
+Core §9). Every failure is ``invalid_client`` with the same description, so the
+answer never tells which check failed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import unquote_plus
+
+import jwt
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from identity.clients import Client, ClientStore, hash_secret
+from identity.clock import now
+from identity.errors import InvalidClient, InvalidRequest
+from identity.issuer import TOKEN_PATH, Issuer
+from identity.tables import client_assertions
+
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256")
+MAX_ASSERTION_LIFETIME = timedelta(minutes=10)  # an assertion may not claim to live longer than this
+_DUMMY_HASH = hash_secret("no client has this secret")
+
+
+def decode_basic(header: str) -> tuple[str, str]:
+    """RFC 7617 and RFC 6749 §2.3.1: ``Basic base64(urlencode(id) ":" urlencode(secret))``."""
+    try:
+        decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise InvalidClient(basic=True) from None
+    client_id, colon, secret = decoded.partition(":")
+    if not colon:
+        raise InvalidClient(basic=True)
+    return unquote_plus(client_id), unquote_plus(secret)
+
+
+class ClientAuthenticator:
+    def __init__(self, engine: Engine, clients: ClientStore, issuer: Issuer) -> None:
+        self._engine = engine
+        self._clients = clients
+        self._issuer = issuer
+
+    def authenticate(self, params: Mapping[str, str], authorization: str | None) -> Client:
+        basic = authorization is not None and authorization[:6].lower() == "basic "
+        post = "client_secret" in params
+        assertion = "client_assertion" in params or "client_assertion_type" in params
+        if basic + post + assertion > 1:
+            raise InvalidRequest("Use exactly one client authentication method.")
+        if basic:
+            assert authorization is not None
+            client_id, secret = decode_basic(authorization)
+            if params.get("client_id", client_id) != client_id:
+                raise InvalidClient(basic=True)
+            return self._by_secret(client_id, secret, "client_secret_basic", basic=True)
+        if post:
+            return self._by_secret(params.get("client_id", ""), params["client_secret"], "client_secret_post")
+        if assertion:
+            return self._by_assertion(params)
+        raise InvalidClient()
+
+    def _by_secret(self, client_id: str, secret: str, method: str, *, basic: bool = False) -> Client:
+        client = self._clients.get(client_id) if client_id and len(client_id) <= 64 else None
+        if client is None or client.auth_method != method or client.secret_hash is None:
+            hmac.compare_digest(hash_secret(secret), _DUMMY_HASH)  # the same work as for a known client
+            raise InvalidClient(basic=basic)
+        if not client.verify_secret(secret):
+            raise InvalidClient(basic=basic)
+        return client
+
+    def _by_assertion(self, params: Mapping[str, str]) -> Client:
+        """RFC 7523 §3: iss = sub = client_id, aud the issuer or the token endpoint, exp, single-use jti."""
+        token = params.get("client_assertion", "")
+        if params.get("client_assertion_type") != ASSERTION_TYPE or not token:
+            raise InvalidClient()
+        try:
+            unverified = jwt.decode(token, options={"verify_signature": False})
+            header = jwt.get_unverified_header(token)
+        except jwt.InvalidTokenError:
+            raise InvalidClient() from None
+        client_id = unverified.get("iss")
+        if not isinstance(client_id, str) or params.get("client_id", client_id) != client_id:
+            raise InvalidClient()
+        client = self._clients.get(client_id) if len(client_id) <= 64 else None
+        if client is None or client.auth_method != "private_key_jwt" or not client.jwks:
+            raise InvalidClient()
+        claims = self._verified(token, header, client)
+        if claims.get("sub") != client_id or not isinstance(claims.get("jti"), str):
+            raise InvalidClient()
+        expires = datetime.fromtimestamp(claims["exp"], UTC)
+        if expires - now() > MAX_ASSERTION_LIFETIME:
+            raise InvalidClient()
+        self._spend(client_id, claims["jti"], expires)
+        return client
+
+    def _verified(self, token: str, header: Mapping[str, Any], client: Client) -> dict[str, Any]:
+        algorithm = header.get("alg")
+        if algorithm not in ASSERTION_ALGORITHMS:
+            raise InvalidClient()
+        audiences = [self._issuer.url, self._issuer.endpoint(TOKEN_PATH)]
+        assert client.jwks is not None
+        for jwk in client.jwks["keys"]:
+            if header.get("kid") and jwk.get("kid") != header.get("kid"):
+                continue
+            try:
+                key = jwt.PyJWK(jwk, algorithm=algorithm)
+                claims: dict[str, Any] = jwt.decode(
+                    token,
+                    key=key,
+                    algorithms=[algorithm],
+                    audience=audiences,
+                    issuer=client.id,
+                    options={"require": ["iss", "sub", "aud", "exp", "jti"]},
+                )
+                aud = claims["aud"]
+                # draft-ietf-oauth-rfc7523bis: a single audience value.
+                if isinstance(aud, list) and len(aud) != 1:
+                    raise InvalidClient()
+                return claims
+            except (jwt.InvalidTokenError, jwt.PyJWKError, ValueError, TypeError):
+                continue
+        raise InvalidClient()
+
+    def _spend(self, client_id: str, jti: str, expires: datetime) -> None:
+        """Record the jti until the assertion expires; a second use is refused."""
+        jti_hash = hashlib.sha256(f"{client_id}\x00{jti}".encode()).hexdigest()
+        try:
+            with self._engine.begin() as connection:
+                connection.execute(client_assertions.delete().where(client_assertions.c.expires_at <= now()))
+                connection.execute(client_assertions.insert().values(jti_hash=jti_hash, expires_at=expires))
+        except IntegrityError:
+            raise InvalidClient() from None

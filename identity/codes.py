@@ -1,0 +1,125 @@
+"""Authorization codes (RFC 6749 §4.1.2): 60 seconds, single use, stored as hashes.
+
+RFC 6749 §4.1.2: the code is single-use; a replay is refused and every token
+issued from it is revoked. Consuming a code is one atomic UPDATE, so two
+concurrent exchanges cannot both succeed, on SQLite or PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from identity.clock import new_id, now, utc
+from identity.tables import authorization_codes
+
+LIFETIME = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class CodeGrant:
+    """What the code stands for: the consented authorization, bound to a client and a redirect URI."""
+
+    grant_id: str
+    client_id: str
+    redirect_uri: str
+    user_id: str
+    org_id: str
+    session_id: str
+    scope: tuple[str, ...]
+    nonce: str | None
+    code_challenge: str | None
+    auth_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Consumed:
+    grant: CodeGrant | None  # None: unknown, expired or already used
+    replayed: str | None = None  # the grant id of a code presented a second time
+
+
+def hash_code(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+class CodeStore:
+    def __init__(self, engine: Engine, lifetime: timedelta = LIFETIME) -> None:
+        self._engine = engine
+        self._lifetime = lifetime
+
+    def issue(
+        self,
+        *,
+        client_id: str,
+        redirect_uri: str,
+        user_id: str,
+        org_id: str,
+        session_id: str,
+        scope: tuple[str, ...],
+        nonce: str | None,
+        code_challenge: str | None,
+        auth_time: datetime,
+    ) -> str:
+        code = secrets.token_urlsafe(32)
+        at = now()
+        with self._engine.begin() as connection:
+            connection.execute(
+                authorization_codes.insert().values(
+                    code_hash=hash_code(code),
+                    grant_id=new_id("grt"),
+                    client_id=client_id,
+                    redirect_uri=redirect_uri,
+                    user_id=user_id,
+                    org_id=org_id,
+                    session_id=session_id,
+                    scope=" ".join(scope),
+                    nonce=nonce,
+                    code_challenge=code_challenge,
+                    auth_time=auth_time,
+                    expires_at=at + self._lifetime,
+                )
+            )
+        return code
+
+    def consume(self, code: str) -> Consumed:
+        """Mark the code used and return its grant; a second use reports the replay instead."""
+        at = now()
+        table = authorization_codes
+        code_hash = hash_code(code)
+        with self._engine.begin() as connection:
+            claimed = connection.execute(
+                table.update()
+                .where(table.c.code_hash == code_hash, table.c.used_at.is_(None), table.c.expires_at > at)
+                .values(used_at=at)
+            ).rowcount
+            row = connection.execute(sa.select(table).where(table.c.code_hash == code_hash)).first()
+        if row is None:
+            return Consumed(None)
+        if not claimed:
+            return Consumed(None, replayed=row.grant_id if row.used_at is not None else None)
+        return Consumed(
+            CodeGrant(
+                grant_id=row.grant_id,
+                client_id=row.client_id,
+                redirect_uri=row.redirect_uri,
+                user_id=row.user_id,
+                org_id=row.org_id,
+                session_id=row.session_id,
+                scope=tuple(row.scope.split()),
+                nonce=row.nonce,
+                code_challenge=row.code_challenge,
+                auth_time=utc(row.auth_time),
+            )
+        )
+
+    def purge(self, older_than: timedelta = timedelta(days=1)) -> int:
+        """Delete codes that expired long enough ago that a replay no longer matters."""
+        with self._engine.begin() as connection:
+            return connection.execute(
+                authorization_codes.delete().where(authorization_codes.c.expires_at < now() - older_than)
+            ).rowcount

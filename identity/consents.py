@@ -1,0 +1,37 @@
+"""What a user allowed a client to do. First-party clients need no consent (unless
+``prompt=consent``); third-party clients ask once for each new scope."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from identity.clock import now
+from identity.tables import consents
+
+
+class ConsentStore:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def covers(self, user_id: str, client_id: str, scopes: Iterable[str]) -> bool:
+        """True when the user already allowed this client every scope asked for."""
+        query = sa.select(consents.c.scopes).where(consents.c.user_id == user_id, consents.c.client_id == client_id)
+        with self._engine.connect() as connection:
+            granted = connection.scalar(query)
+        return granted is not None and set(scopes) <= set(granted)
+
+    def grant(self, user_id: str, client_id: str, scopes: Iterable[str]) -> None:
+        """Record consent to ``scopes`` in addition to those allowed before."""
+        where = (consents.c.user_id == user_id, consents.c.client_id == client_id)
+        with self._engine.begin() as connection:
+            before = connection.scalar(sa.select(consents.c.scopes).where(*where))
+            merged = sorted(set(before or ()) | set(scopes))
+            if before is None:
+                connection.execute(
+                    consents.insert().values(user_id=user_id, client_id=client_id, scopes=merged, granted_at=now())
+                )
+            else:
+                connection.execute(consents.update().where(*where).values(scopes=merged, granted_at=now()))

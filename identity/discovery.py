@@ -1,0 +1,60 @@
+"""OpenID Provider metadata (OpenID Connect Discovery 1.0 §3, RFC 8414), computed from the issuer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from identity.authorization import PROMPTS
+from identity.client_auth import ASSERTION_ALGORITHMS
+from identity.clients import AUTH_METHODS, SCOPES
+from identity.issuer import (
+    AUTHORIZATION_PATH,
+    END_SESSION_PATH,
+    INTROSPECTION_PATH,
+    JWKS_PATH,
+    REVOCATION_PATH,
+    TOKEN_PATH,
+    USERINFO_PATH,
+    Issuer,
+)
+from identity.keys import ALGORITHM
+from identity.pkce import METHOD
+
+CLAIMS = (
+    "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", "sid", "at_hash",
+    "name", "email", "email_verified", "org_id", "org_name",
+)  # fmt: skip
+
+
+def metadata(issuer: Issuer, grant_types: Sequence[str]) -> dict[str, Any]:
+    auth_methods = list(AUTH_METHODS)
+    return {
+        "issuer": issuer.url,
+        "authorization_endpoint": issuer.endpoint(AUTHORIZATION_PATH),
+        "token_endpoint": issuer.endpoint(TOKEN_PATH),
+        "userinfo_endpoint": issuer.endpoint(USERINFO_PATH),
+        "jwks_uri": issuer.endpoint(JWKS_PATH),
+        "introspection_endpoint": issuer.endpoint(INTROSPECTION_PATH),
+        "revocation_endpoint": issuer.endpoint(REVOCATION_PATH),
+        "end_session_endpoint": issuer.endpoint(END_SESSION_PATH),
+        "scopes_supported": list(SCOPES),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": list(grant_types),
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": [ALGORITHM],
+        "token_endpoint_auth_methods_supported": auth_methods,
+        "token_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
+        "introspection_endpoint_auth_methods_supported": auth_methods,
+        "introspection_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
+        "revocation_endpoint_auth_methods_supported": auth_methods,
+        "revocation_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
+        "code_challenge_methods_supported": [METHOD],
+        "prompt_values_supported": list(PROMPTS),
+        "claims_supported": list(CLAIMS),
+        "claims_parameter_supported": False,
+        "request_parameter_supported": False,
+        "request_uri_parameter_supported": False,
+        "authorization_response_iss_parameter_supported": True,
+    }

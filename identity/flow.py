@@ -1,0 +1,476 @@
+"""The browser sign-in: from the authorization request, through the pages it needs, back to the client.
+
+``SignInFlow.start`` validates the request (``identity.authorization``) and
+decides the next step from the browser's session and the request's ``prompt``
+and ``max_age``: sign in (or sign up for ``prompt=create``), choose an
+organization, consent, or finish with a code. Each page's form post records
+its step on the interaction and asks again, until the request finishes with a
+redirect to the client.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from identity.authorization import RedirectableError, parse_request, redirect_with
+from identity.clients import Client, ClientStore
+from identity.clock import now
+from identity.codes import CodeStore
+from identity.consents import ConsentStore
+from identity.errors import (
+    AccessDenied,
+    AccountSelectionRequired,
+    ConsentRequired,
+    ErrorPage,
+    InvalidInput,
+    LoginRequired,
+    OAuthError,
+    Throttled,
+    UnknownRecord,
+)
+from identity.interactions import Interaction, InteractionStore, new_interaction
+from identity.issuer import Issuer
+from identity.organizations import check_name as check_organization_name
+from identity.pages import SCOPE_WORDS, Page, message, render
+from identity.passwords import WeakPassword, check_strength
+from identity.sessions import BrowserSession, SessionStore
+from identity.throttle import SignInThrottle
+from identity.users import User, UserStore, check_email, check_name
+
+BROWSER_COOKIE = "rm_browser"  # binds interactions to the browser that started them
+SESSION_COOKIE = "rm_session"  # the browser session's secret
+FIELDS = ("interaction", "csrf_token", "email", "password", "name", "organization", "org_id", "decision")
+
+
+@dataclass(frozen=True, slots=True)
+class Browser:
+    """What the request tells about the browser: its cookies and its address."""
+
+    binding: str | None = None
+    session: str | None = None
+    address: str = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class SetCookie:
+    name: str
+    value: str
+    expires: datetime | None = None  # None: a browser-session cookie
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A page to show or a place to redirect to, and cookies to set on the way."""
+
+    page: Page | None = None
+    location: str | None = None
+    cookies: tuple[SetCookie, ...] = field(default=())
+
+    def with_cookies(self, *cookies: SetCookie) -> Outcome:
+        return Outcome(self.page, self.location, self.cookies + cookies)
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """A form post's fields; a field sent twice makes the whole post malformed."""
+
+    fields: dict[str, str]
+
+    @classmethod
+    def parse(cls, pairs: Sequence[tuple[str, str]]) -> Form:
+        fields: dict[str, str] = {}
+        for name, value in pairs:
+            if name in FIELDS and name in fields:
+                raise ErrorPage("Invalid form", f"The field {name} was sent more than once.")
+            fields.setdefault(name, value)
+        return cls(fields)
+
+    def get(self, name: str) -> str:
+        return self.fields.get(name, "")
+
+
+class SignInFlow:
+    def __init__(
+        self,
+        *,
+        issuer: Issuer,
+        clients: ClientStore,
+        users: UserStore,
+        sessions: SessionStore,
+        consents: ConsentStore,
+        codes: CodeStore,
+        interactions: InteractionStore,
+        throttle: SignInThrottle,
+        interaction_ttl: timedelta,
+    ) -> None:
+        self.issuer = issuer
+        self.clients = clients
+        self.users = users
+        self.sessions = sessions
+        self.consents = consents
+        self.codes = codes
+        self.interactions = interactions
+        self.throttle = throttle
+        self.interaction_ttl = interaction_ttl
+
+    # The authorization request
+
+    def start(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        """RFC 6749 §4.1.1 / OpenID Connect Core §3.1.2: validate, then sign in, choose, consent or finish."""
+        try:
+            request, client = parse_request(pairs, self.clients)
+        except ErrorPage as error:
+            return Outcome(page=message(error.title, error.message, status=error.status))
+        except RedirectableError as error:
+            return self._error_redirect(error.redirect_uri, error.state, error.error)
+        cookies: tuple[SetCookie, ...] = ()
+        binding = browser.binding
+        if not binding:
+            binding = secrets.token_urlsafe(32)
+            cookies = (SetCookie(BROWSER_COOKIE, binding),)
+        interaction = new_interaction(request, binding, self.interaction_ttl)
+        session = self.sessions.current(browser.session)
+        if session is not None:
+            interaction = interaction.changed(
+                user_id=session.user_id, session_id=session.id, auth_time=session.auth_time, org_id=session.org_id
+            )
+        return self._advance(interaction, client, stored=False).with_cookies(*cookies)
+
+    # The pages (GET shows, POST acts)
+
+    def sign_in_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
+        interaction, client = self._pending(interaction_id, browser)
+        return Outcome(page=self._sign_in_page(interaction, client, email=interaction.request.login_hint or ""))
+
+    def sign_in(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        form = Form.parse(pairs)
+        interaction, client = self._posted(form, browser)
+        email, password = form.get("email").strip(), form.get("password")
+        if not email or not password:
+            return Outcome(
+                page=self._sign_in_page(interaction, client, email=email, error="Enter your email and password.")
+            )
+        try:
+            self.throttle.check(email, browser.address)
+        except Throttled as error:
+            return Outcome(page=self._throttled(error))
+        user = self.users.authenticate(email, password)
+        if user is None:
+            self.throttle.failed(email, browser.address)
+            return Outcome(
+                page=self._sign_in_page(interaction, client, email=email, error="Invalid email or password.")
+            )
+        self.throttle.succeeded(email)
+        return self._signed_in(interaction, client, browser, user, org_id=None)
+
+    def sign_up_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
+        interaction, client = self._pending(interaction_id, browser)
+        return Outcome(
+            page=self._sign_up_page(interaction, client, Form({"email": interaction.request.login_hint or ""}), {})
+        )
+
+    def sign_up(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        """Create the user and a new organization they own, then continue signed in."""
+        form = Form.parse(pairs)
+        interaction, client = self._posted(form, browser)
+        errors = _sign_up_errors(form)
+        if errors:
+            return Outcome(page=self._sign_up_page(interaction, client, form, errors))
+        try:
+            self.throttle.check(form.get("email"), browser.address)
+        except Throttled as error:
+            return Outcome(page=self._throttled(error))
+        try:
+            user = self.users.sign_up(
+                form.get("email"), form.get("name"), form.get("password"), form.get("organization")
+            )
+        except InvalidInput as error:
+            self.throttle.failed(form.get("email"), browser.address)
+            return Outcome(page=self._sign_up_page(interaction, client, form, {"email": str(error).capitalize() + "."}))
+        return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
+
+    def select_organization_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
+        interaction, client = self._pending(interaction_id, browser)
+        user = self._user_of(interaction)
+        return Outcome(page=self._organization_page(interaction, client, user))
+
+    def select_organization(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        form = Form.parse(pairs)
+        interaction, client = self._posted(form, browser)
+        user = self._user_of(interaction)
+        chosen = user.membership(form.get("org_id"))
+        if chosen is None:
+            page = self._organization_page(interaction, client, user, error="Choose one of your organizations.")
+            return Outcome(page=page)
+        if interaction.session_id:
+            self.sessions.choose_organization(interaction.session_id, chosen.org.id)
+        interaction = interaction.changed(org_id=chosen.org.id, org_chosen=True)
+        return self._advance(interaction, client, stored=True)
+
+    def consent_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
+        interaction, client = self._pending(interaction_id, browser)
+        return Outcome(page=self._consent_page(interaction, client))
+
+    def consent(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        form = Form.parse(pairs)
+        interaction, client = self._posted(form, browser)
+        user = self._user_of(interaction)
+        decision = form.get("decision")
+        if decision == "deny":
+            self.interactions.delete(interaction.id)
+            return self._error_redirect(
+                interaction.request.redirect_uri,
+                interaction.request.state,
+                AccessDenied("The user denied the request."),
+            )
+        if decision != "allow":
+            raise ErrorPage("Invalid form", "Choose Allow or Deny.")
+        self.consents.grant(user.id, client.id, interaction.request.scope)
+        return self._advance(interaction.changed(consented=True), client, stored=True)
+
+    # Steps
+
+    def _advance(self, interaction: Interaction, client: Client, *, stored: bool) -> Outcome:
+        """Ask for what is missing, or finish with a code; ``prompt=none`` errors instead of asking."""
+        try:
+            step, interaction = self._next_step(interaction, client)
+        except OAuthError as error:
+            if stored:
+                self.interactions.delete(interaction.id)
+            return self._error_redirect(interaction.request.redirect_uri, interaction.request.state, error)
+        if step is None:
+            if stored:
+                self.interactions.delete(interaction.id)
+            return self._finish(interaction)
+        self.interactions.save(interaction)
+        return Outcome(location=f"{self.issuer.page(step)}?interaction={interaction.id}")
+
+    def _next_step(self, interaction: Interaction, client: Client) -> tuple[str | None, Interaction]:
+        request = interaction.request
+        prompt = request.prompt
+        user = self._live_user(interaction)
+        if user is None or not interaction.signed_in and self._must_sign_in_again(interaction):
+            if "none" in prompt:
+                raise LoginRequired("The user must sign in.")
+            return ("sign-up" if "create" in prompt else "sign-in"), interaction
+        if not user.memberships:
+            raise AccessDenied("The user belongs to no organization.")
+        if not interaction.org_chosen:
+            member = user.membership(interaction.org_id) if interaction.org_id else None
+            if "select_account" in prompt or member is None:
+                if len(user.memberships) == 1 and "select_account" not in prompt:
+                    interaction = interaction.changed(org_id=user.memberships[0].org.id)
+                elif "none" in prompt:
+                    raise AccountSelectionRequired("The user must choose an organization.")
+                else:
+                    return "select-organization", interaction
+        if not interaction.consented and (
+            "consent" in prompt
+            or not client.first_party
+            and not self.consents.covers(user.id, client.id, request.scope)
+        ):
+            if "none" in prompt:
+                raise ConsentRequired("The user must consent to this application.")
+            return "consent", interaction
+        return None, interaction
+
+    def _must_sign_in_again(self, interaction: Interaction) -> bool:
+        """``prompt=login`` or ``create``, or a sign-in older than ``max_age`` (OpenID Connect Core §3.1.2.1)."""
+        request = interaction.request
+        if request.prompt & {"login", "create"}:
+            return True
+        if request.max_age is not None and interaction.auth_time is not None:
+            return (now() - interaction.auth_time).total_seconds() > request.max_age
+        return False
+
+    def _finish(self, interaction: Interaction) -> Outcome:
+        """RFC 6749 §4.1.2: redirect with the code, ``state`` and (RFC 9207) ``iss``."""
+        request = interaction.request
+        assert interaction.user_id and interaction.session_id and interaction.org_id and interaction.auth_time
+        code = self.codes.issue(
+            client_id=request.client_id,
+            redirect_uri=request.redirect_uri,
+            user_id=interaction.user_id,
+            org_id=interaction.org_id,
+            session_id=interaction.session_id,
+            scope=request.scope,
+            nonce=request.nonce,
+            code_challenge=request.code_challenge,
+            auth_time=interaction.auth_time,
+        )
+        location = redirect_with(request.redirect_uri, {"code": code, "state": request.state, "iss": self.issuer.url})
+        return Outcome(location=location)
+
+    def _error_redirect(self, redirect_uri: str, state: str | None, error: OAuthError) -> Outcome:
+        """RFC 6749 §4.1.2.1 with RFC 9207 ``iss``."""
+        params = {"error": error.error, "error_description": error.description, "state": state, "iss": self.issuer.url}
+        return Outcome(location=redirect_with(redirect_uri, params))
+
+    def _signed_in(
+        self, interaction: Interaction, client: Client, browser: Browser, user: User, org_id: str | None
+    ) -> Outcome:
+        """Start a new session (a new id: no fixation), remembering the organization of the previous one.
+
+        ``org_id`` is given for a sign-up (the new organization); after a sign-in the organization
+        is the previous session's, if it was the same user's, or is chosen next.
+        """
+        chosen = org_id is not None
+        previous = self.sessions.current(browser.session)
+        if org_id is None and previous is not None and previous.user_id == user.id:
+            org_id = previous.org_id
+        session, secret = self.sessions.start(user.id, org_id, replacing=browser.session)
+        interaction = interaction.changed(
+            user_id=user.id,
+            session_id=session.id,
+            auth_time=session.auth_time,
+            org_id=org_id,
+            signed_in=True,
+            org_chosen=chosen,
+        )
+        outcome = self._advance(interaction, client, stored=True)
+        return outcome.with_cookies(SetCookie(SESSION_COOKIE, secret, session.expires_at))
+
+    def _live_user(self, interaction: Interaction) -> User | None:
+        if interaction.user_id is None or interaction.session_id is None:
+            return None
+        session: BrowserSession | None = self.sessions.get(interaction.session_id)
+        if session is None or session.user_id != interaction.user_id:
+            return None
+        try:
+            return self.users.get(interaction.user_id)
+        except UnknownRecord:
+            return None
+
+    # Loading the interaction behind a page
+
+    def _pending(self, interaction_id: str | None, browser: Browser) -> tuple[Interaction, Client]:
+        interaction = self.interactions.get(interaction_id) if interaction_id else None
+        if interaction is None:
+            raise ErrorPage(
+                "Sign-in expired",
+                "This sign-in has expired or is unknown. Go back to the application and sign in again.",
+            )
+        if not interaction.belongs_to(browser.binding):
+            raise ErrorPage(
+                "Sign-in started elsewhere",
+                "This sign-in was started in another browser. Go back to the application and sign in again.",
+            )
+        client = self.clients.get(interaction.request.client_id)
+        if client is None:
+            raise ErrorPage("Unknown application", "The application of this sign-in no longer exists.")
+        return interaction, client
+
+    def _posted(self, form: Form, browser: Browser) -> tuple[Interaction, Client]:
+        interaction, client = self._pending(form.get("interaction") or None, browser)
+        if not interaction.csrf_matches(form.get("csrf_token") or None):
+            raise ErrorPage("Form expired", "This form has expired. Go back to the application and sign in again.")
+        return interaction, client
+
+    def _user_of(self, interaction: Interaction) -> User:
+        user = self._live_user(interaction)
+        if user is None:
+            raise ErrorPage("Not signed in", "Sign in first. Go back to the application and sign in again.")
+        return user
+
+    # Rendering
+
+    def _sign_in_page(self, interaction: Interaction, client: Client, *, email: str, error: str | None = None) -> Page:
+        return render(
+            "sign_in.html",
+            title="Sign in",
+            client_name=client.name,
+            action=self.issuer.page("sign-in"),
+            sign_up_url=f"{self.issuer.page('sign-up')}?interaction={interaction.id}",
+            interaction=interaction.id,
+            csrf_token=interaction.csrf_token,
+            email=email,
+            error=error,
+        )
+
+    def _sign_up_page(self, interaction: Interaction, client: Client, form: Form, errors: dict[str, str]) -> Page:
+        fields: list[dict[str, str | None]] = [
+            {"name": "name", "label": "Your name", "type": "text", "autocomplete": "name"},
+            {"name": "email", "label": "Email", "type": "email", "autocomplete": "email"},
+            {
+                "name": "password",
+                "label": "Password",
+                "type": "password",
+                "autocomplete": "new-password",
+                "hint": "8 characters or more.",
+            },
+            {
+                "name": "organization",
+                "label": "Organization name",
+                "type": "text",
+                "autocomplete": "organization",
+                "hint": "A new organization, which you will own.",
+            },
+        ]
+        for item in fields:
+            item["value"] = form.get(str(item["name"]))
+            item["error"] = errors.get(str(item["name"]))
+        return render(
+            "sign_up.html",
+            title="Create your account",
+            client_name=client.name,
+            action=self.issuer.page("sign-up"),
+            sign_in_url=f"{self.issuer.page('sign-in')}?interaction={interaction.id}",
+            interaction=interaction.id,
+            csrf_token=interaction.csrf_token,
+            fields=fields,
+            errors=errors,
+        )
+
+    def _organization_page(
+        self, interaction: Interaction, client: Client, user: User, error: str | None = None
+    ) -> Page:
+        return render(
+            "select_organization.html",
+            title="Choose an organization",
+            client_name=client.name,
+            user_email=user.email,
+            organizations=[{"id": m.org.id, "name": m.org.name, "role": m.role} for m in user.memberships],
+            selected=interaction.org_id,
+            action=self.issuer.page("select-organization"),
+            interaction=interaction.id,
+            csrf_token=interaction.csrf_token,
+            error=error,
+        )
+
+    def _consent_page(self, interaction: Interaction, client: Client) -> Page:
+        user = self._user_of(interaction)
+        member = user.membership(interaction.org_id or "")
+        return render(
+            "consent.html",
+            title=f"Allow {client.name}?",
+            client_name=client.name,
+            permissions=[SCOPE_WORDS[s] for s in interaction.request.scope if s in SCOPE_WORDS],
+            user_email=user.email,
+            org_name=member.org.name if member else "",
+            action=self.issuer.page("consent"),
+            interaction=interaction.id,
+            csrf_token=interaction.csrf_token,
+        )
+
+    @staticmethod
+    def _throttled(error: Throttled) -> Page:
+        minutes = max(1, round(error.retry_after / 60))
+        text = f"Too many failed sign-ins. Try again in about {minutes} minute{'s' if minutes > 1 else ''}."
+        return message("Too many attempts", text, status=429, retry_after=error.retry_after)
+
+
+def _sign_up_errors(form: Form) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    for name, check in (("name", check_name), ("email", check_email), ("organization", check_organization_name)):
+        try:
+            check(form.get(name))
+        except InvalidInput as error:
+            errors[name] = str(error).capitalize() + "."
+    try:
+        check_strength(form.get("password"))
+    except WeakPassword as error:
+        errors["password"] = str(error).capitalize() + "."
+    return errors

@@ -1,0 +1,91 @@
+"""The ``authorization_code`` grant (RFC 6749 §4.1.3, RFC 7636 §4.6, OpenID Connect Core §3.1.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from identity.clients import Client
+from identity.codes import CodeStore
+from identity.errors import InvalidGrant, UnknownRecord
+from identity.grants import required
+from identity.pkce import verifies
+from identity.tokens import TokenService
+from identity.users import UserStore
+
+
+class AuthorizationCodeGrant:
+    grant_type = "authorization_code"
+
+    def __init__(self, codes: CodeStore, tokens: TokenService, users: UserStore) -> None:
+        self._codes = codes
+        self._tokens = tokens
+        self._users = users
+
+    def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]:
+        """RFC 6749 §4.1.2: the code is single-use; a replay is refused and revokes its tokens."""
+        code = required(params, "code")
+        redirect_uri = required(params, "redirect_uri")
+        consumed = self._codes.consume(code)
+        if consumed.replayed is not None:
+            self._tokens.revoke_grant(consumed.replayed)
+            raise InvalidGrant("The authorization code was already used; the tokens issued from it are revoked.")
+        grant = consumed.grant
+        if grant is None:
+            raise InvalidGrant("The authorization code is invalid or has expired.")
+        if grant.client_id != client.id:
+            raise InvalidGrant("The authorization code was issued to another client.")
+        if grant.redirect_uri != redirect_uri:
+            raise InvalidGrant("The redirect_uri does not match the one of the authorization request.")
+        verifier = params.get("code_verifier")
+        if grant.code_challenge is not None:
+            if not verifier:
+                raise InvalidGrant("The code_verifier is missing.")
+            if not verifies(verifier, grant.code_challenge):
+                raise InvalidGrant("The code_verifier does not match the code_challenge.")
+        elif verifier:
+            # RFC 9700 §2.1.1: a verifier without a challenge is a downgrade attempt.
+            raise InvalidGrant("A code_verifier was sent, but the authorization request had no code_challenge.")
+        try:
+            user = self._users.get(grant.user_id)
+        except UnknownRecord:
+            raise InvalidGrant("The user no longer exists.") from None
+        member = user.membership(grant.org_id)
+        if member is None:
+            raise InvalidGrant("The user no longer belongs to the organization.")
+        access = self._tokens.access_token(
+            client_id=client.id,
+            org=member.org,
+            scope=grant.scope,
+            user_id=user.id,
+            session_id=grant.session_id,
+            grant_id=grant.grant_id,
+            auth_time=grant.auth_time,
+        )
+        response: dict[str, Any] = {
+            "access_token": access.token,
+            "token_type": "Bearer",
+            "expires_in": access.expires_in,
+            "scope": " ".join(grant.scope),
+            "id_token": self._tokens.id_token(
+                client_id=client.id,
+                user=user,
+                org=member.org,
+                scope=grant.scope,
+                session_id=grant.session_id,
+                auth_time=grant.auth_time,
+                nonce=grant.nonce,
+                access_token=access.token,
+            ),
+        }
+        if "offline_access" in grant.scope and "refresh_token" in client.grants:
+            response["refresh_token"] = self._tokens.refresh_token(
+                grant_id=grant.grant_id,
+                client_id=client.id,
+                user_id=user.id,
+                org_id=member.org.id,
+                session_id=grant.session_id,
+                scope=grant.scope,
+                auth_time=grant.auth_time,
+            )
+        return response

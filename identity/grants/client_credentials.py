@@ -1,0 +1,47 @@
+"""The ``client_credentials`` grant (RFC 6749 §4.4): application tokens.
+
+The token's subject is the client and its organization the client's; there is
+no refresh token and no ID token. ``scope`` may ask only for application scopes
+the client is allowed (``members:read``); unknown scopes are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from identity.clients import APPLICATION_SCOPES, SCOPES, Client
+from identity.errors import InvalidScope, UnknownRecord
+from identity.organizations import OrganizationStore
+from identity.tokens import TokenService
+
+
+class ClientCredentialsGrant:
+    grant_type = "client_credentials"
+
+    def __init__(self, tokens: TokenService, organizations: OrganizationStore) -> None:
+        self._tokens = tokens
+        self._organizations = organizations
+
+    def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]:
+        allowed = [s for s in client.scopes if s in APPLICATION_SCOPES]
+        if "scope" in params:
+            asked = [s for s in dict.fromkeys(params["scope"].split()) if s in SCOPES]
+            refused = [s for s in asked if s not in allowed]
+            if refused:
+                raise InvalidScope(f"This client may not request the scope {refused[0]} with client_credentials.")
+            scope = tuple(asked)
+        else:
+            scope = tuple(allowed)
+        if not scope:
+            raise InvalidScope("This client may not request any scope with client_credentials.")
+        org = self._organizations.get(client.org_id)
+        if org is None:
+            raise UnknownRecord(client.org_id)
+        access = self._tokens.access_token(client_id=client.id, org=org, scope=scope, user_id=None)
+        return {
+            "access_token": access.token,
+            "token_type": "Bearer",
+            "expires_in": access.expires_in,
+            "scope": " ".join(scope),
+        }

@@ -1,0 +1,92 @@
+"""The ``refresh_token`` grant (RFC 6749 §6) with rotation (RFC 9700 §4.14.2).
+
+Every use rotates the token: the answer carries a new one of the same family
+(same scope, same expiry). Presenting a rotated token is ``invalid_grant`` and
+revokes the whole family, whoever presents it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from identity.clients import Client
+from identity.errors import InvalidGrant, InvalidScope, UnknownRecord
+from identity.grants import required
+from identity.sessions import SessionStore
+from identity.tokens import RefreshTokenStore, TokenService
+from identity.users import UserStore
+
+
+class RefreshTokenGrant:
+    grant_type = "refresh_token"
+
+    def __init__(
+        self, refresh_tokens: RefreshTokenStore, tokens: TokenService, users: UserStore, sessions: SessionStore
+    ) -> None:
+        self._refresh_tokens = refresh_tokens
+        self._tokens = tokens
+        self._users = users
+        self._sessions = sessions
+
+    def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]:
+        presented = self._refresh_tokens.find(required(params, "refresh_token"))
+        if presented is None or presented.client_id != client.id:
+            raise InvalidGrant("The refresh token is invalid.")
+        scope = presented.scope
+        if "scope" in params:
+            asked = tuple(dict.fromkeys(params["scope"].split()))
+            wider = [s for s in asked if s not in presented.scope]
+            if wider or not asked:
+                raise InvalidScope("The scope may only narrow the scope of the original grant.")
+            scope = asked
+        if not self._refresh_tokens.rotate(presented):
+            if presented.rotated:
+                self._tokens.revoke_grant(presented.grant_id)
+                raise InvalidGrant("The refresh token was already used; its whole family is revoked.")
+            raise InvalidGrant("The refresh token has expired or was revoked.")
+        try:
+            user = self._users.get(presented.user_id)
+        except UnknownRecord:
+            raise InvalidGrant("The user no longer exists.") from None
+        member = user.membership(presented.org_id)
+        if member is None:
+            raise InvalidGrant("The user no longer belongs to the organization.")
+        access = self._tokens.access_token(
+            client_id=client.id,
+            org=member.org,
+            scope=scope,
+            user_id=user.id,
+            session_id=presented.session_id,
+            grant_id=presented.grant_id,
+            auth_time=presented.auth_time,
+        )
+        response: dict[str, Any] = {
+            "access_token": access.token,
+            "token_type": "Bearer",
+            "expires_in": access.expires_in,
+            "scope": " ".join(scope),
+            "refresh_token": self._tokens.refresh_token(
+                grant_id=presented.grant_id,
+                client_id=client.id,
+                user_id=user.id,
+                org_id=member.org.id,
+                session_id=presented.session_id,
+                scope=presented.scope,
+                auth_time=presented.auth_time,
+                expires_at=presented.expires_at,
+            ),
+        }
+        if "openid" in scope:
+            # OpenID Connect Core §12.2: the same sub, auth_time and organization; no nonce.
+            response["id_token"] = self._tokens.id_token(
+                client_id=client.id,
+                user=user,
+                org=member.org,
+                scope=scope,
+                session_id=presented.session_id,
+                auth_time=presented.auth_time,
+                nonce=None,
+                access_token=access.token,
+            )
+        return response

@@ -1,0 +1,103 @@
+"""The identity API: Connexion's FlaskApp over ``openapi/identity.yaml``, mounted at the issuer's path.
+
+Connexion routes and validates; the handlers and the domain authenticate
+clients and tokens themselves (an optional security alternative would let wrong
+credentials through as anonymous), so the SecurityMiddleware is left out.
+Connexion's own errors (a malformed body, a wrong media type) are reshaped
+here into each endpoint's documented form: an HTML page for browser
+endpoints, an OAuth error for client endpoints, an RFC 6750 error for
+resource endpoints.
+"""
+
+from __future__ import annotations
+
+import re
+
+import connexion
+import orjson
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from connexion.middleware import ConnexionMiddleware
+from connexion.middleware.security import SecurityMiddleware
+from connexion.resolver import RelativeResolver
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp
+
+from identity.errors import BearerError, ErrorPage, OAuthError
+from identity.pages import message
+from identity.provider import Provider
+from service import identity_web as web
+from service.openapi import declared_methods, spec_path
+from service.problems import connexion_handler
+
+MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
+CLIENT_ENDPOINTS = ("/oauth2/token", "/oauth2/introspect", "/oauth2/revoke")
+RESOURCE_ENDPOINTS = ("/oauth2/userinfo", "/directory/members")
+BROWSER_ENDPOINTS = (
+    "/oauth2/authorize",
+    "/oauth2/end-session",
+    "/sign-in",
+    "/sign-up",
+    "/select-organization",
+    "/consent",
+)
+
+
+def create_identity_app(provider: Provider, *, validate_responses: bool = False) -> ASGIApp:
+    issuer = provider.issuer
+    app = connexion.FlaskApp(__name__, middlewares=MIDDLEWARES)
+    app.add_api(
+        spec_path("identity.yaml"),
+        base_path=issuer.path,  # "" for an issuer at the root: "/" breaks every operation
+        strict_validation=False,  # OAuth and OpenID Connect: unknown parameters are ignored
+        validate_responses=validate_responses,
+        resolver=RelativeResolver("handlers"),
+        resolver_error=501,
+    )
+    flask_app = app.app
+    flask_app.config["PROVIDER"] = provider
+    flask_app.register_error_handler(OAuthError, lambda error: web.oauth_error(error, issuer))
+    flask_app.register_error_handler(BearerError, lambda error: web.bearer_error(error, issuer))
+    flask_app.register_error_handler(ErrorPage, web.error_page)
+    flask_app.register_error_handler(Exception, web.server_error)
+    handler = _connexion_errors(provider, connexion_handler(declared_methods("identity.yaml", issuer.path)))
+    for error in (ProblemException, HTTPException, Exception):
+        app.add_error_handler(error, handler)
+    asgi: ASGIApp = app
+    return asgi
+
+
+def _connexion_errors(provider: Provider, problem: web.ProblemHandler) -> web.ProblemHandler:
+    """Connexion's 400 and 415 in the endpoint's own error form; 404 and 405 as the service's problems."""
+    base = provider.issuer.path
+
+    def handle(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
+        status = error.status_code if isinstance(error, HTTPException) else 500
+        if status in (404, 405) or status >= 500:
+            return problem(request, error)
+        path = str(request.scope.get("path", ""))[len(base) :]
+        detail = _plain(str(getattr(error, "detail", "") or "The request is malformed."))
+        if status == 415:
+            detail = "The body must be application/x-www-form-urlencoded."
+        if path in BROWSER_ENDPOINTS:
+            rendered = message("Invalid request", detail, status=status)
+            return ConnexionResponse(
+                status_code=status, mimetype="text/html", body=rendered.html.encode(), headers=web.PAGE_HEADERS
+            )
+        headers = web.NO_STORE if path in CLIENT_ENDPOINTS else {"Cache-Control": "no-store"}
+        body = {"error": "invalid_request", "error_description": detail}
+        return ConnexionResponse(
+            status_code=400 if status != 415 else 415,
+            mimetype="application/json",
+            body=orjson.dumps(body),
+            headers=headers,
+        )
+
+    return handle
+
+
+def _plain(detail: str) -> str:
+    """Connexion's validation detail without its jsonschema dump, in the words of RFC 6749 §5.2."""
+    detail = detail.split("\n\n", 1)[0]
+    missing = re.fullmatch(r"'([^']+)' is a required property", detail)
+    return f"The parameter {missing.group(1)} is missing." if missing else detail
