@@ -12,12 +12,15 @@ from identity.client_auth import ClientAuthenticator
 from identity.clients import ClientStore
 from identity.codes import CodeStore
 from identity.consents import ConsentStore
+from identity.directory import Directory
 from identity.discovery import metadata
+from identity.end_session import EndSession
 from identity.flow import SignInFlow
 from identity.grants.authorization_code import AuthorizationCodeGrant
 from identity.grants.client_credentials import ClientCredentialsGrant
 from identity.grants.refresh_token import RefreshTokenGrant
 from identity.interactions import InteractionStore
+from identity.introspection import TokenInspector
 from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
@@ -39,7 +42,7 @@ class Lifetimes:
 
 
 class Provider:
-    def __init__(self, engine: Engine, issuer: Issuer, lifetimes: Lifetimes) -> None:
+    def __init__(self, engine: Engine, issuer: Issuer, lifetimes: Lifetimes, cursor_key: bytes) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine)
         self.users = UserStore(engine)
@@ -70,6 +73,11 @@ class Provider:
             ],
         )
         self.userinfo = UserInfo(self.tokens, self.users)
+        self.inspector = TokenInspector(
+            engine, issuer, self.client_auth, self.clients, self.tokens, self.refresh_tokens, self.users
+        )
+        self.end_session = EndSession(issuer, self.clients, self.sessions, self.tokens, self.refresh_tokens, self.users)
+        self.directory = Directory(engine, self.tokens, cursor_key)
 
     def start(self) -> None:
         """On start: make sure a key signs (the first start creates it)."""

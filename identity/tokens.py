@@ -358,7 +358,8 @@ class RefreshTokenStore:
             )
 
     def revoke_session(self, session_id: str) -> None:
-        """Sign-out: revoke the refresh tokens issued in a browser session, and their access tokens."""
+        """Sign-out: revoke the tokens issued in a browser session: refresh tokens, and access tokens
+        issued in it or from its refresh tokens."""
         at = now()
         with self._engine.begin() as connection:
             grants = list(
@@ -371,9 +372,10 @@ class RefreshTokenStore:
                 .where(refresh_tokens.c.session_id == session_id, refresh_tokens.c.revoked_at.is_(None))
                 .values(revoked_at=at)
             )
-            if grants:
-                connection.execute(
-                    access_tokens.update()
-                    .where(access_tokens.c.grant_id.in_(grants), access_tokens.c.revoked_at.is_(None))
-                    .values(revoked_at=at)
-                )
+            issued_here = access_tokens.c.session_id == session_id
+            connection.execute(
+                access_tokens.update()
+                .where(sa.or_(issued_here, access_tokens.c.grant_id.in_(grants)) if grants else issued_here)
+                .where(access_tokens.c.revoked_at.is_(None))
+                .values(revoked_at=at)
+            )

@@ -92,7 +92,9 @@ def create_app(settings: Settings | None = None) -> Dispatcher:
         limiter=RateLimiter(settings.rate_limit_per_minute),
         validate_responses=settings.validate_responses,
     )
-    provider = Provider(engine, Issuer(settings.issuer), lifetimes(settings))
+    provider = Provider(
+        engine, Issuer(settings.issuer), lifetimes(settings), cursor_key=service_secret(engine, "directory-cursor-key")
+    )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
     return Dispatcher(menus=menus, identity=identity, identity_path=provider.issuer.path, engine=engine)

@@ -52,7 +52,6 @@ def create_identity_app(provider: Provider, *, validate_responses: bool = False)
         strict_validation=False,  # OAuth and OpenID Connect: unknown parameters are ignored
         validate_responses=validate_responses,
         resolver=RelativeResolver("handlers"),
-        resolver_error=501,
     )
     flask_app = app.app
     flask_app.config["PROVIDER"] = provider

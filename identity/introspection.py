@@ -1,0 +1,146 @@
+"""Token introspection (RFC 7662) and revocation (RFC 7009).
+
+Both need client authentication. A client sees and revokes only tokens issued
+to clients of its own organization: any other token is ``{"active": false}``
+for introspection and left alone (a silent 200) by revocation, so neither
+tells whether a foreign token exists. ``token_type_hint`` only orders the
+lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from identity.client_auth import ClientAuthenticator
+from identity.clients import Client, ClientStore
+from identity.clock import now
+from identity.errors import InvalidToken, UnknownRecord
+from identity.grants import required
+from identity.issuer import Issuer
+from identity.tables import access_tokens
+from identity.token_endpoint import single_values
+from identity.tokens import RefreshTokenStore, TokenService
+from identity.users import UserStore
+
+INACTIVE = {"active": False}
+
+
+class TokenInspector:
+    def __init__(
+        self,
+        engine: Engine,
+        issuer: Issuer,
+        authenticator: ClientAuthenticator,
+        clients: ClientStore,
+        tokens: TokenService,
+        refresh_tokens: RefreshTokenStore,
+        users: UserStore,
+    ) -> None:
+        self._engine = engine
+        self._issuer = issuer
+        self._authenticator = authenticator
+        self._clients = clients
+        self._tokens = tokens
+        self._refresh_tokens = refresh_tokens
+        self._users = users
+
+    def introspect(self, pairs: Sequence[tuple[str, str]], authorization: str | None) -> dict[str, Any]:
+        """RFC 7662 §2.2: the token's metadata when active, else only ``active: false``."""
+        params = single_values(pairs)
+        caller = self._authenticator.authenticate(params, authorization)
+        token = required(params, "token")
+        lookups = [self._access, self._refresh]
+        if params.get("token_type_hint") == "refresh_token":
+            lookups.reverse()
+        for lookup in lookups:
+            found = lookup(token, caller)
+            if found is not None:
+                return found
+        return INACTIVE
+
+    def revoke(self, pairs: Sequence[tuple[str, str]], authorization: str | None) -> None:
+        """RFC 7009 §2.2: the answer is the same whether or not there was anything to revoke."""
+        params = single_values(pairs)
+        caller = self._authenticator.authenticate(params, authorization)
+        token = required(params, "token")
+        refresh = self._refresh_tokens.find(token)
+        if refresh is not None:
+            if self._same_organization(refresh.client_id, caller):
+                # Revoking a refresh token revokes its family and the access tokens issued from it.
+                self._tokens.revoke_grant(refresh.grant_id)
+            return
+        try:
+            claims = self._tokens.decode(token, audience=self._issuer.url, verify_exp=False)
+        except InvalidToken:
+            return
+        client_id, jti = claims.get("client_id"), claims.get("jti")
+        if isinstance(client_id, str) and isinstance(jti, str) and self._same_organization(client_id, caller):
+            with self._engine.begin() as connection:
+                connection.execute(
+                    access_tokens.update()
+                    .where(access_tokens.c.jti == jti, access_tokens.c.revoked_at.is_(None))
+                    .values(revoked_at=now())
+                )
+
+    def _access(self, token: str, caller: Client) -> dict[str, Any] | None:
+        try:
+            access = self._tokens.verify_access_token(token)
+        except InvalidToken:
+            return None
+        if not self._same_organization(access.client_id, caller):
+            return INACTIVE
+        claims = access.claims
+        answer: dict[str, Any] = {
+            "active": True,
+            "scope": " ".join(access.scope),
+            "client_id": access.client_id,
+            "sub": access.sub,
+            "exp": claims["exp"],
+            "iat": claims["iat"],
+            "iss": claims["iss"],
+            "aud": claims["aud"],
+            "token_type": "Bearer",
+            "jti": access.jti,
+            "org_id": access.org_id,
+        }
+        return self._with_user(answer, access.user_id, access.session_id)
+
+    def _refresh(self, token: str, caller: Client) -> dict[str, Any] | None:
+        refresh = self._refresh_tokens.find(token)
+        if refresh is None:
+            return None
+        if not refresh.live or not self._same_organization(refresh.client_id, caller):
+            return INACTIVE
+        answer: dict[str, Any] = {
+            "active": True,
+            "scope": " ".join(refresh.scope),
+            "client_id": refresh.client_id,
+            "sub": refresh.user_id,
+            "exp": int(refresh.expires_at.timestamp()),
+            "iat": int(refresh.issued_at.timestamp()),
+            "iss": self._issuer.url,
+            "aud": self._issuer.url,
+            "token_type": "refresh_token",
+            "jti": refresh.id,
+            "org_id": refresh.org_id,
+        }
+        return self._with_user(answer, refresh.user_id, refresh.session_id)
+
+    def _with_user(self, answer: dict[str, Any], user_id: str | None, session_id: str | None) -> dict[str, Any]:
+        if user_id is not None:
+            try:
+                answer["username"] = self._users.get(user_id).email
+            except UnknownRecord:
+                return INACTIVE
+        if session_id is not None:
+            answer["sid"] = session_id
+        return answer
+
+    def _same_organization(self, client_id: str, caller: Client) -> bool:
+        if client_id == caller.id:
+            return True
+        owner = self._clients.get(client_id)
+        return owner is not None and owner.org_id == caller.org_id

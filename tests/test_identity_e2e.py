@@ -1,0 +1,439 @@
+"""End-to-end sign-ins against the live server, driven by a standard OAuth client (Authlib).
+
+The server runs as users run it (``tests/live.py``). The relying party is Authlib's
+``OAuth2Session`` with PKCE (S256) and ``client_secret_basic``; the "browser" is a
+``requests.Session`` that follows redirects itself only while they stay on the
+provider, fills in the provider's HTML forms, and stops at the client's callback
+URL (never fetched). ID tokens are verified with PyJWT against the published JWKS.
+Every endpoint is read from discovery.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+import jwt
+import pytest
+import requests
+from authlib.common.security import generate_token
+from authlib.integrations.requests_client import OAuth2Session, OAuthError
+
+from tests.live import LiveService, live_service
+
+REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
+SCOPE = "openid profile email offline_access"
+PASSWORD = "correct horse battery staple"
+TIMEOUT = 10
+
+
+# The provider, its organizations, users and client: created once for the module.
+
+
+@dataclass(frozen=True)
+class Provider:
+    service: LiveService
+    metadata: dict[str, Any]
+    jwks: jwt.PyJWKClient
+    client_id: str
+    client_secret: str
+    acme: dict[str, Any]  # organization "Acme Foods"
+    beta: dict[str, Any]  # organization "Beta Bakery"
+    ana: dict[str, Any]  # a user of Acme Foods only
+    bo: dict[str, Any]  # a user of both organizations
+
+    @property
+    def issuer(self) -> str:
+        return self.service.url
+
+
+def cli_json(service: LiveService, *args: str, stdin: str = "") -> Any:
+    """Run the command line in the service's directory, with standard input; its JSON output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "service", *args, "--json"],
+        cwd=service.workdir,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def create_user(service: LiveService, email: str, name: str, *org_ids: str) -> dict[str, Any]:
+    orgs = [arg for org_id in org_ids for arg in ("--org", org_id)]
+    return cli_json(  # type: ignore[no-any-return]
+        service, "users", "create", "--email", email, "--name", name, "--password-stdin", *orgs, stdin=PASSWORD + "\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    with live_service(tmp_path_factory.mktemp("identity-e2e")) as service:
+        acme = cli_json(service, "orgs", "create", "--name", "Acme Foods")
+        beta = cli_json(service, "orgs", "create", "--name", "Beta Bakery")
+        ana = create_user(service, "ana@example.com", "Ana Lima", acme["id"])
+        bo = create_user(service, "bo@example.com", "Bo Berg", acme["id"], beta["id"])
+        client = cli_json(
+            service, "clients", "create", "--name", "Menu Planner", "--org", acme["id"],
+            "--redirect-uri", REDIRECT_URI, "--auth-method", "client_secret_basic", "--first-party",
+            "--grant", "authorization_code", "--grant", "refresh_token",
+            "--scope", "openid", "--scope", "profile", "--scope", "email", "--scope", "offline_access",
+            "--pkce", "required",
+        )  # fmt: skip
+        metadata = requests.get(f"{service.url}/.well-known/openid-configuration", timeout=TIMEOUT).json()
+        yield Provider(
+            service=service,
+            metadata=metadata,
+            jwks=jwt.PyJWKClient(metadata["jwks_uri"]),
+            client_id=client["client_id"],
+            client_secret=client["client_secret"],
+            acme=acme,
+            beta=beta,
+            ana=ana,
+            bo=bo,
+        )
+
+
+# The browser: follows redirects within the provider, fills in forms, stops at the callback.
+
+
+@dataclass
+class HtmlForm:
+    action: str
+    fields: dict[str, str] = field(default_factory=dict)  # hidden and text inputs, checked radios
+    radios: dict[str, list[str]] = field(default_factory=dict)  # radio name → offered values
+    checked: dict[str, str] = field(default_factory=dict)  # radio name → value checked by the page
+    inputs: list[str] = field(default_factory=list)  # names of every input, in page order
+    buttons: dict[str, list[str]] = field(default_factory=dict)  # submit button name → values
+
+
+class FormParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[HtmlForm] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {name: value or "" for name, value in attrs}
+        if tag == "form":
+            self.forms.append(HtmlForm(action=a.get("action", "")))
+            return
+        if not self.forms or "name" not in a:
+            return
+        form, name = self.forms[-1], a["name"]
+        if tag == "input":
+            form.inputs.append(name)
+            if a.get("type") == "radio":
+                form.radios.setdefault(name, []).append(a.get("value", ""))
+                if "checked" in a:
+                    form.checked[name] = a.get("value", "")
+            else:
+                form.fields[name] = a.get("value", "")
+        elif tag == "button":
+            form.buttons.setdefault(name, []).append(a.get("value", ""))
+
+
+@dataclass
+class Page:
+    url: str
+    response: requests.Response
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.url).path
+
+    @property
+    def form(self) -> HtmlForm:
+        parser = FormParser()
+        parser.feed(self.response.text)
+        assert len(parser.forms) == 1, self.response.text
+        return parser.forms[0]
+
+
+@dataclass
+class Callback:
+    url: str
+
+    @property
+    def params(self) -> dict[str, str]:
+        parsed = parse_qs(urlsplit(self.url).query, keep_blank_values=True, strict_parsing=True)
+        assert all(len(values) == 1 for values in parsed.values()), self.url
+        return {name: values[0] for name, values in parsed.items()}
+
+
+class Browser:
+    def __init__(self, issuer: str) -> None:
+        self.issuer = issuer
+        self.http = requests.Session()
+
+    def go(self, url: str) -> Page | Callback:
+        return self._follow(self.http.get(url, allow_redirects=False, timeout=TIMEOUT))
+
+    def submit(self, page: Page, **values: str) -> Page | Callback:
+        """Post the page's form as a browser would: its hidden fields, the given values (a button's too)."""
+        form = page.form
+        assert form.fields.get("interaction") and form.fields.get("csrf_token"), page.response.text
+        for name in values:
+            assert name in form.inputs or name in form.buttons, f"the form has no field {name}"
+        data = {**form.fields, **form.checked, **values}
+        action = urljoin(page.url, form.action)
+        assert action.startswith(self.issuer + "/"), action
+        return self._follow(self.http.post(action, data=data, allow_redirects=False, timeout=TIMEOUT))
+
+    def _follow(self, response: requests.Response) -> Page | Callback:
+        for _ in range(10):
+            if not response.is_redirect:
+                assert response.status_code == 200, response.text
+                assert response.headers["Content-Type"].startswith("text/html")
+                return Page(response.url, response)
+            location = urljoin(response.url, response.headers["Location"])
+            if not location.startswith(self.issuer + "/"):
+                return Callback(location)
+            response = self.http.get(location, allow_redirects=False, timeout=TIMEOUT)
+        raise AssertionError("too many redirects")
+
+
+def expect_page(landing: Page | Callback, path: str) -> Page:
+    assert isinstance(landing, Page), f"expected the page {path}, got a redirect to {landing}"
+    assert landing.path == path, landing.url
+    return landing
+
+
+def expect_callback(landing: Page | Callback) -> Callback:
+    assert isinstance(landing, Callback), (
+        f"expected a redirect to the client, got {landing.url}:\n{landing.response.text}"
+    )
+    assert landing.url.startswith(REDIRECT_URI + "?"), landing.url
+    return landing
+
+
+# The relying party: Authlib.
+
+
+@dataclass
+class Authorization:
+    """One authorization request of the relying party: what it must remember until the callback."""
+
+    url: str
+    state: str
+    nonce: str
+    code_verifier: str
+
+
+def relying_party(p: Provider) -> OAuth2Session:
+    return OAuth2Session(
+        p.client_id,
+        p.client_secret,
+        scope=SCOPE,
+        redirect_uri=REDIRECT_URI,
+        code_challenge_method="S256",
+        token_endpoint_auth_method="client_secret_basic",
+    )
+
+
+def authorize(p: Provider, rp: OAuth2Session, **extra: str) -> Authorization:
+    verifier, nonce = generate_token(48), generate_token(24)
+    url, state = rp.create_authorization_url(
+        p.metadata["authorization_endpoint"], code_verifier=verifier, nonce=nonce, **extra
+    )
+    query = parse_qs(urlsplit(url).query)
+    assert query["code_challenge_method"] == ["S256"] and query["code_challenge"] != [verifier]
+    return Authorization(url, state, nonce, verifier)
+
+
+def redeem(p: Provider, rp: OAuth2Session, request: Authorization, callback: Callback) -> dict[str, Any]:
+    """Check the callback (RFC 9207 ``iss``: Authlib's client does not), then let Authlib redeem the code."""
+    params = callback.params
+    assert "error" not in params, params
+    assert params["iss"] == p.issuer  # RFC 9207 §2.4: the response comes from the expected issuer
+    assert params["state"] == request.state
+    token = rp.fetch_token(
+        p.metadata["token_endpoint"],
+        authorization_response=callback.url,
+        state=request.state,  # Authlib compares it with the callback's state
+        code_verifier=request.code_verifier,
+    )
+    assert token["token_type"].lower() == "bearer" and token["scope"].split() == SCOPE.split()
+    return dict(token)
+
+
+def sign_in(p: Provider, browser: Browser, rp: OAuth2Session, user: dict[str, Any]) -> tuple[Authorization, Callback]:
+    request = authorize(p, rp)
+    page = expect_page(browser.go(request.url), "/sign-in")
+    return request, expect_callback(browser.submit(page, email=user["email"], password=PASSWORD))
+
+
+def verified_id_token(p: Provider, id_token: str, nonce: str | None) -> dict[str, Any]:
+    """OpenID Connect Core §3.1.3.7: signature (RS256, a published key), iss, aud, exp, nonce."""
+    header = jwt.get_unverified_header(id_token)
+    assert header["alg"] == "RS256" and header["kid"]
+    signing_key = p.jwks.get_signing_key_from_jwt(id_token)
+    claims: dict[str, Any] = jwt.decode(
+        id_token,
+        signing_key,
+        algorithms=["RS256"],
+        audience=p.client_id,
+        issuer=p.issuer,
+        options={"require": ["iss", "sub", "aud", "exp", "iat", "auth_time"]},
+    )
+    assert claims["azp"] == p.client_id
+    if nonce is None:
+        assert "nonce" not in claims
+    else:
+        assert claims["nonce"] == nonce
+    return claims
+
+
+def at_hash(access_token: str) -> str:
+    digest = hashlib.sha256(access_token.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode("ascii")
+
+
+def assert_identity(
+    p: Provider,
+    rp: OAuth2Session,
+    token: dict[str, Any],
+    request: Authorization | None,
+    user: dict[str, Any],
+    org: dict[str, Any],
+) -> dict[str, Any]:
+    """The ID token and UserInfo name the user and the organization chosen at sign-in."""
+    claims = verified_id_token(p, token["id_token"], request.nonce if request else None)
+    assert claims["at_hash"] == at_hash(token["access_token"])
+    assert (claims["sub"], claims["email"], claims["name"]) == (user["id"], user["email"], user["name"])
+    assert (claims["org_id"], claims["org_name"]) == (org["id"], org["name"])
+    answer = rp.get(p.metadata["userinfo_endpoint"], timeout=TIMEOUT)
+    assert answer.status_code == 200, answer.text
+    info = answer.json()
+    assert info["sub"] == claims["sub"]
+    assert (info["email"], info["name"], info["email_verified"]) == (user["email"], user["name"], False)
+    assert (info["org_id"], info["org_name"]) == (org["id"], org["name"])
+    return claims
+
+
+# The tests
+
+
+def test_authlib_client_signs_in_with_pkce_and_reads_userinfo(provider: Provider) -> None:
+    p = provider
+    assert p.metadata["issuer"] == p.issuer
+    assert p.metadata["authorization_response_iss_parameter_supported"] is True
+    assert "S256" in p.metadata["code_challenge_methods_supported"]
+    assert "client_secret_basic" in p.metadata["token_endpoint_auth_methods_supported"]
+    assert p.metadata["id_token_signing_alg_values_supported"] == ["RS256"]
+    browser, rp = Browser(p.issuer), relying_party(p)
+    request = authorize(p, rp)
+    page = expect_page(browser.go(request.url), "/sign-in")
+    assert "Menu Planner" in page.response.text
+    assert {"email", "password"} <= set(page.form.inputs)
+    callback = expect_callback(browser.submit(page, email=p.ana["email"], password=PASSWORD))
+    assert set(callback.params) == {"code", "state", "iss"}
+    token = redeem(p, rp, request, callback)
+    assert token["refresh_token"] and token["expires_in"] > 0
+    assert_identity(p, rp, token, request, p.ana, p.acme)
+
+
+def test_prompt_create_signs_up_a_new_user_and_organization(provider: Provider) -> None:
+    p = provider
+    browser, rp = Browser(p.issuer), relying_party(p)
+    request = authorize(p, rp, prompt="create")
+    page = expect_page(browser.go(request.url), "/sign-up")
+    assert {"name", "email", "password", "organization"} <= set(page.form.inputs)
+    landing = browser.submit(
+        page, name="Cleo Cruz", email="cleo@example.com", password=PASSWORD, organization="Cleo's Kitchen"
+    )
+    token = redeem(p, rp, request, expect_callback(landing))
+    claims = verified_id_token(p, token["id_token"], request.nonce)
+    users = {u["email"]: u for u in cli_json(p.service, "users", "list")}
+    cleo = users["cleo@example.com"]
+    assert cleo["name"] == "Cleo Cruz" and cleo["id"] == claims["sub"]
+    assert [(o["name"], o["role"]) for o in cleo["orgs"]] == [("Cleo's Kitchen", "owner")]
+    org = {o["id"]: o for o in cli_json(p.service, "orgs", "list")}[cleo["orgs"][0]["id"]]
+    assert org["id"] not in (p.acme["id"], p.beta["id"])
+    assert_identity(p, rp, token, request, cleo, org)
+
+
+def test_select_account_lets_a_user_of_two_organizations_choose(provider: Provider) -> None:
+    p = provider
+    browser, rp = Browser(p.issuer), relying_party(p)
+    request = authorize(p, rp)
+    page = expect_page(browser.go(request.url), "/sign-in")
+    picker = expect_page(browser.submit(page, email=p.bo["email"], password=PASSWORD), "/select-organization")
+    assert picker.form.radios["org_id"] == [p.acme["id"], p.beta["id"]]  # by name
+    token = redeem(p, rp, request, expect_callback(browser.submit(picker, org_id=p.beta["id"])))
+    first = assert_identity(p, rp, token, request, p.bo, p.beta)
+
+    # Signed in: prompt=select_account shows the picker again, the current organization selected.
+    rp = relying_party(p)
+    request = authorize(p, rp, prompt="select_account")
+    picker = expect_page(browser.go(request.url), "/select-organization")
+    assert picker.form.radios["org_id"] == [p.acme["id"], p.beta["id"]]
+    assert picker.form.checked == {"org_id": p.beta["id"]}
+    token = redeem(p, rp, request, expect_callback(browser.submit(picker, org_id=p.acme["id"])))
+    second = assert_identity(p, rp, token, request, p.bo, p.acme)
+    assert second["sid"] == first["sid"]  # the same browser session, no new sign-in
+    assert second["auth_time"] == first["auth_time"]
+
+    # Without the prompt, the session's organization is now the one chosen last.
+    rp = relying_party(p)
+    request = authorize(p, rp)
+    token = redeem(p, rp, request, expect_callback(browser.go(request.url)))
+    assert_identity(p, rp, token, request, p.bo, p.acme)
+
+
+def test_prompt_none_succeeds_silently_when_signed_in(provider: Provider) -> None:
+    p = provider
+    browser, rp = Browser(p.issuer), relying_party(p)
+    request, callback = sign_in(p, browser, rp, p.ana)
+    first = assert_identity(p, rp, redeem(p, rp, request, callback), request, p.ana, p.acme)
+
+    rp = relying_party(p)
+    request = authorize(p, rp, prompt="none")
+    callback = expect_callback(browser.go(request.url))  # no page at all
+    token = redeem(p, rp, request, callback)
+    second = assert_identity(p, rp, token, request, p.ana, p.acme)
+    assert (second["sid"], second["auth_time"]) == (first["sid"], first["auth_time"])
+
+
+def test_prompt_none_answers_login_required_when_signed_out(provider: Provider) -> None:
+    p = provider
+    browser, rp = Browser(p.issuer), relying_party(p)
+    request = authorize(p, rp, prompt="none")
+    callback = expect_callback(browser.go(request.url))
+    params = callback.params
+    assert params["error"] == "login_required"
+    assert params["state"] == request.state
+    assert params["iss"] == p.issuer
+    assert "code" not in params
+
+
+def test_refresh_token_rotates(provider: Provider) -> None:
+    p = provider
+    browser, rp = Browser(p.issuer), relying_party(p)
+    request, callback = sign_in(p, browser, rp, p.ana)
+    token = redeem(p, rp, request, callback)
+    first = assert_identity(p, rp, token, request, p.ana, p.acme)
+    old = token["refresh_token"]
+
+    refreshed = dict(rp.refresh_token(p.metadata["token_endpoint"]))
+    assert refreshed["refresh_token"] and refreshed["refresh_token"] != old
+    assert refreshed["access_token"] != token["access_token"]
+    claims = assert_identity(p, rp, refreshed, None, p.ana, p.acme)  # no nonce on refresh
+    assert (claims["sub"], claims["sid"], claims["auth_time"]) == (first["sub"], first["sid"], first["auth_time"])
+
+    with pytest.raises(OAuthError) as refused:
+        rp.refresh_token(p.metadata["token_endpoint"], refresh_token=old)
+    assert refused.value.error == "invalid_grant"
+    # RFC 9700 §4.14.2: a replayed refresh token revokes its whole family.
+    with pytest.raises(OAuthError) as revoked:
+        rp.refresh_token(p.metadata["token_endpoint"], refresh_token=refreshed["refresh_token"])
+    assert revoked.value.error == "invalid_grant"
