@@ -25,9 +25,8 @@ from identity.organizations import OrganizationStore
 from identity.users import ROLES, UserStore
 from service.api_keys import ApiKeyStore, UnknownApiKey
 from service.db import ensure_schema, make_engine
+from service.demo import prepare as prepare_demo
 from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
-
-DEMO_KEY_NAME = "demo"
 
 
 def _database_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -74,7 +73,7 @@ def main() -> None:
 @main.command()
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on.")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port.")
-@click.option("--demo", is_flag=True, help="Create demo data (an API key) if absent and print how to use it.")
+@click.option("--demo", is_flag=True, help="Create demo data (API key, org, user, client); print how to use it.")
 @_database_option
 def serve(host: str, port: int, demo: bool, engine: Engine) -> None:
     """Run the service."""
@@ -84,24 +83,9 @@ def serve(host: str, port: int, demo: bool, engine: Engine) -> None:
 
     settings = Settings.from_env(port=port).with_changes(database_url=str(engine.url.render_as_string(False)))
     if demo:
-        _print_demo(ApiKeyStore(engine), settings)
+        click.echo(prepare_demo(engine, settings))
     app = create_app(settings)
     uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on")
-
-
-def _print_demo(keys: ApiKeyStore, settings: Settings) -> None:
-    """Create a demo API key. Keys are stored only as hashes, so a fresh one is made on every demo start."""
-    for existing in keys.list():
-        if existing.name == DEMO_KEY_NAME and existing.revoked_at is None:
-            keys.revoke(existing.id)
-    _, key = keys.create(DEMO_KEY_NAME)
-    click.echo(
-        "\nDemo data is ready.\n"
-        f"  API key (shown once): {key}\n"
-        f"  Try:     curl -H 'Authorization: Bearer {key}' \\\n"
-        f"             '{settings.base_url}/v1/menus/dishes?diet=vegetarian&q=paneer'\n"
-        f"  Browse:  {settings.base_url}/v1/ui/\n"
-    )
 
 
 @main.group("api-keys")

@@ -1,0 +1,103 @@
+"""Demo data for ``serve --demo``: an API key, an organization, a user and a first-party client.
+
+Keys and client secrets are stored only as hashes, so the demo API key and the
+demo client are made afresh on every demo start (their predecessors revoked or
+deleted); the organization and the user are created once.
+"""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import urlencode
+
+from sqlalchemy.engine import Engine
+
+from identity.clients import ClientStore
+from identity.issuer import AUTHORIZATION_PATH, TOKEN_PATH, Issuer
+from identity.organizations import OrganizationStore
+from identity.pkce import challenge_of
+from identity.users import UserStore
+from service.api_keys import ApiKeyStore
+from service.settings import Settings
+
+KEY_NAME = "demo"
+ORG_NAME = "Demo Kitchen"
+USER_EMAIL = "demo@example.com"
+USER_NAME = "Demo Cook"
+USER_PASSWORD = "demo-password"  # a demo account on a local database, printed for the reader
+CLIENT_NAME = "Demo app"
+REDIRECT_URI = "http://127.0.0.1:8400/callback"  # nothing listens: the code is read from the address bar
+SIGNED_OUT_URI = "http://127.0.0.1:8400/signed-out"
+
+
+def prepare(engine: Engine, settings: Settings) -> str:
+    """Create what is missing and return the instructions to print."""
+    key = _api_key(ApiKeyStore(engine))
+    org_id = _organization(OrganizationStore(engine))
+    _user(UserStore(engine), org_id)
+    client_id, secret = _client(ClientStore(engine), org_id)
+    issuer = Issuer(settings.issuer)
+    verifier = secrets.token_urlsafe(48)
+    query = urlencode(
+        {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": REDIRECT_URI,
+            "scope": "openid profile email offline_access",
+            "state": secrets.token_urlsafe(8),
+            "code_challenge": challenge_of(verifier),
+            "code_challenge_method": "S256",
+        }
+    )
+    return (
+        "\nDemo data is ready.\n"
+        f"  API key (shown once): {key}\n"
+        f"  Try:     curl -H 'Authorization: Bearer {key}' \\\n"
+        f"             '{settings.base_url}/v1/menus/dishes?diet=vegetarian&q=paneer'\n"
+        f"  Browse:  {settings.base_url}/v1/ui/ (menus) and {issuer.url}/ui/ (identity)\n"
+        "\nSign in from a browser:\n"
+        f"  User:    {USER_EMAIL} / {USER_PASSWORD}\n"
+        f"  Client:  {client_id} (secret, shown once: {secret})\n"
+        f"  1. Open  {issuer.endpoint(AUTHORIZATION_PATH)}?{query}\n"
+        f"  2. Sign in. The browser then goes to {REDIRECT_URI}?code=…; nothing listens there,\n"
+        "     so copy the code from the address bar.\n"
+        "  3. Within 60 seconds, exchange it for tokens:\n"
+        f"     curl -u '{client_id}:{secret}' -d grant_type=authorization_code -d code=CODE \\\n"
+        f"       -d redirect_uri={REDIRECT_URI} -d code_verifier={verifier} \\\n"
+        f"       {issuer.endpoint(TOKEN_PATH)}\n"
+    )
+
+
+def _api_key(keys: ApiKeyStore) -> str:
+    for existing in keys.list():
+        if existing.name == KEY_NAME and existing.revoked_at is None:
+            keys.revoke(existing.id)
+    return keys.create(KEY_NAME)[1]
+
+
+def _organization(organizations: OrganizationStore) -> str:
+    for org in organizations.list():
+        if org.name == ORG_NAME:
+            return org.id
+    return organizations.create(ORG_NAME).id
+
+
+def _user(users: UserStore, org_id: str) -> None:
+    if not any(user.email == USER_EMAIL for user in users.list()):
+        users.create(USER_EMAIL, USER_NAME, USER_PASSWORD, [(org_id, "owner")])
+
+
+def _client(clients: ClientStore, org_id: str) -> tuple[str, str]:
+    for existing in clients.list():
+        if existing.name == CLIENT_NAME and existing.org_id == org_id:
+            clients.delete(existing.id)
+    client, secret = clients.create(
+        name=CLIENT_NAME,
+        org_id=org_id,
+        auth_method="client_secret_basic",
+        redirect_uris=[REDIRECT_URI],
+        post_logout_redirect_uris=[SIGNED_OUT_URI],
+        first_party=True,
+    )
+    assert secret is not None
+    return client.id, secret
