@@ -74,16 +74,16 @@ def _connexion_errors(provider: Provider, problem: web.ProblemHandler) -> web.Pr
         status = error.status_code if isinstance(error, HTTPException) else 500
         if status in (404, 405) or status >= 500:
             return problem(request, error)
-        path = str(request.scope.get("path", ""))[len(base) :]
+        kind = web.kind_of(str(request.scope.get("path", ""))[len(base) :])
         detail = _plain(str(getattr(error, "detail", "") or "The request is malformed."))
         if status == 415:
             detail = "The body must be application/x-www-form-urlencoded."
-        if path in BROWSER_ENDPOINTS:
+        if kind == "browser":
             rendered = message("Invalid request", detail, status=status)
             return ConnexionResponse(
                 status_code=status, mimetype="text/html", body=rendered.html.encode(), headers=web.PAGE_HEADERS
             )
-        headers = web.NO_STORE if path in CLIENT_ENDPOINTS else {"Cache-Control": "no-store"}
+        headers = web.NO_STORE if kind == "client" else {"Cache-Control": "no-store"}
         body = {"error": "invalid_request", "error_description": detail}
         return ConnexionResponse(
             status_code=400 if status != 415 else 415,

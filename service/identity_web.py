@@ -16,17 +16,28 @@ from typing import Any
 import flask
 import orjson
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from sqlalchemy.exc import DBAPIError
 
 from identity.errors import BearerError, ErrorPage, InvalidClient, OAuthError
 from identity.flow import BROWSER_COOKIE, SESSION_COOKIE, Browser, Outcome
 from identity.issuer import Issuer
 from identity.pages import CONTENT_SECURITY_POLICY, Page, message
 from identity.provider import Provider
+from service.problems import UNAVAILABLE_RETRY_AFTER
 
 log = logging.getLogger("service.identity")
 
 ProblemHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse]
 
+CLIENT_ENDPOINTS = ("/oauth2/token", "/oauth2/introspect", "/oauth2/revoke")  # RFC 6749 §5.2 errors
+BROWSER_ENDPOINTS = (
+    "/oauth2/authorize",
+    "/oauth2/end-session",
+    "/sign-in",
+    "/sign-up",
+    "/select-organization",
+    "/consent",
+)
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 PAGE_HEADERS = {
     "Cache-Control": "no-store",
@@ -111,13 +122,29 @@ def error_page(error: ErrorPage) -> flask.Response:
 
 
 def server_error(error: Exception) -> flask.Response:
-    """The last resort: log the error with its trace, answer without it."""
-    log.exception("unexpected error in the identity API", exc_info=error)
-    path = flask.request.path
-    if any(path.endswith(p) for p in ("/oauth2/token", "/oauth2/introspect", "/oauth2/revoke")):
-        return json({"error": "server_error", "error_description": "Something went wrong."}, 500, NO_STORE)
-    if any(path.endswith(p) for p in ("/oauth2/userinfo", "/directory/members", "/jwks", "/openid-configuration")):
-        return json(
-            {"error": "server_error", "error_description": "Something went wrong."}, 500, {"Cache-Control": "no-store"}
-        )
-    return page(message("Something went wrong", "Something went wrong on our side. Try again.", status=500))
+    """The last resort: log the error with its trace and answer without it (503 when the database is down)."""
+    unavailable = isinstance(error, DBAPIError)
+    if unavailable:
+        log.error("database unavailable: %s", type(error).__name__)
+    else:
+        log.exception("unexpected error in the identity API", exc_info=error)
+    status = 503 if unavailable else 500
+    retry = {"Retry-After": str(UNAVAILABLE_RETRY_AFTER)} if unavailable else {}
+    text = "The service cannot reach its database; retry shortly." if unavailable else "Something went wrong."
+    if kind_of(flask.request.path) == "browser":
+        title = "Temporarily unavailable" if unavailable else "Something went wrong"
+        rendered = message(title, text, status=status, retry_after=UNAVAILABLE_RETRY_AFTER if unavailable else None)
+        return page(rendered)
+    code = "temporarily_unavailable" if unavailable else "server_error"
+    return json({"error": code, "error_description": text}, status, {**NO_STORE, **retry})
+
+
+def kind_of(path: str) -> str:
+    """Which error form the endpoint at ``path`` (below the issuer's path) answers in."""
+    for suffix in BROWSER_ENDPOINTS:
+        if path.endswith(suffix):
+            return "browser"
+    for suffix in CLIENT_ENDPOINTS:
+        if path.endswith(suffix):
+            return "client"
+    return "resource"
