@@ -124,10 +124,8 @@ class ClientAuthenticator:
                     issuer=client.id,
                     options={"require": ["iss", "sub", "aud", "exp", "jti"]},
                 )
-                aud = claims["aud"]
-                # draft-ietf-oauth-rfc7523bis: a single audience value.
-                if isinstance(aud, list) and len(aud) != 1:
-                    raise InvalidClient()
+                if not isinstance(claims["aud"], str):
+                    raise InvalidClient()  # draft-ietf-oauth-rfc7523bis: one audience, as a string
                 return claims
             except (jwt.InvalidTokenError, jwt.PyJWKError, ValueError, TypeError):
                 continue
