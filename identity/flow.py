@@ -392,8 +392,8 @@ class SignInFlow:
 
     def _sign_up_page(self, interaction: Interaction, client: Client, form: Form, errors: dict[str, str]) -> Page:
         fields: list[dict[str, str | None]] = [
-            {"name": "name", "label": "Your name", "type": "text", "autocomplete": "name"},
-            {"name": "email", "label": "Email", "type": "email", "autocomplete": "email"},
+            {"name": "name", "label": "Your name", "type": "text", "autocomplete": "name", "maxlength": "200"},
+            {"name": "email", "label": "Email", "type": "email", "autocomplete": "email", "maxlength": "320"},
             {
                 "name": "password",
                 "label": "Password",
@@ -406,6 +406,7 @@ class SignInFlow:
                 "label": "Organization name",
                 "type": "text",
                 "autocomplete": "organization",
+                "maxlength": "200",
                 "hint": "A new organization, which you will own.",
             },
         ]

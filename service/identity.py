@@ -21,7 +21,7 @@ from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.security import SecurityMiddleware
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.errors import BearerError, ErrorPage, OAuthError
 from identity.pages import message
@@ -62,8 +62,7 @@ def create_identity_app(provider: Provider, *, validate_responses: bool = False)
     handler = _connexion_errors(provider, connexion_handler(declared_methods("identity.yaml", issuer.path)))
     for error in (ProblemException, HTTPException, Exception):
         app.add_error_handler(error, handler)
-    asgi: ASGIApp = app
-    return asgi
+    return HeadAsGet(app)
 
 
 def _connexion_errors(provider: Provider, problem: web.ProblemHandler) -> web.ProblemHandler:
@@ -100,3 +99,23 @@ def _plain(detail: str) -> str:
     detail = detail.split("\n\n", 1)[0]
     missing = re.fullmatch(r"'([^']+)' is a required property", detail)
     return f"The parameter {missing.group(1)} is missing." if missing else detail
+
+
+class HeadAsGet:
+    """RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
+    validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, without_body)

@@ -375,3 +375,9 @@ def test_issuer_path_scopes_every_url_and_cookie() -> None:
 def test_issuer_must_be_an_http_url_without_trailing_slash_query_or_fragment(url: str) -> None:
     with pytest.raises(ValueError):
         Issuer(url)
+
+
+def test_a_state_too_long_is_refused_and_not_echoed(client, clients) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RedirectableError) as raised:
+        parse_request(authorization(client[0].id, state="s" * 2049), clients)
+    assert isinstance(raised.value.error, InvalidRequest) and raised.value.state is None
