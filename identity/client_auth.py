@@ -31,7 +31,9 @@ from identity.tables import client_assertions
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256")
-MAX_ASSERTION_LIFETIME = timedelta(minutes=10)  # an assertion may not claim to live longer than this
+# An assertion may not claim to live longer than this: an hour (Authlib's default lifetime, and
+# Okta's limit), plus a minute for clock skew. Its jti is remembered until it expires.
+MAX_ASSERTION_LIFETIME = timedelta(hours=1, minutes=1)
 _DUMMY_HASH = hash_secret("no client has this secret")
 
 

@@ -26,6 +26,10 @@ import pytest
 import requests
 from authlib.common.security import generate_token
 from authlib.integrations.requests_client import OAuth2Session, OAuthError
+from authlib.oauth2.rfc7523 import PrivateKeyJWT
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
 
 from tests.live import LiveService, live_service
 
@@ -437,3 +441,65 @@ def test_refresh_token_rotates(provider: Provider) -> None:
     with pytest.raises(OAuthError) as revoked:
         rp.refresh_token(p.metadata["token_endpoint"], refresh_token=refreshed["refresh_token"])
     assert revoked.value.error == "invalid_grant"
+
+
+# Application tokens for a resource server: Authlib's client_credentials, two ways of authenticating.
+
+
+def read_directory(p: Provider, token: dict[str, Any]) -> dict[str, Any]:
+    assert "refresh_token" not in token and "id_token" not in token
+    assert token["scope"] == "members:read"
+    response = requests.get(
+        p.issuer + "/directory/members",
+        headers={"Authorization": f"Bearer {token['access_token']}"},
+        params={"limit": 1},
+        timeout=TIMEOUT,
+    )
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_authlib_client_credentials_with_client_secret_basic_reads_the_directory(provider: Provider) -> None:
+    p = provider
+    reporter = cli_json(
+        p.service, "clients", "create", "--name", "Reporter", "--org", p.acme["id"],
+        "--auth-method", "client_secret_basic", "--grant", "client_credentials", "--scope", "members:read",
+    )  # fmt: skip
+    client = OAuth2Session(
+        reporter["client_id"], reporter["client_secret"], scope="members:read",
+        token_endpoint_auth_method="client_secret_basic",
+    )  # fmt: skip
+    token = client.fetch_token(p.metadata["token_endpoint"], grant_type="client_credentials")
+
+    first = read_directory(p, token)
+    assert first["total"] == 2 and len(first["data"]) == 1 and first["next_cursor"]
+    assert {m["email"] for m in first["data"]} <= {"ana@example.com", "bo@example.com"}
+
+
+def test_authlib_private_key_jwt_application_token_reads_the_directory(provider: Provider) -> None:
+    p = provider
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = {**RSAAlgorithm.to_jwk(private.public_key(), as_dict=True), "kid": "reporter-1", "use": "sig"}
+    jwks_file = p.service.workdir / "reporter.jwks.json"
+    jwks_file.write_text(json.dumps({"keys": [public]}))
+    reporter = cli_json(
+        p.service, "clients", "create", "--name", "Signed reporter", "--org", p.beta["id"],
+        "--auth-method", "private_key_jwt", "--jwks-file", str(jwks_file),
+        "--grant", "client_credentials", "--scope", "members:read",
+    )  # fmt: skip
+    assert "client_secret" not in reporter or reporter["client_secret"] is None
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    token_endpoint = p.metadata["token_endpoint"]
+    client = OAuth2Session(
+        reporter["client_id"], pem, scope="members:read",
+        token_endpoint_auth_method=PrivateKeyJWT(token_endpoint, headers={"kid": "reporter-1"}),
+    )  # fmt: skip
+    token = client.fetch_token(token_endpoint, grant_type="client_credentials")
+
+    members = read_directory(p, token)
+    assert members["total"] == 1 and [m["email"] for m in members["data"]] == ["bo@example.com"]
+    # The same client authenticates the same way at introspection: its own token is active.
+    answer = client.introspect_token(p.metadata["introspection_endpoint"], token=token["access_token"]).json()
+    assert answer["active"] is True and answer["sub"] == reporter["client_id"] and answer["org_id"] == p.beta["id"]

@@ -543,7 +543,7 @@ def bad_assertions(client_id: str, rsa_key: KeyPair, stranger_key: KeyPair) -> d
     hmac_key = KeyPair(b"a shared secret of at least 32 bytes!!", {"kid": "rsa-1"})
     return {
         "expired": client_assertion(client_id, rsa_key, expires_in=-60),
-        "expiring_in_an_hour": client_assertion(client_id, rsa_key, expires_in=3600),
+        "expiring_in_two_hours": client_assertion(client_id, rsa_key, expires_in=7200),
         "wrong_audience": client_assertion(client_id, rsa_key, aud="https://elsewhere.example.com"),
         "iss_not_sub": client_assertion(client_id, rsa_key, sub="cli_someoneelse0000"),
         "unregistered_key": client_assertion(client_id, stranger_key),
@@ -558,7 +558,7 @@ def bad_assertions(client_id: str, rsa_key: KeyPair, stranger_key: KeyPair) -> d
 
 BAD_ASSERTIONS = [
     "expired",
-    "expiring_in_an_hour",
+    "expiring_in_two_hours",
     "wrong_audience",
     "iss_not_sub",
     "unregistered_key",
@@ -620,8 +620,8 @@ def test_client_assertion_with_another_client_id_parameter_is_invalid_client(
     assert_oauth_error(response, "invalid_client", 401)
 
 
-def test_client_assertion_may_live_up_to_ten_minutes(http: TestClient, signer: Registered, rsa_key: KeyPair) -> None:
-    response = assertion_token_request(http, client_assertion(signer.id, rsa_key, expires_in=590))
+def test_client_assertion_may_live_up_to_an_hour(http: TestClient, signer: Registered, rsa_key: KeyPair) -> None:
+    response = assertion_token_request(http, client_assertion(signer.id, rsa_key, expires_in=3600))
 
     assert response.status_code == 200, response.text
 
