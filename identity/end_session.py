@@ -93,7 +93,7 @@ class EndSession:
         if token is None:
             return None
         try:
-            claims = self._tokens.decode(token, audience=None, verify_exp=False)
+            claims = self._tokens.decode(token, audience=None, typ="jwt", verify_exp=False)  # an ID token
         except InvalidToken:
             raise ErrorPage("Invalid sign-out request", "The id_token_hint was not issued by this provider.") from None
         if not isinstance(claims.get("aud"), str | list) or "sid" not in claims:

@@ -242,8 +242,8 @@ class SignInFlow:
                 self.interactions.delete(interaction.id)
             return self._error_redirect(interaction.request.redirect_uri, interaction.request.state, error)
         if step is None:
-            if stored:
-                self.interactions.delete(interaction.id)
+            if stored and not self.interactions.delete(interaction.id):
+                raise _expired()
             return self._finish(interaction)
         self.interactions.save(interaction)
         return Outcome(location=f"{self.issuer.page(step)}?interaction={interaction.id}")
@@ -349,10 +349,7 @@ class SignInFlow:
     def _pending(self, interaction_id: str | None, browser: Browser) -> tuple[Interaction, Client]:
         interaction = self.interactions.get(interaction_id) if interaction_id else None
         if interaction is None:
-            raise ErrorPage(
-                "Sign-in expired",
-                "This sign-in has expired or is unknown. Go back to the application and sign in again.",
-            )
+            raise _expired()
         if not interaction.belongs_to(browser.binding):
             raise ErrorPage(
                 "Sign-in started elsewhere",
@@ -461,6 +458,12 @@ class SignInFlow:
         minutes = max(1, round(error.retry_after / 60))
         text = f"Too many failed sign-ins. Try again in about {minutes} minute{'s' if minutes > 1 else ''}."
         return message("Too many attempts", text, status=429, retry_after=error.retry_after)
+
+
+def _expired() -> ErrorPage:
+    return ErrorPage(
+        "Sign-in expired", "This sign-in has expired or is unknown. Go back to the application and sign in again."
+    )
 
 
 def _sign_up_errors(form: Form) -> dict[str, str]:

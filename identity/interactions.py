@@ -96,9 +96,10 @@ class InteractionStore:
             consented=bool(row.consented),
         )
 
-    def delete(self, interaction_id: str) -> None:
+    def delete(self, interaction_id: str) -> bool:
+        """End the interaction; True for the one caller that ended it (a double submit finishes once)."""
         with self._engine.begin() as connection:
-            connection.execute(interactions.delete().where(interactions.c.id == interaction_id))
+            return connection.execute(interactions.delete().where(interactions.c.id == interaction_id)).rowcount == 1
 
     def purge(self) -> int:
         with self._engine.begin() as connection:
