@@ -934,6 +934,17 @@ def test_end_session_refuses_an_id_token_hint_signed_by_a_foreign_key(
     assert "code" in silent_authorize(http, world.planner.id)
 
 
+def test_end_session_refuses_an_access_token_as_id_token_hint(http: TestClient, world: World) -> None:
+    tokens = user_tokens(http, world.planner)
+
+    response = end_session(
+        http, "GET", id_token_hint=tokens["access_token"], post_logout_redirect_uri=LOGOUT_URI, state="s1"
+    )
+
+    assert_error_page(response)
+    assert "code" in silent_authorize(http, world.planner.id)
+
+
 def test_end_session_accepts_an_expired_id_token_hint_of_ours(
     http: TestClient, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
