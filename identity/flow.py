@@ -154,16 +154,15 @@ class SignInFlow:
                 page=self._sign_in_page(interaction, client, email=email, error="Enter your email and password.")
             )
         try:
-            self.throttle.check(email, browser.address)
+            self.throttle.attempt(email, browser.address)
         except Throttled as error:
             return Outcome(page=self._throttled(error))
         user = self.users.authenticate(email, password)
         if user is None:
-            self.throttle.failed(email, browser.address)
             return Outcome(
                 page=self._sign_in_page(interaction, client, email=email, error="Invalid email or password.")
             )
-        self.throttle.succeeded(email)
+        self.throttle.succeeded(email, browser.address)
         return self._signed_in(interaction, client, browser, user, org_id=None)
 
     def sign_up_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
@@ -180,7 +179,7 @@ class SignInFlow:
         if errors:
             return Outcome(page=self._sign_up_page(interaction, client, form, errors))
         try:
-            self.throttle.check(form.get("email"), browser.address)
+            self.throttle.attempt(form.get("email"), browser.address)
         except Throttled as error:
             return Outcome(page=self._throttled(error))
         try:
@@ -188,8 +187,8 @@ class SignInFlow:
                 form.get("email"), form.get("name"), form.get("password"), form.get("organization")
             )
         except InvalidInput as error:
-            self.throttle.failed(form.get("email"), browser.address)
             return Outcome(page=self._sign_up_page(interaction, client, form, {"email": str(error).capitalize() + "."}))
+        self.throttle.signed_up(form.get("email"))
         return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
 
     def select_organization_form(self, interaction_id: str | None, browser: Browser) -> Outcome:

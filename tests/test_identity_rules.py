@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from urllib.parse import quote_plus
 
@@ -289,42 +290,57 @@ def test_consent_covers_only_the_scopes_allowed(engine: Engine, client, org) -> 
 def test_account_is_throttled_after_repeated_failures_from_any_address(engine: Engine) -> None:
     throttle = SignInThrottle(engine)
     for attempt in range(ACCOUNT_LIMIT):
-        throttle.check("Ana@example.com", f"10.0.0.{attempt}")
-        throttle.failed("ana@example.com", f"10.0.0.{attempt}")
+        throttle.attempt("Ana@example.com", f"10.0.0.{attempt}")
     with pytest.raises(Throttled) as raised:
-        throttle.check("ANA@example.com", "10.0.0.99")
+        throttle.attempt("ANA@example.com", "10.0.0.99")
     assert 0 < raised.value.retry_after <= 15 * 60
-    throttle.check("bo@example.com", "10.0.0.99")  # another account is not affected
+    throttle.attempt("bo@example.com", "10.0.0.98")  # another account is not affected
 
 
 def test_address_is_throttled_after_repeated_failures_for_any_account(engine: Engine) -> None:
     throttle = SignInThrottle(engine)
     for attempt in range(ADDRESS_LIMIT):
-        throttle.failed(f"user{attempt}@example.com", "10.0.0.1")
+        throttle.attempt(f"user{attempt}@example.com", "10.0.0.1")
     with pytest.raises(Throttled):
-        throttle.check("new@example.com", "10.0.0.1")
-    throttle.check("new@example.com", "10.0.0.2")
+        throttle.attempt("new@example.com", "10.0.0.1")
+    throttle.attempt("new@example.com", "10.0.0.2")
 
 
-def test_success_clears_the_account_counter(engine: Engine) -> None:
+def test_attempts_are_counted_before_the_password_is_checked_so_concurrent_guesses_are_limited(
+    engine: Engine,
+) -> None:
     throttle = SignInThrottle(engine)
-    for _ in range(ACCOUNT_LIMIT - 1):
-        throttle.failed("ana@example.com", "10.0.0.1")
-    throttle.succeeded("ana@example.com")
-    for _ in range(ACCOUNT_LIMIT - 1):
-        throttle.failed("ana@example.com", "10.0.0.1")
-    throttle.check("ana@example.com", "10.0.0.1")
+
+    def guess(number: int) -> bool:
+        try:
+            throttle.attempt("ana@example.com", f"10.0.1.{number}")
+        except Throttled:
+            return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        allowed = list(pool.map(guess, range(40)))
+    assert allowed.count(True) == ACCOUNT_LIMIT
+
+
+def test_success_clears_the_account_counter_and_gives_the_address_its_attempt_back(engine: Engine) -> None:
+    throttle = SignInThrottle(engine, account_limit=2, address_limit=2)
+    throttle.attempt("ana@example.com", "10.0.0.1")
+    throttle.attempt("ana@example.com", "10.0.0.1")
+    throttle.succeeded("ana@example.com", "10.0.0.1")
+    throttle.attempt("ana@example.com", "10.0.0.1")  # the address had 2 attempts, one given back
+    with pytest.raises(Throttled):
+        throttle.attempt("bo@example.com", "10.0.0.1")
 
 
 def test_throttle_window_ends(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     throttle = SignInThrottle(engine)
     for _ in range(ACCOUNT_LIMIT):
-        throttle.failed("ana@example.com", "10.0.0.1")
+        throttle.attempt("ana@example.com", "10.0.0.1")
     later = clock.now() + timedelta(minutes=16)
     monkeypatch.setattr("identity.throttle.now", lambda: later)
-    throttle.check("ana@example.com", "10.0.0.1")
-    throttle.failed("ana@example.com", "10.0.0.1")  # a new window starts at one failure
-    throttle.check("ana@example.com", "10.0.0.1")
+    throttle.attempt("ana@example.com", "10.0.0.1")  # a new window starts at one attempt
+    throttle.attempt("ana@example.com", "10.0.0.1")
 
 
 # Client authentication and token requests
