@@ -101,9 +101,9 @@ class ClientAuthenticator:
         claims = self._verified(token, header, client)
         if claims.get("sub") != client_id or not isinstance(claims.get("jti"), str):
             raise InvalidClient()
-        expires = datetime.fromtimestamp(claims["exp"], UTC)
-        if expires - now() > MAX_ASSERTION_LIFETIME:
+        if claims["exp"] - now().timestamp() > MAX_ASSERTION_LIFETIME.total_seconds():
             raise InvalidClient()
+        expires = datetime.fromtimestamp(claims["exp"], UTC)
         self._spend(client_id, claims["jti"], expires)
         return client
 

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 
 from identity.clock import new_id, now
 from identity.errors import InvalidInput, UnknownRecord
-from identity.tables import clients, organizations
+from identity.tables import access_tokens, clients, organizations, refresh_tokens
 
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
 GRANTS = ("authorization_code", "refresh_token", "client_credentials")
@@ -173,9 +173,17 @@ class ClientStore:
         return [_client(row) for row in rows]
 
     def delete(self, client_id: str) -> None:
+        """Delete the client and, in the same transaction, revoke every token issued to it."""
+        at = now()
         with self._engine.begin() as connection:
             if connection.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
                 raise UnknownRecord(client_id)
+            for table in (access_tokens, refresh_tokens):
+                connection.execute(
+                    table.update()
+                    .where(table.c.client_id == client_id, table.c.revoked_at.is_(None))
+                    .values(revoked_at=at)
+                )
 
 
 def _default_scopes(grants: Sequence[str]) -> tuple[str, ...]:

@@ -86,19 +86,27 @@ class CodeStore:
             )
         return code
 
-    def consume(self, code: str) -> Consumed:
-        """Mark the code used and return its grant; a second use reports the replay instead."""
+    def consume(self, code: str, client_id: str) -> Consumed:
+        """Mark the code used and return its grant; a second use by its client reports the replay.
+
+        Only the client the code was issued to can use it up: another client's attempt leaves it alone.
+        """
         at = now()
         table = authorization_codes
         code_hash = hash_code(code)
         with self._engine.begin() as connection:
             claimed = connection.execute(
                 table.update()
-                .where(table.c.code_hash == code_hash, table.c.used_at.is_(None), table.c.expires_at > at)
+                .where(
+                    table.c.code_hash == code_hash,
+                    table.c.client_id == client_id,
+                    table.c.used_at.is_(None),
+                    table.c.expires_at > at,
+                )
                 .values(used_at=at)
             ).rowcount
             row = connection.execute(sa.select(table).where(table.c.code_hash == code_hash)).first()
-        if row is None:
+        if row is None or row.client_id != client_id:
             return Consumed(None)
         if not claimed:
             return Consumed(None, replayed=row.grant_id if row.used_at is not None else None)

@@ -15,12 +15,11 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from identity.authorization import redirect_with
 from identity.clients import Client, ClientStore
 from identity.errors import ErrorPage, InvalidToken, UnknownRecord
-from identity.flow import SESSION_COOKIE, Browser, Outcome, SetCookie
+from identity.flow import EXPIRED, SESSION_COOKIE, Browser, Outcome, SetCookie
 from identity.issuer import END_SESSION_PATH, Issuer
 from identity.pages import Page, message, render
 from identity.sessions import BrowserSession, SessionStore
@@ -28,7 +27,6 @@ from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
 
 PARAMETERS = ("id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales", "csrf_token", "confirm")
-EXPIRED = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def csrf_token(session_secret: str) -> str:

@@ -11,9 +11,9 @@ redirect to the client.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.clients import Client, ClientStore
@@ -40,8 +40,11 @@ from identity.sessions import BrowserSession, SessionStore
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore, check_email, check_name
 
-BROWSER_COOKIE = "rm_browser"  # binds interactions to the browser that started them
+# Binds an interaction to the browser that started it: one cookie per interaction (its name carries the
+# interaction's id), so that starting a sign-in never disturbs another one pending in the same browser.
+INTERACTION_COOKIE_PREFIX = "rm_ia_"
 SESSION_COOKIE = "rm_session"  # the browser session's secret
+EXPIRED = datetime(1970, 1, 1, tzinfo=UTC)  # a cookie set to expire then is deleted
 FIELDS = ("interaction", "csrf_token", "email", "password", "name", "organization", "org_id", "decision")
 
 
@@ -49,9 +52,16 @@ FIELDS = ("interaction", "csrf_token", "email", "password", "name", "organizatio
 class Browser:
     """What the request tells about the browser: its cookies and its address."""
 
-    binding: str | None = None
+    bindings: Mapping[str, str] = field(default_factory=dict)  # interaction cookies, by name
     session: str | None = None
     address: str = "unknown"
+
+    def binding(self, interaction_id: str) -> str | None:
+        return self.bindings.get(interaction_cookie(interaction_id))
+
+
+def interaction_cookie(interaction_id: str) -> str:
+    return INTERACTION_COOKIE_PREFIX + interaction_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,18 +136,14 @@ class SignInFlow:
             return Outcome(page=message(error.title, error.message, status=error.status))
         except RedirectableError as error:
             return self._error_redirect(error.redirect_uri, error.state, error.error)
-        cookies: tuple[SetCookie, ...] = ()
-        binding = browser.binding
-        if not binding:
-            binding = secrets.token_urlsafe(32)
-            cookies = (SetCookie(BROWSER_COOKIE, binding),)
+        binding = secrets.token_urlsafe(32)
         interaction = new_interaction(request, binding, self.interaction_ttl)
         session = self.sessions.current(browser.session)
         if session is not None:
             interaction = interaction.changed(
                 user_id=session.user_id, session_id=session.id, auth_time=session.auth_time, org_id=session.org_id
             )
-        return self._advance(interaction, client, stored=False).with_cookies(*cookies)
+        return self._advance(interaction, client, stored=False, binding=binding)
 
     # The pages (GET shows, POST acts)
 
@@ -224,7 +230,7 @@ class SignInFlow:
                 interaction.request.redirect_uri,
                 interaction.request.state,
                 AccessDenied("The user denied the request."),
-            )
+            ).with_cookies(SetCookie(interaction_cookie(interaction.id), "", EXPIRED))
         if decision != "allow":
             raise ErrorPage("Invalid form", "Choose Allow or Deny.")
         self.consents.grant(user.id, client.id, interaction.request.scope)
@@ -232,20 +238,34 @@ class SignInFlow:
 
     # Steps
 
-    def _advance(self, interaction: Interaction, client: Client, *, stored: bool) -> Outcome:
-        """Ask for what is missing, or finish with a code; ``prompt=none`` errors instead of asking."""
+    def _advance(
+        self, interaction: Interaction, client: Client, *, stored: bool, binding: str | None = None
+    ) -> Outcome:
+        """Ask for what is missing, or finish with a code; ``prompt=none`` errors instead of asking.
+
+        A new interaction (``stored`` false) that needs a page is saved, and its ``binding`` secret
+        goes to the browser in the interaction's cookie.
+        """
+        ended = SetCookie(interaction_cookie(interaction.id), "", EXPIRED)  # the binding, once it is over
         try:
             step, interaction = self._next_step(interaction, client)
         except OAuthError as error:
-            if stored:
-                self.interactions.delete(interaction.id)
-            return self._error_redirect(interaction.request.redirect_uri, interaction.request.state, error)
+            if not stored:
+                return self._error_redirect(interaction.request.redirect_uri, interaction.request.state, error)
+            self.interactions.delete(interaction.id)
+            redirect = self._error_redirect(interaction.request.redirect_uri, interaction.request.state, error)
+            return redirect.with_cookies(ended)
         if step is None:
-            if stored and not self.interactions.delete(interaction.id):
+            if not stored:
+                return self._finish(interaction)
+            if not self.interactions.delete(interaction.id):
                 raise _expired()
-            return self._finish(interaction)
+            return self._finish(interaction).with_cookies(ended)
         self.interactions.save(interaction)
-        return Outcome(location=f"{self.issuer.page(step)}?interaction={interaction.id}")
+        outcome = Outcome(location=f"{self.issuer.page(step)}?interaction={interaction.id}")
+        if binding is not None:
+            return outcome.with_cookies(SetCookie(interaction_cookie(interaction.id), binding, interaction.expires_at))
+        return outcome
 
     def _next_step(self, interaction: Interaction, client: Client) -> tuple[str | None, Interaction]:
         request = interaction.request
@@ -349,7 +369,7 @@ class SignInFlow:
         interaction = self.interactions.get(interaction_id) if interaction_id else None
         if interaction is None:
             raise _expired()
-        if not interaction.belongs_to(browser.binding):
+        if not interaction.belongs_to(browser.binding(interaction.id)):
             raise ErrorPage(
                 "Sign-in started elsewhere",
                 "This sign-in was started in another browser. Go back to the application and sign in again.",

@@ -22,7 +22,7 @@ from identity.grants import required
 from identity.issuer import Issuer
 from identity.tables import access_tokens
 from identity.token_endpoint import single_values
-from identity.tokens import RefreshTokenStore, TokenService
+from identity.tokens import ACCESS_TOKEN_TYPE, RefreshTokenStore, TokenService
 from identity.users import UserStore
 
 INACTIVE = {"active": False}
@@ -73,7 +73,7 @@ class TokenInspector:
                 self._tokens.revoke_grant(refresh.grant_id)
             return
         try:
-            claims = self._tokens.decode(token, audience=self._issuer.url, verify_exp=False)
+            claims = self._tokens.decode(token, audience=self._issuer.url, typ=ACCESS_TOKEN_TYPE, verify_exp=False)
         except InvalidToken:
             return
         client_id, jti = claims.get("client_id"), claims.get("jti")

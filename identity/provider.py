@@ -67,7 +67,7 @@ class Provider:
         self.token_endpoint = TokenEndpoint(
             self.client_auth,
             [
-                AuthorizationCodeGrant(self.codes, self.tokens, self.users),
+                AuthorizationCodeGrant(self.codes, self.tokens, self.users, self.sessions),
                 RefreshTokenGrant(self.refresh_tokens, self.tokens, self.users, self.sessions),
                 ClientCredentialsGrant(self.tokens, self.organizations),
             ],

@@ -97,6 +97,12 @@ class SessionStore:
                 browser_sessions.update().where(browser_sessions.c.id == session_id).values(org_id=org_id)
             )
 
+    def ended(self, session_id: str) -> bool:
+        """True when the session was signed out (an expired session has not ended: offline access lives on)."""
+        query = sa.select(browser_sessions.c.ended_at).where(browser_sessions.c.id == session_id)
+        with self._engine.connect() as connection:
+            return connection.scalar(query) is not None
+
     def end(self, session_id: str) -> bool:
         """End the session (sign-out); True when it was live."""
         with self._engine.begin() as connection:

@@ -174,3 +174,12 @@ client_assertions = sa.Table(
     sa.Column("jti_hash", sa.String(64), primary_key=True),  # SHA-256 of client id and jti
     sa.Column("expires_at", Timestamp, nullable=False, index=True),
 )
+
+revoked_grants = sa.Table(
+    "revoked_grants",
+    metadata,
+    # An authorization whose tokens were revoked (code replay, refresh-token reuse, revocation of a
+    # refresh token): a token issued from it concurrently with the revocation is revoked on issue.
+    sa.Column("grant_id", sa.String(40), primary_key=True),
+    sa.Column("revoked_at", Timestamp, nullable=False),
+)

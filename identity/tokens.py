@@ -13,21 +13,26 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from time import monotonic
 from typing import Any
 
 import jwt
 import sqlalchemy as sa
+from jwt.algorithms import RSAAlgorithm
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 
 from identity.clock import new_id, now, utc
 from identity.errors import InvalidToken
 from identity.issuer import Issuer
 from identity.keys import ALGORITHM, SigningKeys
 from identity.organizations import Organization
-from identity.tables import access_tokens, refresh_tokens
+from identity.tables import access_tokens, refresh_tokens, revoked_grants
 from identity.users import User
 
 ACCESS_TOKEN_TYPE = "at+jwt"  # RFC 9068 §2.1
+KEYS_MAX_AGE = 300.0  # seconds the verification keys are used before they are read again
+KEYS_MIN_RELOAD = 1.0  # seconds between reloads caused by an unknown kid
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,7 @@ class TokenService:
         self.access_ttl = access_ttl
         self.refresh_ttl = refresh_ttl
         self._public: dict[str, jwt.PyJWK] = {}
+        self._public_loaded = -KEYS_MAX_AGE  # monotonic time of the last load; never loaded yet
 
     # Issuing
 
@@ -194,8 +200,14 @@ class TokenService:
         return token
 
     def revoke_grant(self, grant_id: str) -> None:
-        """Revoke every access and refresh token issued from one authorization."""
+        """Revoke every access and refresh token issued from one authorization, and mark it revoked
+        so that a token being issued from it at this very moment is revoked too (``grant_revoked``)."""
         at = now()
+        try:
+            with self._engine.begin() as connection:
+                connection.execute(revoked_grants.insert().values(grant_id=grant_id, revoked_at=at))
+        except IntegrityError:
+            pass  # already marked
         with self._engine.begin() as connection:
             connection.execute(
                 access_tokens.update()
@@ -206,6 +218,14 @@ class TokenService:
                 refresh_tokens.update()
                 .where(refresh_tokens.c.grant_id == grant_id, refresh_tokens.c.revoked_at.is_(None))
                 .values(revoked_at=at)
+            )
+
+    def grant_revoked(self, grant_id: str) -> bool:
+        """Checked after issuing from a grant: a revocation that raced the issue wins."""
+        with self._engine.connect() as connection:
+            return (
+                connection.scalar(sa.select(revoked_grants.c.grant_id).where(revoked_grants.c.grant_id == grant_id))
+                is not None
             )
 
     # Verifying
@@ -263,17 +283,24 @@ class TokenService:
         return claims
 
     def _public_key(self, kid: str) -> jwt.PyJWK:
+        """The published key ``kid``. The set is reloaded when it is older than ``KEYS_MAX_AGE``, or on an
+        unknown kid at most once per ``KEYS_MIN_RELOAD`` (a made-up kid must not cost a query each time).
+        A rotated-in key is published long before it signs, so a reload always finds it in time."""
+        age = monotonic() - self._public_loaded
+        if age > KEYS_MAX_AGE or (kid not in self._public and age > KEYS_MIN_RELOAD):
+            self._public = {jwk["kid"]: jwt.PyJWK(jwk) for jwk in self._keys.jwks()["keys"]}
+            self._public_loaded = monotonic()
         key = self._public.get(kid)
-        if key is None:
-            for jwk in self._keys.jwks()["keys"]:
-                self._public.setdefault(jwk["kid"], jwt.PyJWK(jwk))
-            key = self._public.get(kid)
         if key is None:
             raise LookupError(kid)
         return key
 
     def _sign(self, claims: dict[str, Any], typ: str) -> str:
         kid, private = self._keys.signing_key()
+        if kid not in self._public:  # this node verifies what it signs, whenever it last read the keys
+            self._public[kid] = jwt.PyJWK.from_dict(
+                {**RSAAlgorithm.to_jwk(private.public_key(), as_dict=True), "kid": kid, "alg": ALGORITHM}
+            )
         return jwt.encode(claims, private, algorithm=ALGORITHM, headers={"kid": kid, "typ": typ})
 
 

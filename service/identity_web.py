@@ -19,7 +19,7 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from sqlalchemy.exc import DBAPIError
 
 from identity.errors import BearerError, ErrorPage, InvalidClient, OAuthError
-from identity.flow import BROWSER_COOKIE, SESSION_COOKIE, Browser, Outcome
+from identity.flow import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser, Outcome
 from identity.issuer import Issuer
 from identity.pages import CONTENT_SECURITY_POLICY, Page, message
 from identity.provider import Provider
@@ -57,7 +57,7 @@ def provider() -> Provider:
 def browser() -> Browser:
     request = flask.request
     return Browser(
-        binding=request.cookies.get(BROWSER_COOKIE),
+        bindings={k: v for k, v in request.cookies.items() if k.startswith(INTERACTION_COOKIE_PREFIX)},
         session=request.cookies.get(SESSION_COOKIE),
         address=request.remote_addr or "unknown",
     )

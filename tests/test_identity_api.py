@@ -439,12 +439,28 @@ def test_code_redirect_keeps_the_redirect_uris_own_query(browser: TestClient, we
     assert params["tenant"] == "acme" and params["code"] and params["state"] == STATE
 
 
-def test_first_visit_binds_the_interaction_to_a_browser_cookie(visitor: TestClient, shared: Shared) -> None:
+def test_each_interaction_is_bound_to_the_browser_by_its_own_cookie(visitor: TestClient, shared: Shared) -> None:
     response = authorize(visitor, shared.web.id)
-    to_page(response, "sign-in")
+    interaction = dict(parse_qsl(urlsplit(to_page(response, "sign-in")).query))["interaction"]
     cookie = response.headers["set-cookie"]
-    assert cookie.startswith("rm_browser=")
-    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie
+    assert cookie.startswith(f"rm_ia_{interaction}=")
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie and "Expires=" in cookie
+
+
+def test_a_finished_interaction_deletes_its_cookie(browser: TestClient, web: Registered, user: User) -> None:
+    location = to_page(authorize(browser, web.id), "sign-in")
+    interaction = dict(parse_qsl(urlsplit(location).query))["interaction"]
+    response = sign_in(browser, location)
+    code_of(response)
+    (cookie,) = [c for c in response.headers.get_list("set-cookie") if c.startswith(f"rm_ia_{interaction}=")]
+    assert "1970" in cookie
+    assert not [name for name in browser.cookies if name.startswith("rm_ia_")]
+
+
+def test_starting_another_sign_in_leaves_a_pending_one_usable(browser: TestClient, web: Registered, user: User) -> None:
+    first = to_page(authorize(browser, web.id), "sign-in")
+    to_page(authorize(browser, web.id), "sign-in")  # e.g. a cross-site form post to /oauth2/authorize
+    assert browser.get(first).status_code == 200
 
 
 # prompt=none never shows a page.
@@ -654,7 +670,7 @@ def test_sign_in_sets_a_new_http_only_lax_session_cookie(browser: TestClient, we
     location = to_page(authorize(browser, web.id), "sign-in")
     response = sign_in(browser, location)
     code_of(response)
-    cookie = response.headers["set-cookie"]
+    (cookie,) = [c for c in response.headers.get_list("set-cookie") if c.startswith("rm_session=")]
     assert re.match(r"rm_session=[\w-]{43};", cookie), cookie
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie
     first = browser.cookies.get("rm_session", domain="testserver.local")
@@ -1077,6 +1093,8 @@ def test_code_of_another_client_is_invalid_grant(
     other = register(engine, org, name="Other app")
     code = signed_in_code(browser, web.id)
     assert_oauth_error(exchange(browser, other, code), 400, "invalid_grant")
+    # Another client's attempt neither uses the code up nor passes for a replay: its own client still redeems it.
+    assert exchange(browser, web, code).status_code == 200
 
 
 def test_unknown_code_is_invalid_grant(visitor: TestClient, shared: Shared) -> None:

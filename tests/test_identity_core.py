@@ -10,11 +10,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity.clients import ClientStore, check_redirect_uri
-from identity.errors import InvalidInput, UnknownRecord
+from identity.errors import InvalidInput, InvalidToken, UnknownRecord
+from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.passwords import verify_password
 from identity.tables import clients, users
+from identity.tokens import TokenService
 from identity.users import UserStore
 
 PASSWORD = "correct horse battery staple"
@@ -135,6 +137,21 @@ def test_client_registration_refuses_bad_input(engine: Engine, org, changes: dic
 @pytest.mark.parametrize("uri", ["https://app.example/cb", "http://127.0.0.1:5000/cb", "com.example.app:/callback"])
 def test_redirect_uri_forms_allowed_by_rfc_8252(uri: str) -> None:
     assert check_redirect_uri(uri) == uri
+
+
+def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    store = ClientStore(engine)
+    client, _ = store.create(
+        name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
+    )
+    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10))
+    keys.ensure()
+    tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
+    issued = tokens.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
+    assert tokens.verify_access_token(issued.token).client_id == client.id
+    store.delete(client.id)
+    with pytest.raises(InvalidToken):
+        tokens.verify_access_token(issued.token)
 
 
 def test_deleting_an_unknown_client_is_an_error(engine: Engine) -> None:

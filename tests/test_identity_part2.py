@@ -378,6 +378,15 @@ def test_refresh_may_ask_for_a_narrower_scope(http: TestClient, world: World) ->
     assert set(again.json()["scope"].split()) == set(USER_SCOPE.split())
 
 
+def test_refresh_ignores_unknown_scopes(http: TestClient, world: World) -> None:
+    first = user_tokens(http, world.planner)
+
+    narrowed = refresh(http, world.planner, first["refresh_token"], scope="openid telepathy")
+
+    assert narrowed.status_code == 200, narrowed.text
+    assert narrowed.json()["scope"] == "openid"
+
+
 def test_refresh_asking_a_wider_scope_is_invalid_scope(http: TestClient, world: World) -> None:
     tokens = user_tokens(http, world.planner, scope="openid email offline_access")
 
@@ -616,6 +625,14 @@ def test_client_assertion_with_another_client_id_parameter_is_invalid_client(
     http: TestClient, world: World, signer: Registered, rsa_key: KeyPair
 ) -> None:
     response = assertion_token_request(http, client_assertion(signer.id, rsa_key), client_id=world.reporter.id)
+
+    assert_oauth_error(response, "invalid_client", 401)
+
+
+def test_client_assertion_with_an_absurd_expiry_is_invalid_client(
+    http: TestClient, signer: Registered, rsa_key: KeyPair
+) -> None:
+    response = assertion_token_request(http, client_assertion(signer.id, rsa_key, expires_in=10**20))
 
     assert_oauth_error(response, "invalid_client", 401)
 

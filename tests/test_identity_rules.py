@@ -20,6 +20,7 @@ from identity.consents import ConsentStore
 from identity.errors import (
     ErrorPage,
     InvalidClient,
+    InvalidGrant,
     InvalidRequest,
     InvalidScope,
     RequestNotSupported,
@@ -27,14 +28,17 @@ from identity.errors import (
     UnauthorizedClient,
     UnsupportedResponseType,
 )
+from identity.grants.refresh_token import RefreshTokenGrant
 from identity.interactions import new_interaction
 from identity.issuer import Issuer
+from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
 from identity.sessions import SessionStore
 from identity.tables import authorization_codes, browser_sessions
 from identity.throttle import ACCOUNT_LIMIT, ADDRESS_LIMIT, SignInThrottle
 from identity.token_endpoint import single_values
+from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
 
 REDIRECT = "https://app.example.com/callback"
@@ -216,8 +220,8 @@ def test_code_is_stored_only_as_a_hash(engine: Engine) -> None:
 def test_code_is_consumed_once_and_a_second_use_reports_the_replay(engine: Engine) -> None:
     codes = CodeStore(engine)
     code = issue_code(codes, "cli_1")
-    first = codes.consume(code)
-    second = codes.consume(code)
+    first = codes.consume(code, "cli_1")
+    second = codes.consume(code, "cli_1")
     assert first.grant is not None and first.replayed is None
     assert second.grant is None and second.replayed == first.grant.grant_id
 
@@ -227,12 +231,29 @@ def test_expired_code_is_refused_without_reporting_a_replay(engine: Engine, monk
     code = issue_code(codes, "cli_1")
     later = clock.now() + timedelta(seconds=61)
     monkeypatch.setattr("identity.codes.now", lambda: later)
-    consumed = codes.consume(code)
+    consumed = codes.consume(code, "cli_1")
     assert consumed.grant is None and consumed.replayed is None
 
 
 def test_unknown_code_is_refused(engine: Engine) -> None:
-    assert CodeStore(engine).consume("nonsense").grant is None
+    assert CodeStore(engine).consume("nonsense", "cli_1").grant is None
+
+
+def test_another_clients_attempt_neither_uses_up_the_code_nor_reports_a_replay(engine: Engine) -> None:
+    codes = CodeStore(engine)
+    code = issue_code(codes, "cli_1")
+    stolen = codes.consume(code, "cli_thief")
+    assert stolen.grant is None and stolen.replayed is None
+    assert codes.consume(code, "cli_1").grant is not None
+
+
+def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issued(engine: Engine) -> None:
+    tokens = TokenService(
+        engine, SigningKeys(engine, timedelta(0), timedelta(minutes=10)), Issuer("http://127.0.0.1:8000"),
+        timedelta(minutes=10), timedelta(days=1),
+    )  # fmt: skip
+    tokens.revoke_grant("grt_1")  # the replay's revocation ran before the exchange issued anything
+    assert tokens.grant_revoked("grt_1") and not tokens.grant_revoked("grt_2")
 
 
 # Sessions
@@ -397,3 +418,28 @@ def test_a_state_too_long_is_refused_and_not_echoed(client, clients) -> None:  #
     with pytest.raises(RedirectableError) as raised:
         parse_request(authorization(client[0].id, state="s" * 2049), clients)
     assert isinstance(raised.value.error, InvalidRequest) and raised.value.state is None
+
+
+def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
+    engine: Engine, client, org, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
+    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10))
+    keys.ensure()
+    tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
+    store = RefreshTokenStore(engine)
+    token = tokens.refresh_token(
+        grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
+        scope=("openid", "offline_access"), auth_time=clock.now(),
+    )  # fmt: skip
+    stale = store.find(token)
+    assert stale is not None and store.rotate(stale)  # the other request wins the rotation...
+    real_find = store.find
+    answers = iter([stale])
+    monkeypatch.setattr(store, "find", lambda t: next(answers, None) or real_find(t))  # ...after we read it
+    grant = RefreshTokenGrant(store, tokens, UserStore(engine), SessionStore(engine, timedelta(hours=1)))
+
+    with pytest.raises(InvalidGrant, match="already used"):
+        grant.exchange(client[0], {"refresh_token": token})
+    assert tokens.grant_revoked("grt_1")

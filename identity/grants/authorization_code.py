@@ -10,6 +10,7 @@ from identity.codes import CodeStore
 from identity.errors import InvalidGrant, UnknownRecord
 from identity.grants import required
 from identity.pkce import verifies
+from identity.sessions import SessionStore
 from identity.tokens import TokenService
 from identity.users import UserStore
 
@@ -17,24 +18,23 @@ from identity.users import UserStore
 class AuthorizationCodeGrant:
     grant_type = "authorization_code"
 
-    def __init__(self, codes: CodeStore, tokens: TokenService, users: UserStore) -> None:
+    def __init__(self, codes: CodeStore, tokens: TokenService, users: UserStore, sessions: SessionStore) -> None:
         self._codes = codes
         self._tokens = tokens
         self._users = users
+        self._sessions = sessions
 
     def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]:
         """RFC 6749 §4.1.2: the code is single-use; a replay is refused and revokes its tokens."""
         code = required(params, "code")
         redirect_uri = required(params, "redirect_uri")
-        consumed = self._codes.consume(code)
+        consumed = self._codes.consume(code, client.id)
         if consumed.replayed is not None:
             self._tokens.revoke_grant(consumed.replayed)
             raise InvalidGrant("The authorization code was already used; the tokens issued from it are revoked.")
         grant = consumed.grant
         if grant is None:
-            raise InvalidGrant("The authorization code is invalid or has expired.")
-        if grant.client_id != client.id:
-            raise InvalidGrant("The authorization code was issued to another client.")
+            raise InvalidGrant("The authorization code is invalid, has expired, or was issued to another client.")
         if grant.redirect_uri != redirect_uri:
             raise InvalidGrant("The redirect_uri does not match the one of the authorization request.")
         verifier = params.get("code_verifier")
@@ -88,4 +88,8 @@ class AuthorizationCodeGrant:
                 scope=grant.scope,
                 auth_time=grant.auth_time,
             )
+        # A replay or a sign-out that raced this exchange revoked what existed then; revoke what was just issued.
+        if self._tokens.grant_revoked(grant.grant_id) or self._sessions.ended(grant.session_id):
+            self._tokens.revoke_grant(grant.grant_id)
+            raise InvalidGrant("The authorization was revoked while the code was being exchanged.")
         return response

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from identity.clients import Client
+from identity.clients import SCOPES, Client
 from identity.errors import InvalidGrant, InvalidScope, UnknownRecord
 from identity.grants import required
 from identity.sessions import SessionStore
@@ -35,13 +35,14 @@ class RefreshTokenGrant:
             raise InvalidGrant("The refresh token is invalid.")
         scope = presented.scope
         if "scope" in params:
-            asked = tuple(dict.fromkeys(params["scope"].split()))
+            asked = tuple(s for s in dict.fromkeys(params["scope"].split()) if s in SCOPES)  # unknown: ignored
             wider = [s for s in asked if s not in presented.scope]
             if wider or not asked:
                 raise InvalidScope("The scope may only narrow the scope of the original grant.")
             scope = asked
         if not self._refresh_tokens.rotate(presented):
-            if presented.rotated:
+            now_seen = self._refresh_tokens.find(params["refresh_token"])  # what made it lose: reuse?
+            if now_seen is not None and now_seen.rotated:
                 self._tokens.revoke_grant(presented.grant_id)
                 raise InvalidGrant("The refresh token was already used; its whole family is revoked.")
             raise InvalidGrant("The refresh token has expired or was revoked.")
@@ -77,6 +78,10 @@ class RefreshTokenGrant:
                 expires_at=presented.expires_at,
             ),
         }
+        if self._tokens.grant_revoked(presented.grant_id) or self._sessions.ended(presented.session_id):
+            # A reuse, a revocation or a sign-out raced this refresh: what was just issued goes too.
+            self._tokens.revoke_grant(presented.grant_id)
+            raise InvalidGrant("The refresh token was revoked.")
         if "openid" in scope:
             # OpenID Connect Core §12.2: the same sub, auth_time and organization; no nonce.
             response["id_token"] = self._tokens.id_token(
