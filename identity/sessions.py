@@ -65,25 +65,15 @@ class SessionStore:
 
     def current(self, secret: str | None) -> BrowserSession | None:
         """The live session whose cookie secret this is, or None."""
-        if not secret:
-            return None
-        query = sa.select(browser_sessions).where(
-            browser_sessions.c.secret_hash == hash_secret(secret),
-            browser_sessions.c.ended_at.is_(None),
-            browser_sessions.c.expires_at > now(),
-        )
-        with self._engine.connect() as connection:
-            row = connection.execute(query).first()
-        if row is None:
-            return None
-        return BrowserSession(row.id, row.user_id, row.org_id, utc(row.auth_time), utc(row.expires_at))
+        return self._live(browser_sessions.c.secret_hash == hash_secret(secret)) if secret else None
 
     def get(self, session_id: str) -> BrowserSession | None:
         """The live session with this public id, or None."""
+        return self._live(browser_sessions.c.id == session_id)
+
+    def _live(self, which: sa.ColumnElement[bool]) -> BrowserSession | None:
         query = sa.select(browser_sessions).where(
-            browser_sessions.c.id == session_id,
-            browser_sessions.c.ended_at.is_(None),
-            browser_sessions.c.expires_at > now(),
+            which, browser_sessions.c.ended_at.is_(None), browser_sessions.c.expires_at > now()
         )
         with self._engine.connect() as connection:
             row = connection.execute(query).first()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from identity.errors import InsufficientScope, InvalidToken, MalformedBearerRequest, UnknownRecord
+from identity.errors import InsufficientScope, InvalidToken, MalformedBearerRequest
 from identity.tokens import AccessToken, TokenService, profile_claims
 from identity.users import UserStore
 
@@ -34,13 +34,10 @@ class UserInfo:
             raise InvalidToken("An application token has no user.")
         if "openid" not in access.scope:
             raise InsufficientScope("This token lacks the scope openid.", scope="openid")
-        try:
-            user = self._users.get(access.user_id)
-        except UnknownRecord:
-            raise InvalidToken("The user no longer exists.") from None
-        member = user.membership(access.org_id)
-        if member is None:
-            raise InvalidToken("The user no longer belongs to the organization.")
+        found = self._users.member(access.user_id, access.org_id)
+        if found is None:
+            raise InvalidToken("The user no longer exists or no longer belongs to the organization.")
+        user, member = found
         return {
             "sub": user.id,
             **profile_claims(user, access.scope),

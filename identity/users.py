@@ -132,6 +132,15 @@ class UserStore:
                 raise UnknownRecord(user_id)
             return User(row.id, row.email, row.name, _memberships(connection, [row.id])[row.id])
 
+    def member(self, user_id: str, org_id: str) -> tuple[User, Membership] | None:
+        """The user and their membership of the organization, or None when either is gone."""
+        try:
+            user = self.get(user_id)
+        except UnknownRecord:
+            return None
+        membership = user.membership(org_id)
+        return (user, membership) if membership else None
+
     def list(self) -> list[User]:
         with self._engine.connect() as connection:
             rows = connection.execute(sa.select(users).order_by(users.c.email_key)).all()

@@ -31,16 +31,6 @@ from service.openapi import declared_methods, spec_path
 from service.problems import connexion_handler
 
 MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
-CLIENT_ENDPOINTS = ("/oauth2/token", "/oauth2/introspect", "/oauth2/revoke")
-RESOURCE_ENDPOINTS = ("/oauth2/userinfo", "/directory/members")
-BROWSER_ENDPOINTS = (
-    "/oauth2/authorize",
-    "/oauth2/end-session",
-    "/sign-in",
-    "/sign-up",
-    "/select-organization",
-    "/consent",
-)
 
 
 def create_identity_app(provider: Provider, *, validate_responses: bool = False) -> ASGIApp:
@@ -85,7 +75,7 @@ def _connexion_errors(provider: Provider, problem: web.ProblemHandler) -> web.Pr
         headers = web.NO_STORE if kind == "client" else {"Cache-Control": "no-store"}
         body = {"error": "invalid_request", "error_description": detail}
         return ConnexionResponse(
-            status_code=400 if status != 415 else 415,
+            status_code=status,
             mimetype="application/json",
             body=orjson.dumps(body),
             headers=headers,

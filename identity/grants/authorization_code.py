@@ -7,7 +7,7 @@ from typing import Any
 
 from identity.clients import Client
 from identity.codes import CodeStore
-from identity.errors import InvalidGrant, UnknownRecord
+from identity.errors import InvalidGrant
 from identity.grants import required
 from identity.pkce import verifies
 from identity.sessions import SessionStore
@@ -46,13 +46,10 @@ class AuthorizationCodeGrant:
         elif verifier:
             # RFC 9700 §2.1.1: a verifier without a challenge is a downgrade attempt.
             raise InvalidGrant("A code_verifier was sent, but the authorization request had no code_challenge.")
-        try:
-            user = self._users.get(grant.user_id)
-        except UnknownRecord:
-            raise InvalidGrant("The user no longer exists.") from None
-        member = user.membership(grant.org_id)
-        if member is None:
-            raise InvalidGrant("The user no longer belongs to the organization.")
+        found = self._users.member(grant.user_id, grant.org_id)
+        if found is None:
+            raise InvalidGrant("The user no longer exists or no longer belongs to the organization.")
+        user, member = found
         access = self._tokens.access_token(
             client_id=client.id,
             org=member.org,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from identity.clients import SCOPES, Client
-from identity.errors import InvalidGrant, InvalidScope, UnknownRecord
+from identity.errors import InvalidGrant, InvalidScope
 from identity.grants import required
 from identity.sessions import SessionStore
 from identity.tokens import RefreshTokenStore, TokenService
@@ -46,13 +46,10 @@ class RefreshTokenGrant:
                 self._tokens.revoke_grant(presented.grant_id)
                 raise InvalidGrant("The refresh token was already used; its whole family is revoked.")
             raise InvalidGrant("The refresh token has expired or was revoked.")
-        try:
-            user = self._users.get(presented.user_id)
-        except UnknownRecord:
-            raise InvalidGrant("The user no longer exists.") from None
-        member = user.membership(presented.org_id)
-        if member is None:
-            raise InvalidGrant("The user no longer belongs to the organization.")
+        found = self._users.member(presented.user_id, presented.org_id)
+        if found is None:
+            raise InvalidGrant("The user no longer exists or no longer belongs to the organization.")
+        user, member = found
         access = self._tokens.access_token(
             client_id=client.id,
             org=member.org,
