@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import httpx
 import jwt
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -1391,3 +1392,41 @@ def test_head_answers_like_get_without_a_body(visitor: TestClient, path: str) ->
     response = visitor.head(path)
     assert response.status_code == 200 and response.content == b""
     assert response.headers["content-type"] == "application/json"
+
+
+# A database outage, and an unexpected error: each endpoint's own form, never a stack trace.
+
+
+def database_down(*args: object, **kwargs: object) -> None:
+    raise sa.exc.OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused"))
+
+
+def test_database_outage_answers_503_in_the_oauth_form_at_the_token_endpoint(
+    app, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("identity.token_endpoint.TokenEndpoint.exchange", database_down)
+    with TestClient(app) as client:
+        response = client.post("/oauth2/token", data={"grant_type": "client_credentials"})
+    assert response.status_code == 503 and response.headers["retry-after"] == "5"
+    assert response.json()["error"] == "temporarily_unavailable"
+    assert response.headers["cache-control"] == "no-store"
+
+
+def test_database_outage_answers_a_503_page_on_the_sign_in_pages(app, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("identity.flow.SignInFlow.start", database_down)
+    with TestClient(app) as client:
+        response = client.get("/oauth2/authorize", params={"client_id": "cli_x"})
+    assert response.status_code == 503 and response.headers["retry-after"] == "5"
+    assert response.headers["content-type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+
+
+def test_unexpected_error_answers_500_without_a_trace(app, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr("identity.userinfo.UserInfo.claims", broken)
+    with TestClient(app) as client:
+        response = client.get("/oauth2/userinfo", headers={"Authorization": "Bearer abc"})
+    assert response.status_code == 500 and response.json()["error"] == "server_error"
+    assert "secret internal detail" not in response.text and "Traceback" not in response.text
