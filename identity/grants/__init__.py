@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from identity.clients import Client
+from identity.errors import InvalidGrant, InvalidRequest
+from identity.sessions import SessionStore
+from identity.tokens import Issued, TokenService
 
 
 class Grant(Protocol):
@@ -19,9 +22,25 @@ class Grant(Protocol):
 
 
 def required(params: Mapping[str, str], name: str) -> str:
-    from identity.errors import InvalidRequest
-
     value = params.get(name)
     if not value:
         raise InvalidRequest(f"The parameter {name} is missing.")
     return value
+
+
+def token_response(access: Issued, scope: tuple[str, ...]) -> dict[str, Any]:
+    """RFC 6749 §5.1: the access token part of every grant's answer."""
+    return {
+        "access_token": access.token,
+        "token_type": "Bearer",
+        "expires_in": access.expires_in,
+        "scope": " ".join(scope),
+    }
+
+
+def revoke_if_raced(tokens: TokenService, sessions: SessionStore, grant_id: str, session_id: str) -> None:
+    """A replay, a reuse, a revocation or a sign-out that raced this grant revoked only what existed
+    then: checked after issuing, it revokes what was just issued too."""
+    if tokens.grant_revoked(grant_id) or sessions.ended(session_id):
+        tokens.revoke_grant(grant_id)
+        raise InvalidGrant("The authorization was revoked while tokens were being issued from it.")

@@ -8,7 +8,7 @@ from typing import Any
 from identity.clients import Client
 from identity.codes import CodeStore
 from identity.errors import InvalidGrant
-from identity.grants import required
+from identity.grants import required, revoke_if_raced, token_response
 from identity.pkce import verifies
 from identity.sessions import SessionStore
 from identity.tokens import TokenService
@@ -59,22 +59,17 @@ class AuthorizationCodeGrant:
             grant_id=grant.grant_id,
             auth_time=grant.auth_time,
         )
-        response: dict[str, Any] = {
-            "access_token": access.token,
-            "token_type": "Bearer",
-            "expires_in": access.expires_in,
-            "scope": " ".join(grant.scope),
-            "id_token": self._tokens.id_token(
-                client_id=client.id,
-                user=user,
-                org=member.org,
-                scope=grant.scope,
-                session_id=grant.session_id,
-                auth_time=grant.auth_time,
-                nonce=grant.nonce,
-                access_token=access.token,
-            ),
-        }
+        response = token_response(access, grant.scope)
+        response["id_token"] = self._tokens.id_token(
+            client_id=client.id,
+            user=user,
+            org=member.org,
+            scope=grant.scope,
+            session_id=grant.session_id,
+            auth_time=grant.auth_time,
+            nonce=grant.nonce,
+            access_token=access.token,
+        )
         if "offline_access" in grant.scope and "refresh_token" in client.grants:
             response["refresh_token"] = self._tokens.refresh_token(
                 grant_id=grant.grant_id,
@@ -85,8 +80,5 @@ class AuthorizationCodeGrant:
                 scope=grant.scope,
                 auth_time=grant.auth_time,
             )
-        # A replay or a sign-out that raced this exchange revoked what existed then; revoke what was just issued.
-        if self._tokens.grant_revoked(grant.grant_id) or self._sessions.ended(grant.session_id):
-            self._tokens.revoke_grant(grant.grant_id)
-            raise InvalidGrant("The authorization was revoked while the code was being exchanged.")
+        revoke_if_raced(self._tokens, self._sessions, grant.grant_id, grant.session_id)
         return response

@@ -12,6 +12,7 @@ from typing import Any
 
 from identity.clients import APPLICATION_SCOPES, SCOPES, Client
 from identity.errors import InvalidScope, UnknownRecord
+from identity.grants import token_response
 from identity.organizations import OrganizationStore
 from identity.tokens import TokenService
 
@@ -39,9 +40,4 @@ class ClientCredentialsGrant:
         if org is None:
             raise UnknownRecord(client.org_id)
         access = self._tokens.access_token(client_id=client.id, org=org, scope=scope, user_id=None)
-        return {
-            "access_token": access.token,
-            "token_type": "Bearer",
-            "expires_in": access.expires_in,
-            "scope": " ".join(scope),
-        }
+        return token_response(access, scope)

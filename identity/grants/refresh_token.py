@@ -12,7 +12,7 @@ from typing import Any
 
 from identity.clients import SCOPES, Client
 from identity.errors import InvalidGrant, InvalidScope
-from identity.grants import required
+from identity.grants import required, revoke_if_raced, token_response
 from identity.sessions import SessionStore
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
@@ -59,26 +59,18 @@ class RefreshTokenGrant:
             grant_id=presented.grant_id,
             auth_time=presented.auth_time,
         )
-        response: dict[str, Any] = {
-            "access_token": access.token,
-            "token_type": "Bearer",
-            "expires_in": access.expires_in,
-            "scope": " ".join(scope),
-            "refresh_token": self._tokens.refresh_token(
-                grant_id=presented.grant_id,
-                client_id=client.id,
-                user_id=user.id,
-                org_id=member.org.id,
-                session_id=presented.session_id,
-                scope=presented.scope,
-                auth_time=presented.auth_time,
-                expires_at=presented.expires_at,
-            ),
-        }
-        if self._tokens.grant_revoked(presented.grant_id) or self._sessions.ended(presented.session_id):
-            # A reuse, a revocation or a sign-out raced this refresh: what was just issued goes too.
-            self._tokens.revoke_grant(presented.grant_id)
-            raise InvalidGrant("The refresh token was revoked.")
+        response = token_response(access, scope)
+        response["refresh_token"] = self._tokens.refresh_token(
+            grant_id=presented.grant_id,
+            client_id=client.id,
+            user_id=user.id,
+            org_id=member.org.id,
+            session_id=presented.session_id,
+            scope=presented.scope,
+            auth_time=presented.auth_time,
+            expires_at=presented.expires_at,
+        )
+        revoke_if_raced(self._tokens, self._sessions, presented.grant_id, presented.session_id)
         if "openid" in scope:
             # OpenID Connect Core §12.2: the same sub, auth_time and organization; no nonce.
             response["id_token"] = self._tokens.id_token(
