@@ -12,6 +12,14 @@ each family into HTTP in one place (``service/identity_web.py``).
 
 from __future__ import annotations
 
+# RFC 6749 §5.2 and RFC 6750 §3: error_description is printable ASCII without '"' and '\\'.
+_DESCRIBABLE = frozenset(map(chr, range(0x20, 0x7F))) - {'"', "\\"}
+
+
+def describable(text: str) -> str:
+    """``text`` as an ``error_description`` may carry it: any other character becomes '?'."""
+    return "".join(ch if ch in _DESCRIBABLE else "'" if ch == '"' else "?" for ch in text)
+
 
 class InvalidInput(ValueError):
     """Bad input from an operator or a form; the message is safe to show."""
@@ -27,7 +35,7 @@ class OAuthError(Exception):
 
     def __init__(self, description: str) -> None:
         super().__init__(description)
-        self.description = description
+        self.description = describable(description)  # it may quote what the client sent
 
 
 class InvalidRequest(OAuthError):
@@ -95,7 +103,7 @@ class BearerError(Exception):
 
     def __init__(self, description: str, *, scope: str | None = None, token_sent: bool = True) -> None:
         super().__init__(description)
-        self.description = description
+        self.description = describable(description)
         self.scope = scope
         self.token_sent = token_sent  # RFC 6750 §3.1: no error attribute when no token was sent
 

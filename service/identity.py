@@ -23,7 +23,7 @@ from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from identity.errors import BearerError, ErrorPage, OAuthError
+from identity.errors import BearerError, ErrorPage, OAuthError, describable
 from identity.pages import message
 from identity.provider import Provider
 from service import identity_web as web
@@ -88,7 +88,7 @@ def _plain(detail: str) -> str:
     """Connexion's validation detail without its jsonschema dump, in the words of RFC 6749 §5.2."""
     detail = detail.split("\n\n", 1)[0]
     missing = re.fullmatch(r"'([^']+)' is a required property", detail)
-    return f"The parameter {missing.group(1)} is missing." if missing else detail
+    return describable(f"The parameter {missing.group(1)} is missing." if missing else detail)
 
 
 class HeadAsGet:
