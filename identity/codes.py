@@ -124,10 +124,3 @@ class CodeStore:
                 auth_time=utc(row.auth_time),
             )
         )
-
-    def purge(self, older_than: timedelta = timedelta(days=1)) -> int:
-        """Delete codes that expired long enough ago that a replay no longer matters."""
-        with self._engine.begin() as connection:
-            return connection.execute(
-                authorization_codes.delete().where(authorization_codes.c.expires_at < now() - older_than)
-            ).rowcount

@@ -101,10 +101,6 @@ class InteractionStore:
         with self._engine.begin() as connection:
             return connection.execute(interactions.delete().where(interactions.c.id == interaction_id)).rowcount == 1
 
-    def purge(self) -> int:
-        with self._engine.begin() as connection:
-            return connection.execute(interactions.delete().where(interactions.c.expires_at <= now())).rowcount
-
 
 def _row(interaction: Interaction) -> dict[str, Any]:
     return {

@@ -24,6 +24,7 @@ from identity.introspection import TokenInspector
 from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
+from identity.purge import Purger
 from identity.sessions import SessionStore
 from identity.throttle import SignInThrottle
 from identity.token_endpoint import TokenEndpoint
@@ -78,6 +79,7 @@ class Provider:
         )
         self.end_session = EndSession(issuer, self.clients, self.sessions, self.tokens, self.refresh_tokens, self.users)
         self.directory = Directory(engine, self.tokens, cursor_key)
+        self.purger = Purger(engine, lifetimes.refresh_token)
 
     def start(self) -> None:
         """On start: make sure a key signs (the first start creates it)."""

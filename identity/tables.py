@@ -78,7 +78,7 @@ browser_sessions = sa.Table(
     sa.Column("user_id", sa.String(32), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
     sa.Column("org_id", sa.String(32), nullable=True),  # the organization last chosen in this session
     sa.Column("auth_time", Timestamp, nullable=False),  # when the user last gave their credentials
-    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("ended_at", Timestamp, nullable=True),
 )
 
@@ -96,7 +96,7 @@ interactions = sa.Table(
     sa.Column("signed_in", sa.Boolean, nullable=False),  # credentials were given during this interaction
     sa.Column("org_chosen", sa.Boolean, nullable=False),
     sa.Column("consented", sa.Boolean, nullable=False),
-    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
 )
 
 authorization_codes = sa.Table(
@@ -113,7 +113,7 @@ authorization_codes = sa.Table(
     sa.Column("nonce", sa.Text, nullable=True),
     sa.Column("code_challenge", sa.String(64), nullable=True),
     sa.Column("auth_time", Timestamp, nullable=False),
-    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("used_at", Timestamp, nullable=True),
 )
 
@@ -128,7 +128,7 @@ access_tokens = sa.Table(
     sa.Column("session_id", sa.String(40), nullable=True, index=True),
     sa.Column("scope", sa.Text, nullable=False),
     sa.Column("issued_at", Timestamp, nullable=False),
-    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("revoked_at", Timestamp, nullable=True),
 )
 
@@ -145,7 +145,7 @@ refresh_tokens = sa.Table(
     sa.Column("scope", sa.Text, nullable=False),
     sa.Column("auth_time", Timestamp, nullable=False),
     sa.Column("issued_at", Timestamp, nullable=False),
-    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("rotated_at", Timestamp, nullable=True),
     sa.Column("revoked_at", Timestamp, nullable=True),
 )

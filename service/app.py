@@ -7,7 +7,11 @@ answers the ASGI lifespan itself.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,14 +22,16 @@ from data.catalog import load_catalog
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from service.api_keys import ApiKeyStore
-from service.db import ensure_schema, make_engine, service_secret
+from service.db import make_engine, service_secret
 from service.gate import send_problem
 from service.identity import create_identity_app
 from service.menus import create_menus_app
 from service.problems import nothing_here, to_problem
 from service.ratelimit import RateLimiter
+from service.schema import require_current
 from service.settings import Settings
 
+logger = logging.getLogger(__name__)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -37,6 +43,8 @@ class Dispatcher:
     identity: ASGIApp
     identity_path: str  # the issuer's path; "" when the issuer is at the root
     engine: Engine
+    purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
+    purge_interval: float = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -54,14 +62,32 @@ class Dispatcher:
             await send_problem(send, nothing_here())
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
+        stopping = asyncio.Event()
+        housekeeping: asyncio.Task[None] | None = None
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if self.purge is not None and self.purge_interval > 0:
+                    housekeeping = asyncio.create_task(_purge_every(self.purge, self.purge_interval, stopping))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                stopping.set()
+                if housekeeping is not None:
+                    await housekeeping  # a purge under way finishes first
                 self.engine.dispose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+async def _purge_every(purge: Callable[[], object], interval: float, stopping: asyncio.Event) -> None:
+    """Purge at start-up and then every ``interval`` seconds until ``stopping``; a failed purge waits for the next."""
+    while not stopping.is_set():
+        try:
+            await asyncio.to_thread(purge)
+        except Exception as error:  # the database may be down: the next round tries again
+            logger.warning("purging expired records failed (%s); retrying in %s s", type(error).__name__, interval)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), interval)
 
 
 async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
@@ -84,7 +110,7 @@ async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> 
 def create_app(settings: Settings | None = None) -> Dispatcher:
     settings = settings or Settings.from_env()
     engine = make_engine(settings.database_url)
-    ensure_schema(engine)
+    require_current(engine)  # SchemaOutOfDate names the command to run
     catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))
     menus = create_menus_app(
         catalog=catalog,
@@ -97,7 +123,14 @@ def create_app(settings: Settings | None = None) -> Dispatcher:
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
-    return Dispatcher(menus=menus, identity=identity, identity_path=provider.issuer.path, engine=engine)
+    return Dispatcher(
+        menus=menus,
+        identity=identity,
+        identity_path=provider.issuer.path,
+        engine=engine,
+        purge=provider.purger.purge,
+        purge_interval=settings.purge_interval,
+    )
 
 
 def lifetimes(settings: Settings) -> Lifetimes:

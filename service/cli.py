@@ -22,30 +22,44 @@ from identity.clock import now
 from identity.errors import InvalidInput, UnknownRecord
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
+from identity.purge import Purger
 from identity.users import ROLES, UserStore
 from service.api_keys import ApiKeyStore, UnknownApiKey
-from service.db import ensure_schema, make_engine
+from service.db import make_engine
 from service.demo import prepare as prepare_demo
+from service.schema import SchemaOutOfDate, current, head, require_current, upgrade
 from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 
 
-def _database_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    @click.option(
-        "--database-url",
-        default=lambda: os.environ.get("MENUS_DATABASE_URL") or Settings().database_url,
-        show_default="MENUS_DATABASE_URL, else SQLite in ./var/",
-        help="SQLAlchemy URL of the state database.",
-    )
-    @functools.wraps(command)
-    def wrapper(*args: Any, database_url: str, **kwargs: Any) -> Any:
-        engine = make_engine(database_url)
-        try:
-            ensure_schema(engine)
-            return command(*args, engine=engine, **kwargs)
-        finally:
-            engine.dispose()
+def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--database-url``: the command gets an engine, on a database at the current schema if ``schema_current``."""
 
-    return wrapper
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @click.option(
+            "--database-url",
+            default=lambda: os.environ.get("MENUS_DATABASE_URL") or Settings().database_url,
+            show_default="MENUS_DATABASE_URL, else SQLite in ./var/",
+            help="SQLAlchemy URL of the state database.",
+        )
+        @functools.wraps(command)
+        def wrapper(*args: Any, database_url: str, **kwargs: Any) -> Any:
+            engine = make_engine(database_url)
+            try:
+                if schema_current:
+                    require_current(engine)
+                return command(*args, engine=engine, **kwargs)
+            except SchemaOutOfDate as error:
+                _fail(str(error))
+            finally:
+                engine.dispose()
+
+        return wrapper
+
+    return decorate
+
+
+_database_option = _database(schema_current=True)
+_any_schema_database_option = _database(schema_current=False)
 
 
 def _json_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -73,19 +87,60 @@ def main() -> None:
 @main.command()
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on.")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port.")
-@click.option("--demo", is_flag=True, help="Create demo data (API key, org, user, client); print how to use it.")
-@_database_option
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Bring the schema up to date, create demo data (API key, org, user, client), print how to use it.",
+)
+@_any_schema_database_option
 def serve(host: str, port: int, demo: bool, engine: Engine) -> None:
-    """Run the service."""
+    """Run the service (on a database at the current schema: see `db upgrade`)."""
     import uvicorn
 
     from service.app import create_app
 
     settings = Settings.from_env(port=port).with_changes(database_url=str(engine.url.render_as_string(False)))
     if demo:
+        upgrade(engine)
         click.echo(prepare_demo(engine, settings))
+    require_current(engine)
     app = create_app(settings)
     uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on")
+
+
+@main.group("db")
+def db_group() -> None:
+    """The state database's schema (Alembic migrations)."""
+
+
+@db_group.command("upgrade")
+@_json_option
+@_any_schema_database_option
+def db_upgrade(as_json: bool, engine: Engine) -> None:
+    """Apply every migration the database lacks, in one transaction. Stop the service's nodes first."""
+    before, after = upgrade(engine)
+    text = f"already at {after}" if before == after else f"upgraded from {before or 'an empty database'} to {after}"
+    _print(as_json, {"from": before, "to": after}, text)
+
+
+@db_group.command("current")
+@_json_option
+@_any_schema_database_option
+def db_current(as_json: bool, engine: Engine) -> None:
+    """Print the database's schema revision and the one this version needs."""
+    at, needed = current(engine), head()
+    state = "current" if at == needed else "behind: run `regional-menus db upgrade`"
+    _print(as_json, {"revision": at, "head": needed, "current": at == needed}, f"{at or 'none'}\t{needed}\t{state}")
+
+
+@db_group.command("purge")
+@_json_option
+@_database_option
+def db_purge(as_json: bool, engine: Engine) -> None:
+    """Delete expired records now (a running service does it every MENUS_PURGE_INTERVAL seconds)."""
+    settings = Settings.from_env()
+    deleted = Purger(engine, timedelta(seconds=settings.refresh_token_ttl)).purge()
+    _print(as_json, deleted, "\n".join(f"{table}\t{count}" for table, count in deleted.items()))
 
 
 @main.group("api-keys")

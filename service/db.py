@@ -44,13 +44,6 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
     cursor.close()
 
 
-def ensure_schema(engine: Engine) -> None:
-    """Create every table that does not exist yet."""
-    import identity.tables  # noqa: F401  (defines the identity provider's tables on this metadata)
-
-    metadata.create_all(engine)
-
-
 def service_secret(engine: Engine, name: str, size: int = 32) -> bytes:
     """Return the shared secret ``name``, creating it on first use; every node reads the same one."""
     with engine.begin() as connection:

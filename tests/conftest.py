@@ -12,8 +12,10 @@ from starlette.testclient import TestClient
 from data.catalog import Catalog, load_catalog
 from service.api_keys import ApiKeyStore
 from service.app import create_app
-from service.db import ensure_schema, make_engine
+from service.db import make_engine
+from service.schema import upgrade
 from service.settings import Settings
+from tests.postgres import empty_every_table, throwaway_database
 
 CURSOR_KEY = b"k" * 32
 
@@ -24,14 +26,38 @@ def catalog() -> Catalog:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(database_url=f"sqlite:///{tmp_path / 'state.sqlite3'}", validate_responses=True)
+def database_url(tmp_path: Path) -> str:
+    """The state database of a test: SQLite. Modules that test the store on both engines override it
+    with ``either_database``."""
+    return f"sqlite:///{tmp_path / 'state.sqlite3'}"
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """One throw-away PostgreSQL database for the session, emptied before each test that uses it."""
+    with throwaway_database() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def either_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh state database on each engine in turn."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.sqlite3'}"
+    url: str = request.getfixturevalue("postgres_database")
+    empty_every_table(url)
+    return url
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, validate_responses=True)
 
 
 @pytest.fixture
 def engine(settings: Settings) -> Iterator[Engine]:
     engine = make_engine(settings.database_url)
-    ensure_schema(engine)
+    upgrade(engine)
     yield engine
     engine.dispose()
 

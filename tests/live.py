@@ -19,10 +19,18 @@ from pathlib import Path
 class LiveService:
     url: str
     workdir: Path
+    env: dict[str, str]  # the server's environment (its database, its settings)
 
-    def cli(self, *args: str) -> str:
+    def cli(self, *args: str, stdin: str | None = None) -> str:
+        """The command line, in the server's folder and environment: on the server's database."""
         done = subprocess.run(
-            [sys.executable, "-m", "service", *args], cwd=self.workdir, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "service", *args],
+            cwd=self.workdir,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         if done.returncode != 0:
             raise RuntimeError(done.stderr)
@@ -40,12 +48,20 @@ def free_port() -> int:
 
 @contextmanager
 def live_service(workdir: Path, env: dict[str, str] | None = None) -> Iterator[LiveService]:
+    environment = {**os.environ, **(env or {})}
+    subprocess.run(
+        [sys.executable, "-m", "service", "db", "upgrade"],
+        cwd=workdir,
+        env=environment,
+        check=True,
+        capture_output=True,
+    )
     port = free_port()
     log = (workdir / "server.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--port", str(port)],
         cwd=workdir,
-        env={**os.environ, **(env or {})},
+        env=environment,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -60,7 +76,7 @@ def live_service(workdir: Path, env: dict[str, str] | None = None) -> Iterator[L
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError((workdir / "server.log").read_text()) from None
                 time.sleep(0.1)
-        yield LiveService(url, workdir)
+        yield LiveService(url, workdir, environment)
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -1,6 +1,13 @@
+import pytest
 import sqlalchemy as sa
 
 from service.api_keys import ApiKeyStore, api_keys, hash_key
+
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return either_database
 
 
 def test_created_key_is_prefixed_and_authenticates(keys: ApiKeyStore) -> None:

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from service.db import make_engine
+from service.schema import head, upgrade
+
+
+@pytest.fixture(autouse=True)
+def migrated(tmp_path: Path) -> None:
+    """The default database of a command run in ``tmp_path``, at the current schema (as `db upgrade` leaves it)."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'regional-menus.sqlite3'}")
+    upgrade(engine)
+    engine.dispose()
 
 
 def cli(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -35,8 +47,44 @@ def test_api_keys_revoke_marks_the_key_revoked(tmp_path: Path) -> None:
 
 def test_database_url_option_chooses_the_database(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'other.sqlite3'}"
+    assert cli(tmp_path, "db", "upgrade", "--database-url", url).returncode == 0
     assert cli(tmp_path, "api-keys", "create", "--name", "p", "--database-url", url).returncode == 0
-    assert (tmp_path / "other.sqlite3").exists() and not (tmp_path / "var").exists()
+    listed = json.loads(cli(tmp_path, "api-keys", "list", "--json", "--database-url", url).stdout)
+    assert [key["name"] for key in listed] == ["p"]
+    assert json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout) == []  # not the default database
+
+
+def test_db_upgrade_brings_an_empty_database_to_the_head_and_then_has_nothing_to_do(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.sqlite3'}"
+    first = json.loads(cli(tmp_path, "db", "upgrade", "--json", "--database-url", url).stdout)
+    assert first == {"from": None, "to": head()}
+    again = json.loads(cli(tmp_path, "db", "upgrade", "--json", "--database-url", url).stdout)
+    assert again == {"from": head(), "to": head()}
+    state = json.loads(cli(tmp_path, "db", "current", "--json", "--database-url", url).stdout)
+    assert state == {"revision": head(), "head": head(), "current": True}
+
+
+@pytest.mark.parametrize("command", [("serve", "--port", "0"), ("api-keys", "list"), ("orgs", "list")])
+def test_commands_refuse_a_database_without_the_schema_and_name_the_upgrade_command(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+    done = cli(tmp_path, *command, "--database-url", url)
+    assert done.returncode == 2
+    assert done.stderr == "regional-menus: error: the database has no schema yet: run `regional-menus db upgrade`\n"
+
+
+def test_serve_refuses_a_schema_behind_this_version_and_names_the_upgrade_command(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    cli(tmp_path, "db", "upgrade", "--database-url", url)
+    with sqlite3.connect(tmp_path / "old.sqlite3") as connection:  # as if written by an older version
+        connection.execute("UPDATE alembic_version SET version_num = 'older'")
+    done = cli(tmp_path, "serve", "--port", "0", "--database-url", url)
+    assert done.returncode == 2
+    assert f"the database schema is at revision older, this version needs {head()}" in done.stderr
+    assert "run `regional-menus db upgrade`" in done.stderr
+    current = json.loads(cli(tmp_path, "db", "current", "--json", "--database-url", url).stdout)
+    assert current["current"] is False
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import hashlib
 import re
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -29,8 +30,17 @@ from identity.organizations import Organization, OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import User, UserStore
 from service.app import create_app
-from service.db import ensure_schema, make_engine
+from service.db import make_engine
+from service.schema import upgrade
 from service.settings import Settings
+from tests.postgres import throwaway_database
+
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return either_database
+
 
 ISSUER = "http://127.0.0.1:8000"
 CALLBACK = "https://app.example/callback"
@@ -121,15 +131,19 @@ class Shared:
     web: Registered
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
-    database = tmp_path_factory.mktemp("shared") / "state.sqlite3"
-    settings = Settings(database_url=f"sqlite:///{database}", validate_responses=True)
-    engine = make_engine(settings.database_url)
-    ensure_schema(engine)
-    org = OrganizationStore(engine).create("Acme Foods")
-    yield Shared(create_app(settings), engine, org, register(engine, org))
-    engine.dispose()
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    with ExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{tmp_path_factory.mktemp('shared') / 'state.sqlite3'}"
+        else:
+            url = stack.enter_context(throwaway_database())
+        settings = Settings(database_url=url, validate_responses=True)
+        engine = make_engine(settings.database_url)
+        upgrade(engine)
+        org = OrganizationStore(engine).create("Acme Foods")
+        yield Shared(create_app(settings), engine, org, register(engine, org))
+        engine.dispose()
 
 
 @pytest.fixture

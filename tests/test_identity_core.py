@@ -19,6 +19,13 @@ from identity.tables import clients, users
 from identity.tokens import TokenService
 from identity.users import UserStore
 
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return either_database
+
+
 PASSWORD = "correct horse battery staple"
 
 

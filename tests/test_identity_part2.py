@@ -34,6 +34,13 @@ from identity.clients import Client, ClientStore
 from identity.organizations import Organization, OrganizationStore
 from identity.users import User, UserStore
 
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return either_database
+
+
 ISSUER = "http://127.0.0.1:8000"  # the default issuer of Settings
 TOKEN_URL = ISSUER + "/oauth2/token"
 REDIRECT_URI = "https://planner.example.com/callback"

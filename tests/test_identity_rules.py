@@ -41,6 +41,13 @@ from identity.token_endpoint import single_values
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
 
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return either_database
+
+
 REDIRECT = "https://app.example.com/callback"
 VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"  # RFC 7636 Appendix B

@@ -92,12 +92,9 @@ def pkce_pair() -> tuple[str, str]:
 
 
 def create_user(service: LiveService, email: str, org_id: str) -> dict[str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "service", "users", "create", "--json", "--email", email, "--name", "Fuzz",
-         "--password-stdin", "--org", org_id],
-        cwd=service.workdir, input=PASSWORD + "\n", capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    return dict(json.loads(done.stdout))
+    created = service.cli("users", "create", "--json", "--email", email, "--name", "Fuzz", "--password-stdin",
+                          "--org", org_id, stdin=PASSWORD + "\n")  # fmt: skip
+    return dict(json.loads(created))
 
 
 def identity_credentials(service: LiveService) -> dict[str, str]:

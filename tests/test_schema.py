@@ -1,0 +1,60 @@
+"""The schema's migrations (service/migrations/), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from service.api_keys import ApiKeyStore
+from service.db import make_engine, metadata
+from service.schema import SchemaOutOfDate, alembic_config, current, head, load_tables, require_current, upgrade
+from tests.postgres import throwaway_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
+    """An engine on a database without any table."""
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp_path / 'empty.sqlite3'}")
+        yield engine
+        engine.dispose()
+        return
+    with throwaway_database(migrated=False) as url:
+        engine = make_engine(url)
+        yield engine
+        engine.dispose()
+
+
+def test_migrations_build_exactly_the_tables_the_code_defines(empty_engine: sa.Engine) -> None:
+    upgrade(empty_engine)
+    load_tables()
+    with empty_engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), metadata)
+    assert differences == [], "a table changed without a migration: run `alembic revision --autogenerate`"
+
+
+def test_a_database_without_the_schema_is_refused_until_upgraded(empty_engine: sa.Engine) -> None:
+    with pytest.raises(SchemaOutOfDate, match="no schema yet: run `regional-menus db upgrade`"):
+        require_current(empty_engine)
+    assert upgrade(empty_engine) == (None, head())
+    require_current(empty_engine)
+    assert upgrade(empty_engine) == (head(), head())  # nothing left to do
+
+
+def test_upgrading_an_older_schema_keeps_its_rows(empty_engine: sa.Engine) -> None:
+    config = alembic_config()
+    with empty_engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    record, key = ApiKeyStore(empty_engine).create("kept")
+    with pytest.raises(SchemaOutOfDate, match=f"at revision 0001, this version needs {head()}"):
+        require_current(empty_engine)
+    assert upgrade(empty_engine) == ("0001", head())
+    assert current(empty_engine) == head()
+    assert ApiKeyStore(empty_engine).authenticate(key) == record.id
