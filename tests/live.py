@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -35,6 +36,18 @@ class LiveService:
         if done.returncode != 0:
             raise RuntimeError(done.stderr)
         return done.stdout
+
+    def cli_json(self, *args: str, stdin: str | None = None) -> Any:
+        """A command run with ``--json``: its output, parsed."""
+        return json.loads(self.cli(*args, "--json", stdin=stdin))
+
+    def create_user(self, email: str, name: str, password: str, *org_ids: str) -> dict[str, Any]:
+        """A user in ``org_ids``, made with the command line (the password on standard input)."""
+        orgs = [arg for org_id in org_ids for arg in ("--org", org_id)]
+        user: dict[str, Any] = self.cli_json(
+            "users", "create", "--email", email, "--name", name, "--password-stdin", *orgs, stdin=password + "\n"
+        )
+        return user
 
     def api_key(self, name: str = "live") -> str:
         return str(json.loads(self.cli("api-keys", "create", "--json", "--name", name))["key"])

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,36 +101,20 @@ class Provider:
         return self.service.url
 
 
-def cli_json(service: LiveService, *args: str, stdin: str = "") -> Any:
-    done = subprocess.run(
-        [sys.executable, "-m", "service", *args, "--json"],
-        cwd=service.workdir,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def create_user(service: LiveService, email: str, name: str, *org_ids: str) -> dict[str, Any]:
-    orgs = [arg for org_id in org_ids for arg in ("--org", org_id)]
-    return cli_json(  # type: ignore[no-any-return]
-        service, "users", "create", "--email", email, "--name", name, "--password-stdin", *orgs, stdin=PASSWORD + "\n"
-    )
+    return service.create_user(email, name, PASSWORD, *org_ids)
 
 
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with live_service(tmp_path_factory.mktemp("browser")) as service, relying_party() as rp:
-        acme = cli_json(service, "orgs", "create", "--name", "Acme Foods")
-        beta = cli_json(service, "orgs", "create", "--name", "Beta Bakery")
+        acme = service.cli_json("orgs", "create", "--name", "Acme Foods")
+        beta = service.cli_json("orgs", "create", "--name", "Beta Bakery")
         ana = create_user(service, "ana@example.com", "Ana Lima", acme["id"])
         bo = create_user(service, "bo@example.com", "Bo Berg", acme["id"], beta["id"])
         # No --first-party: a third-party client, so the consent page shows.
-        client = cli_json(
-            service, "clients", "create", "--name", "Menu Planner", "--org", acme["id"],
+        client = service.cli_json(
+            "clients", "create", "--name", "Menu Planner", "--org", acme["id"],
             "--redirect-uri", rp.redirect_uri, "--post-logout-redirect-uri", rp.post_logout_redirect_uri,
             "--auth-method", "client_secret_basic", "--grant", "authorization_code",
             "--scope", "openid", "--scope", "profile", "--scope", "email",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import secrets
 import threading
 from collections.abc import Iterator
@@ -113,18 +112,13 @@ def identity(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
             yield from provisioned(engine, service, f"sqlite:///{workdir / 'var' / 'regional-menus.sqlite3'}")
 
 
-def cli(service: LiveService, *args: str, stdin: str | None = None) -> Any:
-    return json.loads(service.cli(*args, stdin=stdin))
-
-
 def provisioned(engine: str, service: LiveService, url: str) -> Iterator[Identity]:
     """One org, one user, one first-party client (code + refresh grants, openid + offline_access)."""
-    org = cli(service, "orgs", "create", "--json", "--name", "Race Kitchen")
+    org = service.cli_json("orgs", "create", "--name", "Race Kitchen")
     email = "racer@example.com"
-    cli(service, "users", "create", "--json", "--email", email, "--name", "Racer", "--password-stdin",
-        "--org", org["id"], stdin=PASSWORD + "\n")  # fmt: skip
-    client = cli(
-        service, "clients", "create", "--json", "--name", "Racer", "--org", org["id"],
+    service.create_user(email, "Racer", PASSWORD, org["id"])
+    client = service.cli_json(
+        "clients", "create", "--name", "Racer", "--org", org["id"],
         "--redirect-uri", REDIRECT_URI, "--auth-method", "client_secret_basic", "--first-party",
         "--grant", "authorization_code", "--grant", "refresh_token", "--scope", "openid", "--scope", "offline_access",
     )  # fmt: skip

@@ -13,8 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -59,36 +57,19 @@ class Provider:
         return self.service.url
 
 
-def cli_json(service: LiveService, *args: str, stdin: str = "") -> Any:
-    """Run the command line in the service's directory, with standard input; its JSON output."""
-    done = subprocess.run(
-        [sys.executable, "-m", "service", *args, "--json"],
-        cwd=service.workdir,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def create_user(service: LiveService, email: str, name: str, *org_ids: str) -> dict[str, Any]:
-    orgs = [arg for org_id in org_ids for arg in ("--org", org_id)]
-    return cli_json(  # type: ignore[no-any-return]
-        service, "users", "create", "--email", email, "--name", name, "--password-stdin", *orgs, stdin=PASSWORD + "\n"
-    )
+    return service.create_user(email, name, PASSWORD, *org_ids)
 
 
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with live_service(tmp_path_factory.mktemp("identity-e2e")) as service:
-        acme = cli_json(service, "orgs", "create", "--name", "Acme Foods")
-        beta = cli_json(service, "orgs", "create", "--name", "Beta Bakery")
+        acme = service.cli_json("orgs", "create", "--name", "Acme Foods")
+        beta = service.cli_json("orgs", "create", "--name", "Beta Bakery")
         ana = create_user(service, "ana@example.com", "Ana Lima", acme["id"])
         bo = create_user(service, "bo@example.com", "Bo Berg", acme["id"], beta["id"])
-        client = cli_json(
-            service, "clients", "create", "--name", "Menu Planner", "--org", acme["id"],
+        client = service.cli_json(
+            "clients", "create", "--name", "Menu Planner", "--org", acme["id"],
             "--redirect-uri", REDIRECT_URI, "--auth-method", "client_secret_basic", "--first-party",
             "--grant", "authorization_code", "--grant", "refresh_token",
             "--scope", "openid", "--scope", "profile", "--scope", "email", "--scope", "offline_access",
@@ -259,11 +240,11 @@ def test_prompt_create_signs_up_a_new_user_and_organization(provider: Provider) 
     )
     token = redeem(p, rp, request, expect_callback(landing))
     claims = verified_id_token(p, token["id_token"], request.nonce)
-    users = {u["email"]: u for u in cli_json(p.service, "users", "list")}
+    users = {u["email"]: u for u in p.service.cli_json("users", "list")}
     cleo = users["cleo@example.com"]
     assert cleo["name"] == "Cleo Cruz" and cleo["id"] == claims["sub"]
     assert [(o["name"], o["role"]) for o in cleo["orgs"]] == [("Cleo's Kitchen", "owner")]
-    org = {o["id"]: o for o in cli_json(p.service, "orgs", "list")}[cleo["orgs"][0]["id"]]
+    org = {o["id"]: o for o in p.service.cli_json("orgs", "list")}[cleo["orgs"][0]["id"]]
     assert org["id"] not in (p.acme["id"], p.beta["id"])
     assert_identity(p, rp, token, request, cleo, org)
 
@@ -363,8 +344,8 @@ def read_directory(p: Provider, token: dict[str, Any]) -> dict[str, Any]:
 
 def test_authlib_client_credentials_with_client_secret_basic_reads_the_directory(provider: Provider) -> None:
     p = provider
-    reporter = cli_json(
-        p.service, "clients", "create", "--name", "Reporter", "--org", p.acme["id"],
+    reporter = p.service.cli_json(
+        "clients", "create", "--name", "Reporter", "--org", p.acme["id"],
         "--auth-method", "client_secret_basic", "--grant", "client_credentials", "--scope", "members:read",
     )  # fmt: skip
     client = OAuth2Session(
@@ -384,8 +365,8 @@ def test_authlib_private_key_jwt_application_token_reads_the_directory(provider:
     public = {**RSAAlgorithm.to_jwk(private.public_key(), as_dict=True), "kid": "reporter-1", "use": "sig"}
     jwks_file = p.service.workdir / "reporter.jwks.json"
     jwks_file.write_text(json.dumps({"keys": [public]}))
-    reporter = cli_json(
-        p.service, "clients", "create", "--name", "Signed reporter", "--org", p.beta["id"],
+    reporter = p.service.cli_json(
+        "clients", "create", "--name", "Signed reporter", "--org", p.beta["id"],
         "--auth-method", "private_key_jwt", "--jwks-file", str(jwks_file),
         "--grant", "client_credentials", "--scope", "members:read",
     )  # fmt: skip

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import re
 import secrets
@@ -91,26 +90,18 @@ def pkce_pair() -> tuple[str, str]:
     return verifier, challenge
 
 
-def create_user(service: LiveService, email: str, org_id: str) -> dict[str, str]:
-    created = service.cli("users", "create", "--json", "--email", email, "--name", "Fuzz", "--password-stdin",
-                          "--org", org_id, stdin=PASSWORD + "\n")  # fmt: skip
-    return dict(json.loads(created))
-
-
 def identity_credentials(service: LiveService) -> dict[str, str]:
     """What schemathesis-identity.toml reads: a client, a user's access token, an application token."""
-    org = json.loads(service.cli("orgs", "create", "--json", "--name", "Fuzzing Kitchen"))
-    user = create_user(service, "fuzz@example.com", org["id"])
+    org = service.cli_json("orgs", "create", "--name", "Fuzzing Kitchen")
+    user = service.create_user("fuzz@example.com", "Fuzz", PASSWORD, org["id"])
     for email in ("fuzz-2@example.com", "fuzz-3@example.com"):  # a directory of several pages when limit < 3
-        create_user(service, email, org["id"])
-    client = json.loads(
-        service.cli(
-            "clients", "create", "--json", "--name", "Schemathesis", "--org", org["id"],
+        service.create_user(email, "Fuzz", PASSWORD, org["id"])
+    client = service.cli_json(
+            "clients", "create", "--name", "Schemathesis", "--org", org["id"],
             "--redirect-uri", REDIRECT_URI, "--auth-method", "client_secret_basic", "--first-party",
             "--grant", "authorization_code", "--grant", "refresh_token", "--grant", "client_credentials",
             "--scope", "openid", "--scope", "profile", "--scope", "email", "--scope", "offline_access",
             "--scope", "members:read",
-        )
     )  # fmt: skip
     basic = (client["client_id"], client["client_secret"])
     token_url = f"{service.url}/oauth2/token"
