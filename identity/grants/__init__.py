@@ -13,6 +13,7 @@ from identity.clients import Client
 from identity.errors import InvalidGrant, InvalidRequest
 from identity.sessions import SessionStore
 from identity.tokens import Issued, TokenService
+from identity.users import Membership, User, UserStore
 
 
 class Grant(Protocol):
@@ -26,6 +27,14 @@ def required(params: Mapping[str, str], name: str) -> str:
     if not value:
         raise InvalidRequest(f"The parameter {name} is missing.")
     return value
+
+
+def member_of_grant(users: UserStore, user_id: str, org_id: str) -> tuple[User, Membership]:
+    """The grant's user and their membership now; ``invalid_grant`` if either is gone."""
+    found = users.member(user_id, org_id)
+    if found is None:
+        raise InvalidGrant("The user no longer exists or no longer belongs to the organization.")
+    return found
 
 
 def token_response(access: Issued, scope: tuple[str, ...]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 from identity.clients import Client
 from identity.codes import CodeStore
 from identity.errors import InvalidGrant
-from identity.grants import required, revoke_if_raced, token_response
+from identity.grants import member_of_grant, required, revoke_if_raced, token_response
 from identity.pkce import verifies
 from identity.sessions import SessionStore
 from identity.tokens import TokenService
@@ -46,10 +46,7 @@ class AuthorizationCodeGrant:
         elif verifier:
             # RFC 9700 §2.1.1: a verifier without a challenge is a downgrade attempt.
             raise InvalidGrant("A code_verifier was sent, but the authorization request had no code_challenge.")
-        found = self._users.member(grant.user_id, grant.org_id)
-        if found is None:
-            raise InvalidGrant("The user no longer exists or no longer belongs to the organization.")
-        user, member = found
+        user, member = member_of_grant(self._users, grant.user_id, grant.org_id)
         access = self._tokens.access_token(
             client_id=client.id,
             org=member.org,

@@ -12,7 +12,7 @@ from typing import Any
 
 from identity.clients import SCOPES, Client
 from identity.errors import InvalidGrant, InvalidScope
-from identity.grants import required, revoke_if_raced, token_response
+from identity.grants import member_of_grant, required, revoke_if_raced, token_response
 from identity.sessions import SessionStore
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
@@ -46,10 +46,7 @@ class RefreshTokenGrant:
                 self._tokens.revoke_grant(presented.grant_id)
                 raise InvalidGrant("The refresh token was already used; its whole family is revoked.")
             raise InvalidGrant("The refresh token has expired or was revoked.")
-        found = self._users.member(presented.user_id, presented.org_id)
-        if found is None:
-            raise InvalidGrant("The user no longer exists or no longer belongs to the organization.")
-        user, member = found
+        user, member = member_of_grant(self._users, presented.user_id, presented.org_id)
         access = self._tokens.access_token(
             client_id=client.id,
             org=member.org,
