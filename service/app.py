@@ -24,8 +24,10 @@ from identity.provider import Lifetimes, Provider
 from service.api_keys import ApiKeyStore
 from service.db import make_engine, service_secret
 from service.gate import send_problem
+from service.health import Readiness
 from service.identity import create_identity_app
 from service.menus import create_menus_app
+from service.operations import create_operations_app, is_operations_path
 from service.problems import nothing_here, to_problem
 from service.ratelimit import RateLimiter
 from service.schema import require_current
@@ -37,10 +39,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 @dataclass
 class Dispatcher:
-    """Routes ``/v1`` to the menus API, the issuer's path to the identity API, anything else to a 404."""
+    """Routes the operations endpoints, ``/v1`` to the menus API, the issuer's path to the identity API, else 404."""
 
     menus: ASGIApp
     identity: ASGIApp
+    operations: ASGIApp
     identity_path: str  # the issuer's path; "" when the issuer is at the root
     engine: Engine
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
@@ -54,6 +57,8 @@ class Dispatcher:
         if _CONTROL.search(path):
             # A decoded control character (%0A…) is never a path of ours; Connexion would answer 500.
             await send_problem(send, nothing_here())
+        elif is_operations_path(path):
+            await _guarded(self.operations, scope, receive, send)
         elif path == "/v1" or path.startswith("/v1/"):
             await _guarded(self.menus, scope, receive, send)
         elif not self.identity_path or path == self.identity_path or path.startswith(self.identity_path + "/"):
@@ -126,6 +131,7 @@ def create_app(settings: Settings | None = None) -> Dispatcher:
     return Dispatcher(
         menus=menus,
         identity=identity,
+        operations=create_operations_app(Readiness(engine)),
         identity_path=provider.issuer.path,
         engine=engine,
         purge=provider.purger.purge,

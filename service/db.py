@@ -13,6 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+CONNECT_TIMEOUT = 5  # seconds to wait for PostgreSQL to accept a connection
+
 metadata = sa.MetaData()
 
 service_secrets = sa.Table(
@@ -32,7 +34,9 @@ def make_engine(url: str) -> Engine:
         engine = sa.create_engine(url, connect_args={"check_same_thread": False})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return sa.create_engine(url, pool_pre_ping=True)
+    # pre-ping: a connection the server dropped (restart, failover) is replaced, not handed to a request.
+    # connect_timeout: while the server is unreachable, requests get 503 within seconds, not a hang.
+    return sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT})
 
 
 def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]

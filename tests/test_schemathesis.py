@@ -1,4 +1,4 @@
-"""Schemathesis, with every check and the stateful phase, against the live service and both contracts.
+"""Schemathesis, with every check (and the stateful phase), against the live service and its three contracts.
 
 The service runs as users run it (``tests/live.py``); the API key, the organization, the
 user and the client are made with the command line, and the tokens through the
@@ -143,3 +143,11 @@ def test_identity_api_passes_every_schemathesis_check_with_real_credentials(tmp_
     covered, total = assert_clean(every_phase)
     also_covered, _ = assert_clean(from_the_token_endpoint)
     assert covered + also_covered == total, "the stateful phases did not follow every link between them"
+
+
+def test_operations_endpoints_pass_every_schemathesis_check(tmp_path: Path) -> None:
+    with live_service(tmp_path) as service:
+        done = run_schemathesis(f"{service.url}/ops/openapi.json", "schemathesis-operations")
+    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]
+    assert "No issues found" in done.stdout, done.stdout[-8000:]
+    print(f"{cases(done.stdout)} test cases")
