@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pycountry
 import yaml
 
@@ -60,6 +61,7 @@ class Dish:
     haystack: str  # folded searchable fields joined by a separator no term can contain
     document: dict[str, Any]  # the API representation, with the region summary
     region_document: dict[str, Any]  # the API representation inside its region (no region field)
+    fragment: bytes = b""  # ``document`` serialised once (compact JSON), for answers assembled from fragments
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,10 @@ class DishQuery:
         if self.country is not None:
             object.__setattr__(self, "country", self.country.upper())
 
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return self._terms
+
     def fingerprint(self) -> str:
         """A canonical text of the filters, equal for queries that select the same dishes."""
         fields = (self.region, self.country, self.course, self.diet, self.max_spice, " ".join(self._terms))
@@ -110,6 +116,81 @@ class Page:
     items: list[dict[str, Any]]
     total: int
     next_cursor: str | None
+    fragments: tuple[bytes, ...] = ()  # each item's compact JSON, in order
+
+    def json(self) -> bytes:
+        """``{"data": items, "total": …, "next_cursor": …}`` as compact JSON, built from the precomputed fragments.
+
+        Byte for byte what ``orjson.dumps`` gives for the same document, without serialising the dishes again.
+        """
+        return b"".join(
+            (
+                b'{"data":[',
+                b",".join(self.fragments),
+                b'],"total":',
+                str(self.total).encode(),
+                b',"next_cursor":',
+                orjson.dumps(self.next_cursor),
+                b"}",
+            )
+        )
+
+
+class _FilterIndex:
+    """One bit per dish in name order: each filter value's set of dishes, so a query is a few ``&``s.
+
+    Search terms are free text, so their sets are computed on first use and kept in a bounded table.
+    """
+
+    MAX_TERMS = 10_000
+
+    def __init__(self, dishes: Sequence[Dish]) -> None:
+        self._dishes = dishes
+        self.everything = (1 << len(dishes)) - 1
+
+        def mask(rule: Any) -> int:
+            return sum(1 << i for i, dish in enumerate(dishes) if rule(dish))
+
+        self.region = {slug: mask(lambda d, s=slug: d.region_slug == s) for slug in {d.region_slug for d in dishes}}
+        self.country = {c: mask(lambda d, c=c: d.country_code == c) for c in {d.country_code for d in dishes}}
+        self.course = {c: mask(lambda d, c=c: d.course == c) for c in COURSES}
+        self.diet = {diet: mask(lambda d, ok=DIET_INCLUDES[diet]: d.diet in ok) for diet in DIETS}
+        self.max_spice = {n: mask(lambda d, n=n: d.spice_level <= n) for n in range(6)}
+        self._terms: dict[str, int] = {}
+
+    def term(self, term: str) -> int:
+        found = self._terms.get(term)
+        if found is None:
+            found = sum(1 << i for i, dish in enumerate(self._dishes) if term in dish.haystack)
+            if len(self._terms) >= self.MAX_TERMS:
+                self._terms.clear()  # rare; a fresh table is as correct as a full one
+            self._terms[term] = found
+        return found
+
+    def select(self, query: DishQuery) -> list[Dish]:
+        """The matching dishes, in name order: the same as ``[d for d in dishes if query.matches(d)]``."""
+        selected = self.everything
+        if query.region is not None:
+            selected &= self.region.get(query.region, 0)
+        if query.country is not None:
+            selected &= self.country.get(query.country, 0)
+        if query.course is not None:
+            selected &= self.course.get(query.course, 0)
+        if query.diet is not None:
+            selected &= self.diet.get(query.diet, 0)
+        if query.max_spice is not None:
+            selected &= self.max_spice.get(min(query.max_spice, 5), 0) if query.max_spice >= 0 else 0
+        for term in query.terms:
+            if not selected:
+                break
+            selected &= self.term(term)
+        dishes = self._dishes
+        found = []
+        while selected:
+            lowest = selected & -selected
+            found.append(dishes[lowest.bit_length() - 1])
+            selected ^= lowest
+        return found
 
 
 class Catalog:
@@ -121,6 +202,7 @@ class Catalog:
         self._dishes = sorted(dishes, key=lambda dish: dish.sort_key)
         self._dishes_by_slug = {dish.slug: dish for dish in dishes}
         self._cursors = CursorCodec(cursor_key)
+        self._index = _FilterIndex(self._dishes)
 
     @property
     def dish_count(self) -> int:
@@ -151,7 +233,7 @@ class Catalog:
     def dishes(self, query: DishQuery, limit: int = 20, cursor: str | None = None) -> Page:
         """One page of matching dishes sorted by name; ``total`` counts every match (DESIGN §2)."""
         fingerprint = query.fingerprint()
-        matches = [dish for dish in self._dishes if query.matches(dish)]
+        matches = self._index.select(query)
         start = 0
         if cursor is not None:
             after = self._cursors.decode(cursor, fingerprint)
@@ -159,11 +241,11 @@ class Catalog:
         page = matches[start : start + limit]
         more = start + limit < len(matches)
         next_cursor = self._cursors.encode(page[-1].sort_key, fingerprint) if more and page else None
-        return Page([dish.document for dish in page], len(matches), next_cursor)
+        return Page([dish.document for dish in page], len(matches), next_cursor, tuple(dish.fragment for dish in page))
 
     def random(self, query: DishQuery, count: int = 1, rng: random.Random | None = None) -> list[dict[str, Any]]:
         """``min(count, matches)`` distinct matching dishes in random order; NotFound when none match."""
-        matches = [dish for dish in self._dishes if query.matches(dish)]
+        matches = self._index.select(query)
         if not matches:
             raise NotFound("No dish matches these filters.")
         picked = (rng or random).sample(matches, min(count, len(matches)))
@@ -243,6 +325,7 @@ def _make_dish(raw: Mapping[str, Any], region: dict[str, str], region_fold: str)
     region_document["ingredients"] = list(raw["ingredients"])
     region_document["tags"] = list(raw["tags"])
     searchable = [raw["name"], raw["local_name"] or "", region_fold, *raw["ingredients"], *raw["tags"]]
+    document = {**region_document, "region": dict(region)}
     return Dish(
         slug=raw["slug"],
         name=raw["name"],
@@ -253,8 +336,9 @@ def _make_dish(raw: Mapping[str, Any], region: dict[str, str], region_fold: str)
         country_code=region["country_code"],
         sort_key=(fold(raw["name"]), raw["slug"]),
         haystack="\x1f".join(fold(text) for text in searchable),
-        document={**region_document, "region": dict(region)},
+        document=document,
         region_document=region_document,
+        fragment=orjson.dumps(document),
     )
 
 

@@ -13,6 +13,7 @@ import binascii
 import hashlib
 import hmac
 import json
+from functools import lru_cache
 
 from data.errors import InvalidCursor
 
@@ -33,7 +34,7 @@ class CursorCodec:
     def encode(self, position: Position, filters: str) -> str:
         """Return the cursor for the page after ``position`` under ``filters``."""
         digest = _digest(filters)
-        body = json.dumps(list(position), ensure_ascii=False, separators=(",", ":")).encode()
+        body = _position_body(position)
         mac = self._mac(digest + body)
         return base64.urlsafe_b64encode(_VERSION + mac + digest + body).rstrip(b"=").decode("ascii")
 
@@ -64,5 +65,11 @@ class CursorCodec:
         return hmac.new(self._key, message, hashlib.sha256).digest()[:_MAC_SIZE]
 
 
+@lru_cache(maxsize=1024)  # positions are those of the dataset's dishes: a few hundred
+def _position_body(position: Position) -> bytes:
+    return json.dumps(list(position), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@lru_cache(maxsize=4096)  # the same filters come back page after page
 def _digest(filters: str) -> bytes:
     return hashlib.sha256(filters.encode()).digest()[:_DIGEST_SIZE]

@@ -38,7 +38,7 @@ async def list_dishes(
 ) -> Response:
     query = DishQuery(region=region, country=country, course=course, diet=diet, max_spice=max_spice, q=q)
     page = _catalog().dishes(query, limit=limit, cursor=cursor)
-    return _ok({"data": page.items, "total": page.total, "next_cursor": page.next_cursor})
+    return Response(page.json(), media_type="application/json")
 
 
 async def get_dish(slug: str) -> Response:

@@ -1,35 +1,51 @@
-"""What stands in front of the menus API's routing: API key, rate limit, and HTTP caching.
+"""What stands in front of the menus API's routing: API key, rate limit, HTTP caching, and the answer cache.
 
 Every request under ``/v1/menus`` is authenticated and counted here, before
 Connexion routes it, so the check can never be skipped by a route and costs
 one indexed lookup. Successful answers get a strong ``ETag`` and
 ``Cache-Control``; a matching ``If-None-Match`` turns them into 304.
+
+A successful answer of a deterministic operation is kept in a bounded
+``AnswerCache`` (see ``service/answer_cache.py``): the same URL is then answered
+without routing, validating or serialising again, but only after the key check
+and the rate limit, and with the same headers, ETag and 304 as the first time.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog
+from service.answer_cache import Answer, AnswerCache, CacheKey, cache_key
 from service.api_keys import ApiKeyStore
 from service.problems import Problem, nothing_here, unauthorized
 from service.ratelimit import Decision, RateLimiter
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
+IF_NONE_MATCH_MAX = 1024  # the contract's maxLength of If-None-Match: longer ones must still reach validation
 
 
 class MenusGate:
     def __init__(
-        self, app: ASGIApp, *, keys: ApiKeyStore, limiter: RateLimiter, catalog: Catalog, prefix: str = "/v1/menus"
+        self,
+        app: ASGIApp,
+        *,
+        keys: ApiKeyStore,
+        limiter: RateLimiter,
+        catalog: Catalog,
+        answers: AnswerCache | None = None,
+        prefix: str = "/v1/menus",
+        if_none_match_max: int = IF_NONE_MATCH_MAX,
     ) -> None:
         self.app = app
         self.keys = keys
         self.limiter = limiter
         self.catalog = catalog
+        self.answers = answers if answers is not None else AnswerCache()
         self.prefix = prefix
+        self.if_none_match_max = if_none_match_max
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
@@ -57,27 +73,54 @@ class MenusGate:
             # One URL per resource: /dishes/ is not /dishes (and would split caches).
             await send_problem(send, nothing_here(), decision.headers())
             return
+        if_none_match = headers.get(b"if-none-match")
+        key = self._cache_key(scope, if_none_match)
+        if key is not None:
+            answer = self.answers.get(key)
+            if answer is not None:
+                await send_ok(send, answer, decision, if_none_match)
+                return
         scope.setdefault("state", {})["catalog"] = self.catalog
-        await self.app(scope, receive, _Caching(send, decision, headers.get(b"if-none-match")))
+        store = self.answers if key is not None else None
+        await self.app(scope, receive, _Caching(send, decision, if_none_match, store, key))
+
+    def _cache_key(self, scope: Scope, if_none_match: bytes | None) -> CacheKey | None:
+        """The answer-cache key, or None when this request must go through routing and validation."""
+        if scope["method"] != "GET":
+            return None
+        if if_none_match is not None and len(if_none_match) > self.if_none_match_max:
+            return None  # a header the contract refuses: let validation answer 400
+        return cache_key(scope["path"], scope.get("query_string", b""))
 
 
 class _Caching:
-    """Wraps ``send``: adds rate-limit headers to every answer, ETag and caching to 200s, and 304s."""
+    """Wraps ``send``: adds rate-limit headers to every answer, ETag and caching to 200s, and 304s.
 
-    def __init__(self, send: Send, decision: Decision, if_none_match: bytes | None) -> None:
+    A 200 is kept in ``store`` under ``key`` when both are given.
+    """
+
+    def __init__(
+        self,
+        send: Send,
+        decision: Decision,
+        if_none_match: bytes | None,
+        store: AnswerCache | None = None,
+        key: CacheKey | None = None,
+    ) -> None:
         self.send = send
         self.decision = decision
         self.if_none_match = if_none_match
-        self.start: dict[str, Any] | None = None
+        self.store = store
+        self.key = key
+        self.start: Message | None = None
         self.body: list[bytes] = []
 
     async def __call__(self, message: Message) -> None:
         if message["type"] == "http.response.start":
-            headers = list(message.get("headers", [])) + self.decision.headers()
-            message = {**message, "headers": headers}
             if message["status"] == 200:
                 self.start = message
                 return
+            message = {**message, "headers": list(message.get("headers", [])) + self.decision.headers()}
         elif message["type"] == "http.response.body" and self.start is not None:
             self.body.append(message.get("body", b""))
             if message.get("more_body", False):
@@ -89,15 +132,27 @@ class _Caching:
     async def _finish_200(self) -> None:
         assert self.start is not None
         body = b"".join(self.body)
-        etag = b'"' + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b'"'
-        validators = [(b"etag", etag), CACHE_CONTROL]
-        if self.if_none_match is not None and _matches(self.if_none_match, etag):
-            kept = [(k, v) for k, v in self.start["headers"] if k.lower() not in (b"content-type", b"content-length")]
-            await self.send({"type": "http.response.start", "status": 304, "headers": kept + validators})
-            await self.send({"type": "http.response.body", "body": b""})
-            return
-        await self.send({**self.start, "headers": self.start["headers"] + validators})
-        await self.send({"type": "http.response.body", "body": body})
+        answer = Answer(tuple(self.start.get("headers", ())), body, strong_etag(body))
+        if self.store is not None and self.key is not None:
+            self.store.put(self.key, answer)
+        await send_ok(self.send, answer, self.decision, self.if_none_match)
+
+
+def strong_etag(body: bytes) -> bytes:
+    return b'"' + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b'"'
+
+
+async def send_ok(send: Send, answer: Answer, decision: Decision, if_none_match: bytes | None) -> None:
+    """Send a 200 (or its 304) with the rate-limit headers, ETag and Cache-Control: one path for fresh and cached."""
+    validators = [(b"etag", answer.etag), CACHE_CONTROL]
+    headers = [*answer.headers, *decision.headers()]
+    if if_none_match is not None and _matches(if_none_match, answer.etag):
+        kept = [(k, v) for k, v in headers if k.lower() not in (b"content-type", b"content-length")]
+        await send({"type": "http.response.start", "status": 304, "headers": kept + validators})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": headers + validators})
+    await send({"type": "http.response.body", "body": answer.body})
 
 
 async def send_problem(send: Send, problem: Problem, extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import connexion
+import yaml
 from connexion.exceptions import ProblemException
 from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.response_validation import ResponseValidationMiddleware
@@ -13,6 +14,7 @@ from starlette.types import ASGIApp
 
 from data.catalog import Catalog
 from data.errors import CatalogError
+from service.answer_cache import AnswerCache
 from service.api_keys import ApiKeyStore
 from service.gate import MenusGate
 from service.openapi import declared_methods, spec_path
@@ -31,7 +33,12 @@ MIDDLEWARES = [
 
 
 def create_menus_app(
-    *, catalog: Catalog, keys: ApiKeyStore, limiter: RateLimiter, validate_responses: bool = False
+    *,
+    catalog: Catalog,
+    keys: ApiKeyStore,
+    limiter: RateLimiter,
+    validate_responses: bool = False,
+    answers: AnswerCache | None = None,
 ) -> ASGIApp:
     app = connexion.AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
@@ -45,4 +52,18 @@ def create_menus_app(
     handler = connexion_handler(declared_methods("menus.yaml", BASE_PATH))
     for error in (ProblemException, HTTPException, CatalogError, Exception):
         app.add_error_handler(error, handler)
-    return MenusGate(app, keys=keys, limiter=limiter, catalog=catalog)
+    return MenusGate(
+        app,
+        keys=keys,
+        limiter=limiter,
+        catalog=catalog,
+        answers=answers,
+        if_none_match_max=_if_none_match_max(),
+    )
+
+
+def _if_none_match_max() -> int:
+    """The contract's longest If-None-Match: a longer one bypasses the answer cache so validation refuses it."""
+    with open(spec_path("menus.yaml"), encoding="utf-8") as stream:
+        parameters = yaml.safe_load(stream)["components"]["parameters"]
+    return int(parameters["ifNoneMatch"]["schema"]["maxLength"])

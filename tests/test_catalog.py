@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
+import orjson
 import pytest
 
-from data.catalog import DIET_INCLUDES, Catalog, DishQuery
+from data.catalog import COURSES, DIET_INCLUDES, DIETS, Catalog, DishQuery
 from data.errors import InvalidCursor, NotFound
 from data.folding import fold
 
@@ -203,3 +205,30 @@ def test_unknown_slugs_are_not_found(catalog: Catalog) -> None:
         catalog.region("atlantis")
     with pytest.raises(NotFound):
         catalog.dish("unicorn-stew")
+
+
+def test_filter_index_selects_exactly_what_the_rule_matches(catalog: Catalog) -> None:
+    dishes = catalog._dishes  # the rule, applied one dish at a time, is the reference for the index
+    queries = (
+        [
+            DishQuery(region=region, course=course, diet=diet, max_spice=spice, q=q)
+            for region, course, diet, spice, q in itertools.product(
+                (None, "kerala", "nowhere"),
+                (None, *COURSES[:3]),
+                (None, *DIETS),
+                (None, 0, 3, 5),
+                (None, "rice", "zzz"),
+            )
+        ]
+        + [DishQuery(country=c) for c in ("in", "JP", "ZZ")]
+        + [DishQuery(q="creme brulee"), DishQuery(q="sao paulo")]
+    )
+    for query in queries:
+        assert catalog._index.select(query) == [d for d in dishes if query.matches(d)], query
+
+
+def test_page_json_is_byte_for_byte_the_serialised_document(catalog: Catalog) -> None:
+    for query, limit in ((DishQuery(), 20), (DishQuery(q="zzz"), 5), (DishQuery(course="dessert"), 100)):
+        page = catalog.dishes(query, limit=limit)
+        document = {"data": page.items, "total": page.total, "next_cursor": page.next_cursor}
+        assert page.json() == orjson.dumps(document)

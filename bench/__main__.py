@@ -1,0 +1,321 @@
+"""``python -m bench``: the service against a hand-written reference, side by side, interleaved, on real sockets.
+
+A benchmark, never a test: it reports figures and asserts nothing about them.
+See ``bench/README.md`` for what each scenario measures and how.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.load import Run, wrk
+from bench.servers import Server, Workspace, free_port, reference_command, service_command
+from bench.signins import SignInTarget, measure
+from bench.workload import TYPICAL, region_paths, unique_mix, write_lines
+from data.catalog import load_catalog
+from service.db import make_engine, service_secret
+
+ROOT = Path(__file__).resolve().parent.parent
+REDIRECT_URI = "http://127.0.0.1:9/callback"
+PASSWORD = "bench-password-1234"
+MENUS = {
+    "s1": ("1. typical query, repeated", "typical"),
+    "s2": ("2. unique mix of filters, searches, cursor pages", "mix"),
+    "s3": ("3. /v1/menus/regions/{slug}", "regions"),
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 s runs, 1 s warm-up, one repeat")
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("BENCH_SECONDS", 8)))
+    parser.add_argument("--warmup", type=float, default=float(os.environ.get("BENCH_WARMUP", 3)))
+    parser.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 3)))
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--drivers", type=int, default=6, help="sign-in driver processes")
+    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"), help="default: SQLite")
+    parser.add_argument("--only", choices=["menus", "identity"], help="run one half only")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds, args.warmup, args.repeats = 2.0, 1.0, 1
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    with tempfile.TemporaryDirectory(prefix="bench-") as folder:
+        workspace = Workspace(Path(folder), args.database_url or f"sqlite:///{folder}/state.sqlite3")
+        results = run(workspace, args)
+    json_path, table_path, chart_path = report.write(results, args.out)
+    print(table_path.read_text(encoding="utf-8"))
+    print(f"wrote {json_path}, {table_path}, {chart_path}")
+
+
+def run(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
+    started = time.time()
+    workspace.cli("db", "upgrade")
+    api_key = workspace.cli("api-keys", "create", "--name", "bench")["key"]
+    engine = make_engine(workspace.database_url)
+    catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))  # the key the service will use
+    engine.dispose()
+    folder = workspace.folder
+    slice_size = max(5000, int(args.seconds * 6000))  # more than a run can send: every request of a run is unique
+    mix = unique_mix(catalog, slice_size * (args.repeats + 1), seed=8)
+    files = {
+        "typical": [write_lines(folder / "typical.txt", [TYPICAL])] * (args.repeats + 1),
+        "regions": [write_lines(folder / "regions.txt", region_paths(catalog))] * (args.repeats + 1),
+        "mix": [
+            write_lines(folder / f"mix-{n}.txt", mix[n * slice_size : (n + 1) * slice_size])
+            for n in range(args.repeats + 1)
+        ],
+    }
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "settings": {
+            "seconds": args.seconds,
+            "warmup": args.warmup,
+            "repeats": args.repeats,
+            "connections": args.connections,
+            "database": workspace.database_url.split(":", 1)[0],
+            "unique_requests_per_run": slice_size,
+        },
+        "menus": {},
+        "identity": {},
+        "processes": {},
+    }
+    if args.only != "identity":
+        for config, workers, cpus in (("one worker, pinned", 1, ("0", "1")), ("two workers", 2, (None, None))):
+            results["menus"][config] = menus_runs(workspace, args, files, api_key, workers, cpus)
+            results["processes"][config] = results["menus"][config].pop("processes")
+    if args.only != "menus":
+        results["identity"] = identity_runs(workspace, args)
+        results["processes"]["two workers, identity"] = results["identity"].pop("processes")
+    results["elapsed_seconds"] = round(time.time() - started, 1)
+    return results
+
+
+def menus_runs(
+    workspace: Workspace,
+    args: argparse.Namespace,
+    files: dict[str, list[Path]],
+    api_key: str,
+    workers: int,
+    cpus: tuple[str | None, str | None],
+) -> dict[str, Any]:
+    server_cpus, load_cpus = cpus
+    threads = 1 if workers == 1 else 2
+    headers = {"Authorization": f"Bearer {api_key}"}
+    out: dict[str, Any] = {}
+    with ExitStack() as stack:
+        service_port, reference_port = free_port(), free_port()
+        service = stack.enter_context(
+            Server(
+                "service",
+                service_command(service_port, workers, server_cpus),
+                service_port,
+                workspace.env(service_port),
+                workspace.folder,
+                "/v1/menus/regions",
+                headers,
+            )
+        )
+        reference = stack.enter_context(
+            Server(
+                "reference",
+                reference_command(reference_port, workspace.database_url, workers, server_cpus),
+                reference_port,
+                {**workspace.env(), "PYTHONPATH": str(ROOT)},
+                workspace.folder,
+                "/v1/menus/regions/kerala",
+                headers,
+            )
+        )
+        for scenario, (_title, kind) in MENUS.items():
+
+            def load(server: Server, slice_number: int, seconds: float, kind: str = kind) -> Run:
+                path = files[kind][slice_number]
+                return wrk(
+                    server.url,
+                    seconds=seconds,
+                    connections=args.connections,
+                    threads=threads,
+                    headers=headers,
+                    script="paths.lua",
+                    script_args=[str(path), str(threads)],
+                    cpus=load_cpus,
+                )
+
+            for server in (service, reference):
+                load(server, 0, args.warmup)
+            runs: dict[str, list[dict[str, Any]]] = {"service": [], "reference": []}
+            for repeat in range(1, args.repeats + 1):
+                # Interleaved, and which goes first alternates, so drift in the machine's load hits both.
+                order = (service, reference) if repeat % 2 else (reference, service)
+                for server in order:
+                    runs[server.name].append(load(server, repeat, args.seconds).as_dict())
+            out[scenario] = summarise(runs)
+            print(f"[{workers} worker(s)] {scenario}: {ratio_line(out[scenario])}", file=sys.stderr)
+        out["processes"] = {
+            name: {"startup_seconds": round(server.startup_seconds, 3), "rss_mib": round(server.rss_mib(), 1)}
+            for name, server in (("service", service), ("reference", reference))
+        }
+    return out
+
+
+def identity_runs(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
+    org = workspace.cli("orgs", "create", "--name", "Bench")
+    machine_client = workspace.cli(
+        "clients", "create", "--name", "Bench job", "--org", org["id"], "--auth-method", "client_secret_basic",
+        "--grant", "client_credentials", "--scope", "members:read",
+    )  # fmt: skip
+    web_client = workspace.cli(
+        "clients", "create", "--name", "Bench web", "--org", org["id"], "--auth-method", "client_secret_basic",
+        "--redirect-uri", REDIRECT_URI, "--grant", "authorization_code", "--scope", "openid", "--scope", "profile",
+        "--scope", "email", "--first-party",
+    )  # fmt: skip
+    workspace.cli(
+        "users", "create", "--email", "bench@example.com", "--name", "Bench", "--password-stdin", "--org", org["id"],
+        stdin=PASSWORD + "\n",
+    )  # fmt: skip
+    basic = base64.b64encode(f"{machine_client['client_id']}:{machine_client['client_secret']}".encode()).decode()
+    headers = {"Authorization": f"Basic {basic}"}
+    port = free_port()
+    out: dict[str, Any] = {}
+    with Server(
+        "service-identity", service_command(port, 2, None), port, workspace.env(port), workspace.folder, "/jwks"
+    ) as service:
+
+        def post(path: str, body: str, seconds: float) -> Run:
+            return wrk(
+                service.url + path,
+                seconds=seconds,
+                connections=args.connections,
+                threads=2,
+                headers=headers,
+                script="post.lua",
+                script_args=[body],
+            )
+
+        token_body = "grant_type=client_credentials&scope=members%3Aread"
+        post("/oauth2/token", token_body, args.warmup)
+        out["s4"] = summarise(
+            {"service": [post("/oauth2/token", token_body, args.seconds).as_dict() for _ in range(args.repeats)]}
+        )
+        access_token = _client_credentials_token(service.url, headers)
+        introspect_body = f"token={access_token}"
+        post("/oauth2/introspect", introspect_body, args.warmup)
+        out["s5"] = summarise(
+            {
+                "service": [
+                    post("/oauth2/introspect", introspect_body, args.seconds).as_dict() for _ in range(args.repeats)
+                ]
+            }
+        )
+        target = SignInTarget(
+            service.url,
+            web_client["client_id"],
+            web_client["client_secret"],
+            REDIRECT_URI,
+            "bench@example.com",
+            PASSWORD,
+        )
+        measure(target, args.warmup, args.drivers)
+        sign_ins = [measure(target, args.seconds, args.drivers) for _ in range(args.repeats)]
+        rates = [s["sign_ins_per_second"] for s in sign_ins]
+        out["s6"] = {"runs": sign_ins, "median": statistics.median(rates), "min": min(rates), "max": max(rates)}
+        for scenario in ("s4", "s5", "s6"):
+            print(f"[2 workers] {scenario}: {out[scenario]['median']:.0f}/s", file=sys.stderr)
+        out["processes"] = {
+            "service": {"startup_seconds": round(service.startup_seconds, 3), "rss_mib": round(service.rss_mib(), 1)}
+        }
+    return out
+
+
+def _client_credentials_token(url: str, headers: dict[str, str]) -> str:
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(
+        url + "/oauth2/token",
+        data=b"grant_type=client_credentials&scope=members%3Aread",
+        headers={**headers, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(json.load(response)["access_token"])
+
+
+def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Medians with min–max of each side, and of the per-repeat ratio service / reference."""
+    summary: dict[str, Any] = {"runs": runs}
+    for name, side in runs.items():
+        rates = [r["requests_per_second"] for r in side]
+        p99s = [r["p99_ms"] for r in side]
+        summary[name] = {
+            "rps_median": statistics.median(rates),
+            "rps_min": min(rates),
+            "rps_max": max(rates),
+            "p99_ms_median": statistics.median(p99s),
+            "p99_ms_max": max(p99s),
+            "errors": sum(r["errors"] for r in side),
+            "wrapped": sum(r["wrapped"] for r in side),
+        }
+    if "reference" in runs:
+        ratios = [
+            s["requests_per_second"] / r["requests_per_second"]
+            for s, r in zip(runs["service"], runs["reference"], strict=True)
+        ]
+        summary["ratio"] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+    summary["median"] = summary["service"]["rps_median"]
+    summary["min"] = summary["service"]["rps_min"]
+    summary["max"] = summary["service"]["rps_max"]
+    return summary
+
+
+def ratio_line(summary: dict[str, Any]) -> str:
+    ratio = summary["ratio"]
+    return (
+        f"ratio {ratio['median']:.2f} ({ratio['min']:.2f}–{ratio['max']:.2f}), service "
+        f"{summary['service']['rps_median']:.0f}/s p99 {summary['service']['p99_ms_median']:.1f} ms, reference "
+        f"{summary['reference']['rps_median']:.0f}/s"
+    )
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = ""
+    try:
+        memory = Path("/proc/meminfo").read_text().splitlines()[0].split(":", 1)[1].strip()
+    except OSError:
+        pass
+    wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False).stdout.split("\n")[0]
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory": memory,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "wrk": wrk_version.strip(),
+        "load_average_at_start": os.getloadavg(),
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+    }
+
+
+if __name__ == "__main__":
+    main()

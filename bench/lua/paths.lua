@@ -1,0 +1,39 @@
+-- GET the paths of a file in turn (wrk args: FILE THREADS). Thread k of n takes lines k, k+n, k+2n, ...
+-- so no two requests of a run are alike unless the file runs out; "WRAPPED n" counts the restarts.
+local threads = {}
+local next_id = 0
+
+function setup(thread)
+  thread:set("id", next_id)
+  next_id = next_id + 1
+  table.insert(threads, thread)
+end
+
+function init(args)
+  paths = {}
+  for line in io.lines(args[1]) do
+    paths[#paths + 1] = line
+  end
+  step = tonumber(args[2])
+  wrapped = 0
+  i = id + 1
+end
+
+function request()
+  if i > #paths then
+    i = (i - 1) % #paths + 1
+    wrapped = wrapped + 1
+  end
+  local path = paths[i]
+  i = i + step
+  return wrk.format(nil, path)
+end
+
+function done(summary, latency, requests)
+  local total = 0
+  for _, thread in ipairs(threads) do
+    total = total + (thread:get("wrapped") or 0)
+  end
+  io.write(string.format("WRAPPED %d\n", total))
+  io.write(string.format("P50 %d\nP90 %d\nP99 %d\n", latency:percentile(50), latency:percentile(90), latency:percentile(99)))
+end

@@ -1,0 +1,170 @@
+"""Start the service as users run it (``regional-menus db upgrade``, ``serve``) and the reference, on real sockets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BIN = Path(sys.executable).parent
+UNTHROTTLED = 1_000_000_000  # MENUS_RATE_LIMIT for the benchmark: the bucket never runs dry
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Workspace:
+    """A fresh folder and state database shared by the service, its command line and the reference."""
+
+    folder: Path
+    database_url: str
+
+    def env(self, port: int | None = None) -> dict[str, str]:
+        env = {**os.environ, "MENUS_DATABASE_URL": self.database_url, "MENUS_RATE_LIMIT": str(UNTHROTTLED)}
+        if port is not None:
+            env["MENUS_BASE_URL"] = env["MENUS_ISSUER"] = f"http://127.0.0.1:{port}"
+        return env
+
+    def cli(self, *args: str, stdin: str | None = None) -> Any:
+        """``regional-menus ARGS --json`` in the workspace; its output, parsed."""
+        done = subprocess.run(
+            [str(BIN / "regional-menus"), *args, "--json"],
+            cwd=self.folder,
+            env=self.env(),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"regional-menus {' '.join(args)}: {done.stderr}")
+        return json.loads(done.stdout)
+
+
+@dataclass
+class Server:
+    name: str
+    command: list[str]
+    port: int
+    env: dict[str, str]
+    folder: Path
+    ready_path: str
+    ready_headers: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    startup_seconds: float = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Server:
+        log = (self.folder / f"{self.name}.log").open("wb")
+        started = time.perf_counter()
+        self.process = subprocess.Popen(
+            self.command, cwd=self.folder, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = started + 60
+        while time.perf_counter() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited; see {log.name}")
+            if _answers_200(self.url + self.ready_path, self.ready_headers):
+                self.startup_seconds = time.perf_counter() - started
+                return self
+            time.sleep(0.02)
+        self.__exit__()
+        raise RuntimeError(f"{self.name} did not answer 200 within 60 s; see {log.name}")
+
+    def __exit__(self, *_: object) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)  # its own session: the server and the workers it started
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def rss_mib(self) -> float:
+        """Resident memory of the server and every process under it (workers)."""
+        assert self.process is not None
+        return sum(_rss_kib(pid) for pid in _tree(self.process.pid)) / 1024
+
+
+def _answers_200(url: str, headers: dict[str, str]) -> bool:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def serve_supports_workers() -> bool:
+    done = subprocess.run([str(BIN / "regional-menus"), "serve", "--help"], capture_output=True, text=True, check=False)
+    return "--workers" in done.stdout
+
+
+def service_command(port: int, workers: int, cpus: str | None) -> list[str]:
+    """``regional-menus serve`` as users run it; for several workers before ``serve --workers`` exists, gunicorn."""
+    if workers == 1:
+        command = [str(BIN / "regional-menus"), "serve", "--port", str(port)]
+    elif serve_supports_workers():
+        command = [str(BIN / "regional-menus"), "serve", "--workers", str(workers), "--port", str(port)]
+    else:
+        command = [
+            str(BIN / "gunicorn"),
+            "-k",
+            "uvicorn_worker.UvicornWorker",
+            "-w",
+            str(workers),
+            "-b",
+            f"127.0.0.1:{port}",
+            "service.app:create_app()",
+        ]
+    return ["taskset", "-c", cpus, *command] if cpus is not None else command
+
+
+def reference_command(port: int, database_url: str, workers: int, cpus: str | None) -> list[str]:
+    command = [sys.executable, "-m", "bench.reference", "--port", str(port), "--database-url", database_url]
+    command += ["--rate-limit", str(UNTHROTTLED), "--workers", str(workers)]
+    return ["taskset", "-c", cpus, *command] if cpus is not None else command
