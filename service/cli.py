@@ -27,6 +27,8 @@ from identity.users import ROLES, UserStore
 from service.api_keys import ApiKeyStore, UnknownApiKey
 from service.db import make_engine
 from service.demo import prepare as prepare_demo
+from service.logs import configure as configure_logging
+from service.logs import configure_command
 from service.schema import SchemaOutOfDate, current, head, require_current, upgrade
 from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 
@@ -82,6 +84,7 @@ def _print(as_json: bool, document: Any, text: str) -> None:
 @click.version_option(package_name="regional-menus")
 def main() -> None:
     """Regional Menus: the menus API and its identity endpoints."""
+    configure_command()  # audit lines on standard error; `serve` sets up the server's logging instead
 
 
 @main.command()
@@ -104,8 +107,10 @@ def serve(host: str, port: int, demo: bool, engine: Engine) -> None:
         upgrade(engine)
         click.echo(prepare_demo(engine, settings))
     require_current(engine)
+    configure_logging()
     app = create_app(settings)
-    uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on")
+    # One JSON line per request comes from service.observe: uvicorn's own access log would repeat it.
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
 
 
 @main.group("db")
