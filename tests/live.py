@@ -62,7 +62,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_service(workdir: Path, env: dict[str, str] | None = None) -> Iterator[LiveService]:
+def live_service(
+    workdir: Path, env: dict[str, str] | None = None, *, args: tuple[str, ...] = (), port: int | None = None
+) -> Iterator[LiveService]:
+    """``db upgrade``, then ``serve --port PORT *args`` (a free port unless given), until it answers."""
     environment = {**os.environ, **(env or {})}
     subprocess.run(
         [sys.executable, "-m", "service", "db", "upgrade"],
@@ -71,10 +74,10 @@ def live_service(workdir: Path, env: dict[str, str] | None = None) -> Iterator[L
         check=True,
         capture_output=True,
     )
-    port = free_port()
+    port = port or free_port()
     log = (workdir / "server.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        [sys.executable, "-m", "service", "serve", "--port", str(port), *args],
         cwd=workdir,
         env=environment,
         stdout=log,
