@@ -117,7 +117,8 @@ def dict_config(level: str = "INFO") -> dict[str, Any]:
         "root": {"level": level, "handlers": ["stderr"]},
         "loggers": {
             **{name: {"level": level, "handlers": [], "propagate": True} for name in SERVER_LOGGERS},
-            "uvicorn.access": {"level": "WARNING", "handlers": [], "propagate": True},
-            "gunicorn.access": {"level": "WARNING", "handlers": [], "propagate": True},
+            # uvicorn's worker class copies these two loggers' handlers onto uvicorn's own loggers.
+            "gunicorn.error": {"level": level, "handlers": ["stderr"], "propagate": False},
+            "gunicorn.access": {"level": "WARNING", "handlers": ["stderr"], "propagate": False},
         },
     }

@@ -55,20 +55,26 @@ class RequestObserver:
         context = RequestContext(request_id(scope), client[0] if client else None)
         header = (REQUEST_ID_HEADER, context.request_id.encode("ascii"))
         status = 500  # what is counted if the app fails before answering
+        done = False
 
         async def observed(message: Message) -> None:
-            nonlocal status
+            nonlocal status, done
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != REQUEST_ID_HEADER]
                 message = {**message, "headers": [*headers, header]}
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                # Counted before the last byte leaves: a client that has its answer finds it in the next scrape.
+                done = True
+                self._done(scope, context, status, time.perf_counter() - started)
             await send(message)
 
         token = CURRENT_REQUEST.set(context)
         try:
             await self.app(scope, receive, observed)
         finally:
-            self._done(scope, context, status, time.perf_counter() - started)
+            if not done:  # the app failed, or the client left, before the answer was complete
+                self._done(scope, context, status, time.perf_counter() - started)
             CURRENT_REQUEST.reset(token)
 
     def _done(self, scope: Scope, context: RequestContext, status: int, seconds: float) -> None:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
@@ -23,6 +26,7 @@ from identity.throttle import ACCOUNT_LIMIT
 from identity.users import User, UserStore
 from service.app import create_app
 from service.settings import Settings
+from tests.live import live_service
 from tests.test_identity_api import (
     EMAIL,
     PASSWORD,
@@ -206,3 +210,51 @@ def test_in_multiprocess_mode_a_scrape_sums_every_process_dead_or_alive(tmp_path
     }
     labels = (("method", "GET"), ("route", "/healthz"), ("status", "200"))
     assert samples[("regional_menus_http_requests_total", labels)] == 7
+
+
+def per_process_requests(directory: Path, route: str) -> dict[str, float]:
+    """Each worker's own count of ``route``, read from its file in the multiprocess directory."""
+    counts = {}
+    for path in directory.glob("counter_*.db"):
+        total = sum(
+            sample.value
+            for family in multiprocess.MultiProcessCollector.merge([str(path)])
+            for sample in family.samples
+            if sample.name == "regional_menus_http_requests_total" and sample.labels.get("route") == route
+        )
+        if total:
+            counts[path.stem.removeprefix("counter_")] = total
+    return counts
+
+
+def test_serve_with_two_workers_counts_the_requests_of_both_in_every_scrape(tmp_path: Path) -> None:
+    directory = tmp_path / "metrics"
+    with live_service(tmp_path, {"PROMETHEUS_MULTIPROC_DIR": str(directory)}, args=("--workers", "2")) as service:
+
+        def get(_: int) -> int:
+            with urllib.request.urlopen(f"{service.url}/healthz", timeout=10) as response:  # a connection each
+                return int(response.status)
+
+        sent = 0
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            # An idle worker may win every accept; load until both have answered (each has its own file).
+            while sent < 40 or len(per_process_requests(directory, "/healthz")) < 2:
+                assert sent < 4000, "one worker answered every request"
+                assert set(pool.map(get, range(40))) == {200}
+                sent += 40
+        scraped = []
+        for _ in range(6):  # whichever worker answers, it answers for both
+            with urllib.request.urlopen(f"{service.url}/metrics", timeout=10) as response:
+                text = response.read().decode()
+            scraped.append(
+                sum(
+                    sample.value
+                    for family in text_string_to_metric_families(text)
+                    for sample in family.samples
+                    if sample.name == "regional_menus_http_requests_total" and sample.labels["route"] == "/healthz"
+                )
+            )
+        by_worker = per_process_requests(directory, "/healthz")
+    assert scraped == [sent] * 6, (scraped, sent, by_worker)
+    # Two workers or more (gunicorn replaces one that stops answering; the files of the old one still count).
+    assert len(by_worker) >= 2 and sum(by_worker.values()) == sent, by_worker
