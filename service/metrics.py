@@ -64,12 +64,26 @@ def method_label(method: str) -> str:
     return method if method in METHODS else "other"
 
 
+_RequestSeries = tuple[Counter, Histogram, Counter | None]
+_series: dict[tuple[str, str, int], _RequestSeries] = {}  # bounded: templates x methods x statuses
+
+
 def observe_request(method: str, route: str, status: int, seconds: float) -> None:
-    method = method_label(method)
-    REQUESTS.labels(method, route, str(status)).inc()
-    LATENCY.labels(method, route).observe(seconds)
-    if status == 429:
-        RATE_LIMITED.labels(route).inc()
+    """Count one answered request. The labelled children are looked up once per (method, route, status):
+    this runs on every request, the menus hot path included."""
+    method = method_label(method)  # before the lookup: a client's made-up methods must not grow the cache
+    series = _series.get((method, route, status))
+    if series is None:
+        series = _series[(method, route, status)] = (
+            REQUESTS.labels(method, route, str(status)),
+            LATENCY.labels(method, route),
+            RATE_LIMITED.labels(route) if status == 429 else None,
+        )
+    requests, latency, rate_limited = series
+    requests.inc()
+    latency.observe(seconds)
+    if rate_limited is not None:
+        rate_limited.inc()
 
 
 def count_security_event(event: str, outcome: str, fields: Mapping[str, object]) -> None:
