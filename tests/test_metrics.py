@@ -258,3 +258,43 @@ def test_serve_with_two_workers_counts_the_requests_of_both_in_every_scrape(tmp_
     assert scraped == [sent] * 6, (scraped, sent, by_worker)
     # Two workers or more (gunicorn replaces one that stops answering; the files of the old one still count).
     assert len(by_worker) >= 2 and sum(by_worker.values()) == sent, by_worker
+
+
+PREPARE = """
+import os, sys
+from pathlib import Path
+from service.multiprocess import prepare_directory
+path = prepare_directory()
+print(path, os.environ["PROMETHEUS_MULTIPROC_DIR"], sorted(p.name for p in path.iterdir()))
+import prometheus_client
+try:
+    prepare_directory()
+except RuntimeError as error:
+    print("refused:", error)
+"""
+
+
+def test_the_multiprocess_directory_starts_empty_and_must_be_set_before_prometheus_client_is_imported(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "metrics"
+    directory.mkdir()
+    (directory / "counter_12345.db").write_bytes(b"an earlier run")
+    (directory / "notes.txt").write_text("not ours")
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
+    done = subprocess.run(
+        [sys.executable, "-c", PREPARE], env=env, capture_output=True, text=True, check=True, timeout=60
+    )
+    first, refused = done.stdout.splitlines()
+    assert first == f"{directory} {directory} ['notes.txt']"
+    assert refused.startswith("refused: the metrics directory must be prepared before prometheus_client")
+
+
+def test_without_a_metrics_directory_serve_makes_a_private_one_and_removes_it_at_exit() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from service.multiprocess import prepare_directory; print(prepare_directory())"],
+        env=env, capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    made = Path(done.stdout.strip())
+    assert made.name.startswith("regional-menus-metrics-") and not made.exists()
