@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 import pytest
 import requests
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -259,3 +260,9 @@ def test_serve_logs_only_json_lines_and_never_a_secret(tmp_path: Path) -> None:
     }
     leaked = [name for name, secret in secrets.items() if secret in served + commands]
     assert not leaked
+
+
+def test_a_database_error_never_shows_the_statement_s_values(engine: Engine) -> None:
+    with pytest.raises(sa.exc.DBAPIError) as raised, engine.begin() as connection:
+        connection.execute(sa.text("INSERT INTO no_such_table VALUES (:secret)"), {"secret": "a-csrf-token-value"})
+    assert "a-csrf-token-value" not in str(raised.value) and "parameters hidden" in str(raised.value)
