@@ -16,6 +16,7 @@ import hashlib
 import hmac
 from collections.abc import Sequence
 
+from identity import audit
 from identity.authorization import redirect_with
 from identity.clients import Client, ClientStore
 from identity.errors import ErrorPage, InvalidToken, UnknownRecord
@@ -116,6 +117,7 @@ class EndSession:
     def _sign_out(self, session: BrowserSession, redirect_uri: str | None, state: str | None) -> Outcome:
         self._sessions.end(session.id)
         self._refresh_tokens.revoke_session(session.id)
+        audit.record(audit.SIGN_OUT, user_id=session.user_id, session_id=session.id)
         return self._done(redirect_uri, state, signed_out=True)
 
     def _done(self, redirect_uri: str | None, state: str | None, *, signed_out: bool) -> Outcome:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from identity import audit
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.clients import Client, ClientStore
 from identity.clock import now
@@ -162,12 +163,17 @@ class SignInFlow:
         try:
             self.throttle.attempt(email, browser.address)
         except Throttled as error:
+            audit.record(audit.SIGN_IN, audit.FAILURE, reason="throttled", client_id=client.id)
             return Outcome(page=self._throttled(error))
         user = self.users.authenticate(email, password)
         if user is None:
+            account = self.users.account_id(email)
+            reason = "wrong_password" if account else "unknown_account"
+            audit.record(audit.SIGN_IN, audit.FAILURE, reason=reason, user_id=account, client_id=client.id)
             return Outcome(
                 page=self._sign_in_page(interaction, client, email=email, error="Invalid email or password.")
             )
+        audit.record(audit.SIGN_IN, user_id=user.id, client_id=client.id)
         self.throttle.succeeded(email, browser.address)
         return self._signed_in(interaction, client, browser, user, org_id=None)
 
@@ -187,13 +193,16 @@ class SignInFlow:
         try:
             self.throttle.attempt(form.get("email"), browser.address)
         except Throttled as error:
+            audit.record(audit.SIGN_UP, audit.FAILURE, reason="throttled", client_id=client.id)
             return Outcome(page=self._throttled(error))
         try:
             user = self.users.sign_up(
                 form.get("email"), form.get("name"), form.get("password"), form.get("organization")
             )
         except InvalidInput as error:
+            audit.record(audit.SIGN_UP, audit.FAILURE, reason="account_exists", client_id=client.id)
             return Outcome(page=self._sign_up_page(interaction, client, form, {"email": str(error).capitalize() + "."}))
+        audit.record(audit.SIGN_UP, user_id=user.id, org_id=user.memberships[0].org.id, client_id=client.id)
         self.throttle.signed_up(form.get("email"))
         return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
 
@@ -225,6 +234,7 @@ class SignInFlow:
         user = self._user_of(interaction)
         decision = form.get("decision")
         if decision == "deny":
+            audit.record(audit.CONSENT, audit.DENIED, user_id=user.id, client_id=client.id)
             self.interactions.delete(interaction.id)
             return self._error_redirect(
                 interaction.request.redirect_uri,
@@ -234,6 +244,7 @@ class SignInFlow:
         if decision != "allow":
             raise ErrorPage("Invalid form", "Choose Allow or Deny.")
         self.consents.grant(user.id, client.id, interaction.request.scope)
+        audit.record(audit.CONSENT, user_id=user.id, client_id=client.id, scope=" ".join(interaction.request.scope))
         return self._advance(interaction.changed(consented=True), client, stored=True)
 
     # Steps

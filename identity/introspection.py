@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from identity import audit
 from identity.client_auth import ClientAuthenticator
 from identity.clients import Client, ClientStore
 from identity.clock import now
@@ -71,19 +72,31 @@ class TokenInspector:
             if self._same_organization(refresh.client_id, caller):
                 # Revoking a refresh token revokes its family and the access tokens issued from it.
                 self._tokens.revoke_grant(refresh.grant_id)
+                audit.record(
+                    audit.TOKEN_REVOKED, client_id=caller.id, token_type="refresh_token", grant_id=refresh.grant_id
+                )
+                return
+        elif (jti := self._revoke_access(token, caller)) is not None:
+            audit.record(audit.TOKEN_REVOKED, client_id=caller.id, token_type="access_token", jti=jti)
             return
+        audit.record(audit.TOKEN_REVOKED, audit.FAILURE, client_id=caller.id, reason="unknown_token")
+
+    def _revoke_access(self, token: str, caller: Client) -> str | None:
+        """Revoke the access token ``token`` if it is ours and of the caller's organization; its jti if so."""
         try:
             claims = self._tokens.decode(token, audience=self._issuer.url, typ=ACCESS_TOKEN_TYPE, verify_exp=False)
         except InvalidToken:
-            return
+            return None
         client_id, jti = claims.get("client_id"), claims.get("jti")
-        if isinstance(client_id, str) and isinstance(jti, str) and self._same_organization(client_id, caller):
-            with self._engine.begin() as connection:
-                connection.execute(
-                    access_tokens.update()
-                    .where(access_tokens.c.jti == jti, access_tokens.c.revoked_at.is_(None))
-                    .values(revoked_at=now())
-                )
+        if not (isinstance(client_id, str) and isinstance(jti, str) and self._same_organization(client_id, caller)):
+            return None
+        with self._engine.begin() as connection:
+            connection.execute(
+                access_tokens.update()
+                .where(access_tokens.c.jti == jti, access_tokens.c.revoked_at.is_(None))
+                .values(revoked_at=now())
+            )
+        return jti
 
     def _access(self, token: str, caller: Client) -> dict[str, Any] | None:
         try:

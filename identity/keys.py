@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 from sqlalchemy.engine import Engine
 
+from identity import audit
 from identity.clock import now, utc
 from identity.tables import signing_keys
 
@@ -88,7 +89,9 @@ class SigningKeys:
                 .where(signing_keys.c.retired_at.is_(None))
                 .values(retired_at=signs_from, expires_at=signs_from + self._verify_window)
             )
-        return self._create(signs_from=signs_from)
+        info = self._create(signs_from=signs_from)
+        audit.record(audit.KEY_ROTATED, kid=info.kid)
+        return info
 
     def signing_key(self) -> tuple[str, rsa.RSAPrivateKey]:
         """The newest key that signs now: its kid and private key."""

@@ -125,6 +125,12 @@ class UserStore:
             return None
         return self.get(row.id)
 
+    def account_id(self, email: str) -> str | None:
+        """The id of the account with this address, if any (for the audit line of a failed sign-in)."""
+        with self._engine.connect() as connection:
+            found = connection.scalar(sa.select(users.c.id).where(users.c.email_key == email_key(email)))
+        return str(found) if found is not None else None
+
     def get(self, user_id: str) -> User:
         with self._engine.connect() as connection:
             row = connection.execute(sa.select(users).where(users.c.id == user_id)).first()

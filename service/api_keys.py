@@ -17,6 +17,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from identity import audit
 from identity.clock import now, utc
 from service.db import metadata
 
@@ -78,6 +79,7 @@ class ApiKeyStore:
                     id=record.id, name=record.name, key_hash=hash_key(key), created_at=record.created_at
                 )
             )
+        audit.record(audit.API_KEY_CREATED, key_id=record.id)
         return record, key
 
     def list(self) -> list[ApiKey]:
@@ -100,6 +102,7 @@ class ApiKeyStore:
             row = connection.execute(sa.select(api_keys).where(api_keys.c.id == key_id)).first()
         if row is None:
             raise UnknownApiKey(key_id)
+        audit.record(audit.API_KEY_REVOKED, key_id=key_id)
         return ApiKey(row.id, row.name, utc(row.created_at), utc(row.revoked_at) if row.revoked_at else None)
 
     def authenticate(self, key: str) -> str | None:

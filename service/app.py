@@ -2,7 +2,8 @@
 
 ``create_app(settings)`` opens the state database, loads and validates the
 dataset, and joins the APIs with a small dispatcher that routes by path and
-answers the ASGI lifespan itself.
+answers the ASGI lifespan itself. In front of it, ``service.observe`` gives every
+request its id, its metrics and its log line.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from service.gate import send_problem
 from service.health import Readiness
 from service.identity import create_identity_app
 from service.menus import create_menus_app
-from service.operations import create_operations_app, is_operations_path
+from service.observe import RequestObserver
+from service.operations import DOCUMENT_PREFIX, create_operations_app, is_operations_path
 from service.problems import nothing_here, to_problem
 from service.ratelimit import RateLimiter
+from service.routes import RouteTemplates
 from service.schema import require_current
 from service.settings import Settings
 
@@ -112,7 +115,7 @@ async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> 
         await send_problem(send, to_problem(error))
 
 
-def create_app(settings: Settings | None = None) -> Dispatcher:
+def create_app(settings: Settings | None = None) -> RequestObserver:
     settings = settings or Settings.from_env()
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
@@ -128,7 +131,7 @@ def create_app(settings: Settings | None = None) -> Dispatcher:
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
-    return Dispatcher(
+    dispatcher = Dispatcher(
         menus=menus,
         identity=identity,
         operations=create_operations_app(Readiness(engine)),
@@ -137,6 +140,14 @@ def create_app(settings: Settings | None = None) -> Dispatcher:
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
     )
+    routes = RouteTemplates(
+        [
+            ("menus.yaml", "/v1", "/v1"),
+            ("identity.yaml", provider.issuer.path, provider.issuer.path),
+            ("operations.yaml", "", DOCUMENT_PREFIX.rstrip("/")),
+        ]
+    )
+    return RequestObserver(dispatcher, routes)
 
 
 def lifetimes(settings: Settings) -> Lifetimes:

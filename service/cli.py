@@ -27,6 +27,8 @@ from identity.users import ROLES, UserStore
 from service.api_keys import ApiKeyStore, UnknownApiKey
 from service.db import make_engine
 from service.demo import prepare as prepare_demo
+from service.logs import configure as configure_logging
+from service.logs import configure_command
 from service.schema import SchemaOutOfDate, current, head, require_current, upgrade
 from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
 
@@ -82,6 +84,7 @@ def _print(as_json: bool, document: Any, text: str) -> None:
 @click.version_option(package_name="regional-menus")
 def main() -> None:
     """Regional Menus: the menus API and its identity endpoints."""
+    configure_command()  # audit lines on standard error; `serve` sets up the server's logging instead
 
 
 @main.command()
@@ -106,7 +109,7 @@ def main() -> None:
 @_any_schema_database_option
 def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, demo: bool, engine: Engine) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
-    from service.app import create_app
+    from service import multiprocess
     from service.server import Listen, run_single, run_workers
 
     settings = Settings.from_env(port=port).with_changes(database_url=str(engine.url.render_as_string(False)))
@@ -115,11 +118,21 @@ def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, d
         click.echo(prepare_demo(engine, settings))
     require_current(engine)
     listen = Listen(host, port, forwarded_allow_ips)
+    configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.server)
     if workers is None:
-        run_single(create_app(settings), listen)
+        if multiprocess.ENV in os.environ:  # an operator's metrics directory: start it empty
+            multiprocess.prepare_directory()
+        run_single(_app(settings), listen)
     else:
         engine.dispose()  # the workers open their own connections after the fork
-        run_workers(lambda: create_app(settings), listen, workers)
+        run_workers(functools.partial(_app, settings), listen, workers)
+
+
+def _app(settings: Settings) -> Any:
+    """The app, imported only here: under --workers, in each worker, after the metrics directory is set."""
+    from service.app import create_app
+
+    return create_app(settings)
 
 
 @main.group("db")

@@ -26,17 +26,23 @@ service_secrets = sa.Table(
 
 
 def make_engine(url: str) -> Engine:
-    """Create the engine for ``url``; for SQLite, create its folder and set durable pragmas."""
+    """Create the engine for ``url``; for SQLite, create its folder and set durable pragmas.
+
+    ``hide_parameters``: a database error logged with its trace never shows the statement's values
+    (hashes of tokens and codes, CSRF tokens, email addresses), only the statement.
+    """
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, connect_args={"check_same_thread": False})
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     # pre-ping: a connection the server dropped (restart, failover) is replaced, not handed to a request.
     # connect_timeout: while the server is unreachable, requests get 503 within seconds, not a hang.
-    return sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT})
+    return sa.create_engine(
+        url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT}, hide_parameters=True
+    )
 
 
 def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""The operations endpoints (``/healthz``, ``/readyz``): Connexion's AsyncApp over ``openapi/operations.yaml``.
+"""The operations endpoints (``/healthz``, ``/readyz``, ``/metrics``): Connexion's AsyncApp over ``operations.yaml``.
 
 They sit outside both APIs' authentication. Their document is served at
 ``/ops/openapi.json`` (Swagger UI at ``/ops/ui/``) so that it never collides
@@ -17,7 +17,7 @@ from service.health import Readiness
 from service.openapi import declared_methods, spec_path
 from service.problems import connexion_handler
 
-PATHS = frozenset({"/healthz", "/readyz"})  # what the dispatcher sends here, with everything under /ops/
+PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # what the dispatcher sends here, with everything under /ops/
 DOCUMENT_PREFIX = "/ops/"
 
 

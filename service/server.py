@@ -18,6 +18,8 @@ from gunicorn.app.base import BaseApplication
 from starlette.types import ASGIApp
 from uvicorn_worker import UvicornWorker
 
+from service import logs, multiprocess
+
 GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM
 KEEPALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
 
@@ -36,7 +38,8 @@ class Listen:
 class Worker(UvicornWorker):  # type: ignore[misc]  # uvicorn-worker ships no type hints
     """A uvicorn worker that runs the app's lifespan (start-up checks, purge task, clean shutdown)."""
 
-    CONFIG_KWARGS: dict[str, Any] = {"loop": "auto", "http": "auto", "lifespan": "on"}
+    # access_log off: service.observe writes one JSON line per request.
+    CONFIG_KWARGS: dict[str, Any] = {"loop": "auto", "http": "auto", "lifespan": "on", "access_log": False}
 
 
 def run_single(app: ASGIApp, listen: Listen) -> None:
@@ -50,12 +53,17 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
         proxy_headers=True,
         forwarded_allow_ips=listen.forwarded_allow_ips,
         timeout_keep_alive=KEEPALIVE,
-        log_level="info",
+        log_config=None,  # service.logs has set up JSON lines
+        access_log=False,  # service.observe writes one JSON line per request
     )
 
 
 def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -> None:
-    """Serve with gunicorn and ``workers`` uvicorn workers; ``make_app`` runs in each worker after the fork."""
+    """Serve with gunicorn and ``workers`` uvicorn workers; ``make_app`` runs in each worker after the fork.
+
+    The metrics directory is prepared first, before anything imports prometheus_client (service.multiprocess).
+    """
+    multiprocess.prepare_directory()
     _Gunicorn(make_app, listen, workers).run()
 
 
@@ -72,6 +80,8 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no typ
             "preload_app": False,  # each worker opens its own database connections
             "errorlog": "-",
             "loglevel": "info",
+            "logconfig_dict": logs.dict_config(),  # JSON lines from the master and the workers
+            "child_exit": multiprocess.child_exit,  # metrics: a worker has exited
             "proc_name": "regional-menus",
             "control_socket_disable": True,  # no gunicornc socket in the home directory, shared by every node
         }

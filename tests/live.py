@@ -11,7 +11,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ class LiveService:
     url: str
     workdir: Path
     env: dict[str, str]  # the server's environment (its database, its settings)
+    command_errors: list[str] = field(default_factory=list)  # what each command wrote on stderr (its audit lines)
 
     def cli(self, *args: str, stdin: str | None = None) -> str:
         """The command line, in the server's folder and environment: on the server's database."""
@@ -35,6 +36,7 @@ class LiveService:
         )
         if done.returncode != 0:
             raise RuntimeError(done.stderr)
+        self.command_errors.append(done.stderr)
         return done.stdout
 
     def cli_json(self, *args: str, stdin: str | None = None) -> Any:

@@ -1,12 +1,17 @@
-"""The operations endpoints (DESIGN §6): liveness, readiness, and their contract."""
+"""The operations endpoints (DESIGN §6): liveness, readiness, metrics, and their contract."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import sqlalchemy as sa
+import yaml
+from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from service.openapi import spec_path
+from service.operations import PATHS
 
 
 def test_healthz_answers_ok_without_credentials(anonymous: TestClient) -> None:
@@ -47,3 +52,33 @@ def test_operations_document_is_served_apart_from_the_apis(anonymous: TestClient
     assert set(document["paths"]) >= {"/healthz", "/readyz"}
     assert anonymous.get("/ops/ui/").status_code == 200
     assert spec_path("operations.yaml").exists()
+
+
+@pytest.fixture(scope="module")
+def operations_document() -> dict:
+    return yaml.safe_load(spec_path("operations.yaml").read_text(encoding="utf-8"))
+
+
+def test_operations_document_is_valid_openapi_3_0(operations_document: dict) -> None:
+    validate(operations_document)
+    assert operations_document["openapi"] == "3.0.3"
+
+
+def test_every_operations_endpoint_documents_400_405_and_500_and_resolves_to_a_handler(
+    operations_document: dict,
+) -> None:
+    for path, item in operations_document["paths"].items():
+        for method, operation in item.items():
+            assert {"200", "400", "405", "500"} <= set(operation["responses"]), (method, path)
+            module, _, name = operation["operationId"].rpartition(".")
+            assert callable(getattr(importlib.import_module(module), name)), operation["operationId"]
+
+
+def test_every_documented_operations_path_is_routed_to_the_operations_app(operations_document: dict) -> None:
+    assert set(operations_document["paths"]) == PATHS
+
+
+def test_served_operations_document_is_the_written_one(anonymous: TestClient, operations_document: dict) -> None:
+    served = anonymous.get("/ops/openapi.json").json()
+    assert served["paths"].keys() == operations_document["paths"].keys()
+    assert served["paths"]["/metrics"]["get"]["operationId"] == "handlers.operations.metrics"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from identity import audit
 from identity.clients import Client
 from identity.errors import InvalidGrant, InvalidRequest
 from identity.sessions import SessionStore
@@ -45,6 +46,18 @@ def token_response(access: Issued, scope: tuple[str, ...]) -> dict[str, Any]:
         "expires_in": access.expires_in,
         "scope": " ".join(scope),
     }
+
+
+def issued(grant_type: str, client: Client, user_id: str | None, org_id: str, grant_id: str | None) -> None:
+    """The audit line of a successful exchange (and the tokens-issued metric): ids, never the tokens."""
+    audit.record(
+        audit.TOKEN_ISSUED,
+        grant_type=grant_type,
+        client_id=client.id,
+        user_id=user_id,
+        org_id=org_id,
+        grant_id=grant_id,
+    )
 
 
 def revoke_if_raced(tokens: TokenService, sessions: SessionStore, grant_id: str, session_id: str) -> None:

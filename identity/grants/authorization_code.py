@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from identity import audit
 from identity.clients import Client
 from identity.codes import CodeStore
 from identity.errors import InvalidGrant
-from identity.grants import member_of_grant, required, revoke_if_raced, token_response
+from identity.grants import issued, member_of_grant, required, revoke_if_raced, token_response
 from identity.pkce import verifies
 from identity.sessions import SessionStore
 from identity.tokens import TokenService
@@ -31,6 +32,7 @@ class AuthorizationCodeGrant:
         consumed = self._codes.consume(code, client.id)
         if consumed.replayed is not None:
             self._tokens.revoke_grant(consumed.replayed)
+            audit.record(audit.CODE_REPLAY, audit.FAILURE, client_id=client.id, grant_id=consumed.replayed)
             raise InvalidGrant("The authorization code was already used; the tokens issued from it are revoked.")
         grant = consumed.grant
         if grant is None:
@@ -78,4 +80,5 @@ class AuthorizationCodeGrant:
                 auth_time=grant.auth_time,
             )
         revoke_if_raced(self._tokens, self._sessions, grant.grant_id, grant.session_id)
+        issued(self.grant_type, client, user.id, member.org.id, grant.grant_id)
         return response

@@ -12,7 +12,7 @@ from typing import Any
 
 from identity.clients import APPLICATION_SCOPES, SCOPES, Client
 from identity.errors import InvalidScope, UnknownRecord
-from identity.grants import token_response
+from identity.grants import issued, token_response
 from identity.organizations import OrganizationStore
 from identity.tokens import TokenService
 
@@ -40,4 +40,5 @@ class ClientCredentialsGrant:
         if org is None:
             raise UnknownRecord(client.org_id)
         access = self._tokens.access_token(client_id=client.id, org=org, scope=scope, user_id=None)
+        issued(self.grant_type, client, None, org.id, None)
         return token_response(access, scope)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from identity import audit
 from identity.clients import SCOPES, Client
 from identity.errors import InvalidGrant, InvalidScope
-from identity.grants import member_of_grant, required, revoke_if_raced, token_response
+from identity.grants import issued, member_of_grant, required, revoke_if_raced, token_response
 from identity.sessions import SessionStore
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
@@ -44,6 +45,13 @@ class RefreshTokenGrant:
             now_seen = self._refresh_tokens.find(params["refresh_token"])  # what made it lose: reuse?
             if now_seen is not None and now_seen.rotated:
                 self._tokens.revoke_grant(presented.grant_id)
+                audit.record(
+                    audit.REFRESH_TOKEN_REUSE,
+                    audit.FAILURE,
+                    client_id=client.id,
+                    user_id=presented.user_id,
+                    grant_id=presented.grant_id,
+                )
                 raise InvalidGrant("The refresh token was already used; its whole family is revoked.")
             raise InvalidGrant("The refresh token has expired or was revoked.")
         user, member = member_of_grant(self._users, presented.user_id, presented.org_id)
@@ -80,4 +88,5 @@ class RefreshTokenGrant:
                 nonce=None,
                 access_token=access.token,
             )
+        issued(self.grant_type, client, user.id, member.org.id, presented.grant_id)
         return response
