@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from datetime import timedelta
@@ -105,7 +106,14 @@ def serve(host: str, port: int, demo: bool, engine: Engine) -> None:
         click.echo(prepare_demo(engine, settings))
     require_current(engine)
     app = create_app(settings)
+    # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: make that an exit 0.
+    signal.signal(signal.SIGTERM, _stopped)
     uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on")
+
+
+def _stopped(_signal: int, _frame: object) -> None:
+    """SIGTERM outside uvicorn's own handler (before it serves, or after it drained): a normal, successful stop."""
+    raise SystemExit(0)
 
 
 @main.group("db")

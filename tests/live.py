@@ -21,6 +21,7 @@ class LiveService:
     url: str
     workdir: Path
     env: dict[str, str]  # the server's environment (its database, its settings)
+    process: subprocess.Popen[bytes] | None = None  # the server (for the tests that signal or kill it)
 
     def cli(self, *args: str, stdin: str | None = None) -> str:
         """The command line, in the server's folder and environment: on the server's database."""
@@ -60,7 +61,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_service(workdir: Path, env: dict[str, str] | None = None) -> Iterator[LiveService]:
+def live_service(
+    workdir: Path, env: dict[str, str] | None = None, *, port: int | None = None, serve_args: tuple[str, ...] = ()
+) -> Iterator[LiveService]:
+    """``db upgrade`` then ``serve --port PORT [SERVE_ARGS…]`` in ``workdir``; a free port unless given (a restart
+    on the same state keeps its port, hence its issuer)."""
     environment = {**os.environ, **(env or {})}
     subprocess.run(
         [sys.executable, "-m", "service", "db", "upgrade"],
@@ -69,10 +74,10 @@ def live_service(workdir: Path, env: dict[str, str] | None = None) -> Iterator[L
         check=True,
         capture_output=True,
     )
-    port = free_port()
+    port = port or free_port()
     log = (workdir / "server.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        [sys.executable, "-m", "service", "serve", "--port", str(port), *serve_args],
         cwd=workdir,
         env=environment,
         stdout=log,
@@ -89,7 +94,7 @@ def live_service(workdir: Path, env: dict[str, str] | None = None) -> Iterator[L
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError((workdir / "server.log").read_text()) from None
                 time.sleep(0.1)
-        yield LiveService(url, workdir, environment)
+        yield LiveService(url, workdir, environment, process)
     finally:
         process.terminate()
         process.wait(timeout=30)
