@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import signal
 import sys
 from collections.abc import Callable
 from datetime import timedelta
@@ -86,34 +85,41 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on.")
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on (0.0.0.0 or :: for all).")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    help="Run gunicorn with this many uvicorn workers (production); without it, one uvicorn process.",
+)
+@click.option(
+    "--forwarded-allow-ips",
+    default=lambda: os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1",
+    show_default="FORWARDED_ALLOW_IPS, else 127.0.0.1",
+    help="Comma-separated addresses of reverse proxies whose X-Forwarded-For and -Proto are trusted.",
+)
 @click.option(
     "--demo",
     is_flag=True,
     help="Bring the schema up to date, create demo data (API key, org, user, client), print how to use it.",
 )
 @_any_schema_database_option
-def serve(host: str, port: int, demo: bool, engine: Engine) -> None:
+def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, demo: bool, engine: Engine) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
-    import uvicorn
-
     from service.app import create_app
+    from service.server import Listen, run_single, run_workers
 
     settings = Settings.from_env(port=port).with_changes(database_url=str(engine.url.render_as_string(False)))
     if demo:
         upgrade(engine)
         click.echo(prepare_demo(engine, settings))
     require_current(engine)
-    app = create_app(settings)
-    # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: make that an exit 0.
-    signal.signal(signal.SIGTERM, _stopped)
-    uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on")
-
-
-def _stopped(_signal: int, _frame: object) -> None:
-    """SIGTERM outside uvicorn's own handler (before it serves, or after it drained): a normal, successful stop."""
-    raise SystemExit(0)
+    listen = Listen(host, port, forwarded_allow_ips)
+    if workers is None:
+        run_single(create_app(settings), listen)
+    else:
+        engine.dispose()  # the workers open their own connections after the fork
+        run_workers(lambda: create_app(settings), listen, workers)
 
 
 @main.group("db")

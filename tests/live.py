@@ -62,10 +62,9 @@ def free_port() -> int:
 
 @contextmanager
 def live_service(
-    workdir: Path, env: dict[str, str] | None = None, *, port: int | None = None, serve_args: tuple[str, ...] = ()
+    workdir: Path, env: dict[str, str] | None = None, *, args: tuple[str, ...] = (), port: int | None = None
 ) -> Iterator[LiveService]:
-    """``db upgrade`` then ``serve --port PORT [SERVE_ARGS…]`` in ``workdir``; a free port unless given (a restart
-    on the same state keeps its port, hence its issuer)."""
+    """``db upgrade``, then ``serve --port PORT *args`` (a free port unless given), until it answers."""
     environment = {**os.environ, **(env or {})}
     subprocess.run(
         [sys.executable, "-m", "service", "db", "upgrade"],
@@ -77,7 +76,7 @@ def live_service(
     port = port or free_port()
     log = (workdir / "server.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port), *serve_args],
+        [sys.executable, "-m", "service", "serve", "--port", str(port), *args],
         cwd=workdir,
         env=environment,
         stdout=log,

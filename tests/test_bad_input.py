@@ -269,10 +269,11 @@ def test_form_post_survives_every_nasty_value_in_every_field(world: World, page:
 def test_form_post_with_missing_doubled_or_foreign_csrf_token_is_refused(world: World, page: str) -> None:
     form, other = open_form(world, page), open_form(world, page)
     fields = {name: value for name, value in form.fields.items() if name != "csrf_token"}
+    token = form.fields["csrf_token"]
     cases = {
         "missing": list(fields.items()),
         "empty": [*fields.items(), ("csrf_token", "")],
-        "doubled": [*fields.items(), ("csrf_token", form.fields["csrf_token"]), ("csrf_token", form.fields["csrf_token"])],
+        "doubled": [*fields.items(), ("csrf_token", token), ("csrf_token", token)],
         "another form's": [*fields.items(), ("csrf_token", other.fields["csrf_token"])],
         "wrong": [*fields.items(), ("csrf_token", "A" * 43)],
     }  # fmt: skip
@@ -354,7 +355,8 @@ RAW_REQUESTS = [
     b"GET /oauth2/authorize?client_id=\xff\xfe&redirect_uri=\xc0\xaf&state=\xe2\x82 HTTP/1.1\r\nHost: h\r\n\r\n",
     b"GET /oauth2/authorize?redirect_uri=https://app.example/callback\r\nX-Injected: 1 HTTP/1.1\r\nHost: h\r\n\r\n",
     b"GET /sign-in?interaction=\xff HTTP/1.1\r\nHost: h\r\n\r\n",
-    b"GET /oauth2/end-session?state=\xff%0d%0aX-Injected:%201&post_logout_redirect_uri=\x00 HTTP/1.1\r\nHost: h\r\n\r\n",
+    b"GET /oauth2/end-session?state=\xff%0d%0aX-Injected:%201&post_logout_redirect_uri=\x00 HTTP/1.1\r\n"
+    b"Host: h\r\n\r\n",
     b"GET /\xff\xfe HTTP/1.1\r\nHost: h\r\n\r\n",
     b"POST /sign-in HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-www-form-urlencoded\r\n"
     b"Content-Length: 6\r\n\r\n\xff\xfe\xc0\xaf\xe2\x82",

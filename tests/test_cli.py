@@ -64,7 +64,10 @@ def test_db_upgrade_brings_an_empty_database_to_the_head_and_then_has_nothing_to
     assert state == {"revision": head(), "head": head(), "current": True}
 
 
-@pytest.mark.parametrize("command", [("serve", "--port", "0"), ("api-keys", "list"), ("orgs", "list")])
+@pytest.mark.parametrize(
+    "command",
+    [("serve", "--port", "0"), ("serve", "--port", "0", "--workers", "2"), ("api-keys", "list"), ("orgs", "list")],
+)
 def test_commands_refuse_a_database_without_the_schema_and_name_the_upgrade_command(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
@@ -95,6 +98,8 @@ def test_serve_refuses_a_schema_behind_this_version_and_names_the_upgrade_comman
         ("api-keys", "revoke", "key_unknown"),
         ("api-keys", "frobnicate"),
         ("serve", "--port", "99999"),
+        ("serve", "--workers", "0"),
+        ("serve", "--workers", "many"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:

@@ -157,9 +157,12 @@ def drain(service: LiveService, tenant: Tenant) -> tuple[Ledger, list[tuple[Held
     return ledger, answers, signalled
 
 
-def test_sigterm_finishes_accepted_requests_and_exits_zero(tmp_path: Path) -> None:
-    """No request the server accepted before SIGTERM goes unanswered; the lifespan shutdown runs; exit status 0."""
-    with live_service(tmp_path) as service:
+@pytest.mark.parametrize("workers", [None, 2], ids=["uvicorn", "gunicorn-2-workers"])
+def test_sigterm_finishes_accepted_requests_and_exits_zero(tmp_path: Path, workers: int | None) -> None:
+    """No request the server accepted before SIGTERM goes unanswered; the lifespan shutdown runs (in every worker);
+    exit status 0. With ``--workers`` gunicorn's master passes SIGTERM on and each worker drains the same way."""
+    args = ("--workers", str(workers)) if workers else ()
+    with live_service(tmp_path, args=args) as service:
         assert service.process is not None
         tenant = provision(service)
         ledger, answers, signalled = drain(service, tenant)
@@ -175,12 +178,12 @@ def test_sigterm_finishes_accepted_requests_and_exits_zero(tmp_path: Path) -> No
     assert early == [], f"refused or dropped before the signal: {early}"
     assert all(o.status in (200, 302) for o in outcomes if o.complete), [o for o in outcomes if o.complete]
     assert status == 0, log[-3000:]
-    assert "Waiting for application shutdown." in log and "Application shutdown complete." in log, log[-3000:]
-    assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
+    assert log.count("Application shutdown complete.") == (workers or 1), log[-3000:]
+    assert "Traceback" not in log and "ERROR" not in log and "was sent SIGKILL" not in log, log[-3000:]
 
     in_flight = [o for o in outcomes if o.started < signalled < o.ended and o.complete]
     print(
-        f"\ndrain: {len(answers)} held requests and {len(in_flight)} load requests in flight at SIGTERM, "
+        f"\ndrain ({'gunicorn, %d workers' % workers if workers else 'uvicorn'}): {len(answers)} held requests and {len(in_flight)} load requests in flight at SIGTERM, "
         f"{len(failed)} failed; load: {sum(o.complete for o in outcomes)} answered "
         f"({dict(ledger.by(lambda o: o.complete))}), {sum(o.error == REFUSED for o in outcomes)} refused and "
         f"{sum(o.error == CLOSED_UNREAD for o in outcomes)} closed unread after the signal; exit status {status}"
