@@ -182,8 +182,9 @@ def test_sigterm_finishes_accepted_requests_and_exits_zero(tmp_path: Path, worke
     assert "Traceback" not in log and "ERROR" not in log and "was sent SIGKILL" not in log, log[-3000:]
 
     in_flight = [o for o in outcomes if o.started < signalled < o.ended and o.complete]
+    server = f"gunicorn, {workers} workers" if workers else "uvicorn"
     print(
-        f"\ndrain ({'gunicorn, %d workers' % workers if workers else 'uvicorn'}): {len(answers)} held requests and {len(in_flight)} load requests in flight at SIGTERM, "
+        f"\ndrain ({server}): {len(answers)} held requests and {len(in_flight)} load requests in flight at SIGTERM, "
         f"{len(failed)} failed; load: {sum(o.complete for o in outcomes)} answered "
         f"({dict(ledger.by(lambda o: o.complete))}), {sum(o.error == REFUSED for o in outcomes)} refused and "
         f"{sum(o.error == CLOSED_UNREAD for o in outcomes)} closed unread after the signal; exit status {status}"
