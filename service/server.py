@@ -19,6 +19,8 @@ from gunicorn.app.base import BaseApplication
 from starlette.types import ASGIApp
 from uvicorn_worker import UvicornWorker
 
+from service.memory import return_large_blocks
+
 GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM
 KEEPALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
 
@@ -45,6 +47,7 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
 
     # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: make that an exit 0.
     signal.signal(signal.SIGTERM, _stopped)
+    return_large_blocks()
     uvicorn.run(
         app,
         host=listen.host,
@@ -64,6 +67,7 @@ def _stopped(_signal: int, _frame: object) -> None:
 
 def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -> None:
     """Serve with gunicorn and ``workers`` uvicorn workers; ``make_app`` runs in each worker after the fork."""
+    return_large_blocks()  # before the fork: the workers inherit it
     _Gunicorn(make_app, listen, workers).run()
 
 
