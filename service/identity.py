@@ -21,6 +21,7 @@ from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.security import SecurityMiddleware
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.errors import BearerError, ErrorPage, OAuthError, describable
@@ -61,10 +62,14 @@ def _connexion_errors(provider: Provider, problem: web.ProblemHandler) -> web.Pr
 
     def handle(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
         status = error.status_code if isinstance(error, HTTPException) else 500
+        if isinstance(error, MultiPartException):  # Starlette's form parser: a field over 1 MiB, too many fields
+            status = 400
         if status in (404, 405) or status >= 500:
             return problem(request, error)
         kind = web.kind_of(str(request.scope.get("path", ""))[len(base) :])
-        detail = _plain(str(getattr(error, "detail", "") or "The request is malformed."))
+        detail = _plain(
+            str(getattr(error, "detail", "") or getattr(error, "message", "") or "The request is malformed.")
+        )
         if status == 415:
             detail = "The body must be application/x-www-form-urlencoded."
         if kind == "browser":

@@ -10,6 +10,7 @@ the fork, so nothing that holds a connection is ever shared between processes.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from starlette.types import ASGIApp
 from uvicorn_worker import UvicornWorker
 
 from service import logs, multiprocess
+from service.memory import return_large_blocks
 
 GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM
 KEEPALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
@@ -45,6 +47,9 @@ class Worker(UvicornWorker):  # type: ignore[misc]  # uvicorn-worker ships no ty
 def run_single(app: ASGIApp, listen: Listen) -> None:
     import uvicorn
 
+    # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: make that an exit 0.
+    signal.signal(signal.SIGTERM, _stopped)
+    return_large_blocks()
     uvicorn.run(
         app,
         host=listen.host,
@@ -58,12 +63,18 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
     )
 
 
+def _stopped(_signal: int, _frame: object) -> None:
+    """SIGTERM outside uvicorn's own handler (before it serves, or after it drained): a normal, successful stop."""
+    raise SystemExit(0)
+
+
 def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -> None:
     """Serve with gunicorn and ``workers`` uvicorn workers; ``make_app`` runs in each worker after the fork.
 
     The metrics directory is prepared first, before anything imports prometheus_client (service.multiprocess).
     """
     multiprocess.prepare_directory()
+    return_large_blocks()  # before the fork: the workers inherit it
     _Gunicorn(make_app, listen, workers).run()
 
 

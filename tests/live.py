@@ -22,6 +22,7 @@ class LiveService:
     workdir: Path
     env: dict[str, str]  # the server's environment (its database, its settings)
     command_errors: list[str] = field(default_factory=list)  # what each command wrote on stderr (its audit lines)
+    process: subprocess.Popen[bytes] | None = None  # the server (for the tests that signal or kill it)
 
     def cli(self, *args: str, stdin: str | None = None) -> str:
         """The command line, in the server's folder and environment: on the server's database."""
@@ -94,7 +95,7 @@ def live_service(
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError((workdir / "server.log").read_text()) from None
                 time.sleep(0.1)
-        yield LiveService(url, workdir, environment)
+        yield LiveService(url, workdir, environment, process)
     finally:
         process.terminate()
         process.wait(timeout=30)
