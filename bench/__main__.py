@@ -10,6 +10,7 @@ import argparse
 import base64
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -49,6 +50,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=["menus", "identity"], help="run one half only")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
+    for tool in ("wrk", "taskset"):
+        if shutil.which(tool) is None:
+            parser.exit(2, f"python -m bench: {tool} is not installed (Debian: apt-get install {tool})\n")
     if args.quick:
         args.seconds, args.warmup, args.repeats = 2.0, 1.0, 1
     args.out.mkdir(parents=True, exist_ok=True)

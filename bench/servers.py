@@ -139,28 +139,11 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
-def serve_supports_workers() -> bool:
-    done = subprocess.run([str(BIN / "regional-menus"), "serve", "--help"], capture_output=True, text=True, check=False)
-    return "--workers" in done.stdout
-
-
 def service_command(port: int, workers: int, cpus: str | None) -> list[str]:
-    """``regional-menus serve`` as users run it; for several workers before ``serve --workers`` exists, gunicorn."""
-    if workers == 1:
-        command = [str(BIN / "regional-menus"), "serve", "--port", str(port)]
-    elif serve_supports_workers():
-        command = [str(BIN / "regional-menus"), "serve", "--workers", str(workers), "--port", str(port)]
-    else:
-        command = [
-            str(BIN / "gunicorn"),
-            "-k",
-            "uvicorn_worker.UvicornWorker",
-            "-w",
-            str(workers),
-            "-b",
-            f"127.0.0.1:{port}",
-            "service.app:create_app()",
-        ]
+    """``regional-menus serve`` as users run it: one uvicorn process, or ``--workers N`` (gunicorn)."""
+    command = [str(BIN / "regional-menus"), "serve", "--port", str(port)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
     return ["taskset", "-c", cpus, *command] if cpus is not None else command
 
 

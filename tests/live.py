@@ -95,7 +95,7 @@ def live_service(
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError((workdir / "server.log").read_text()) from None
                 time.sleep(0.1)
-        yield LiveService(url, workdir, environment, process)
+        yield LiveService(url, workdir, environment, process=process)
     finally:
         process.terminate()
         process.wait(timeout=30)
