@@ -12,15 +12,18 @@ from service.answer_cache import Answer, AnswerCache, cache_key
 from service.api_keys import ApiKeyStore
 from service.app import Dispatcher, create_app
 from service.gate import MenusGate
+from service.observe import RequestObserver
 from service.settings import Settings
 
 TYPICAL = "/v1/menus/dishes?course=main&max_spice=3&limit=20"
 # Headers that legitimately differ from one answer to the next.
-PER_REQUEST = {"ratelimit-remaining", "ratelimit-reset", "date"}
+PER_REQUEST = {"ratelimit-remaining", "ratelimit-reset", "date", "x-request-id"}
 
 
-def gate_of(app: Dispatcher) -> MenusGate:
-    gate = app.menus
+def gate_of(app: RequestObserver) -> MenusGate:
+    dispatcher = app.app  # create_app's observer wraps the dispatcher
+    assert isinstance(dispatcher, Dispatcher)
+    gate = dispatcher.menus
     assert isinstance(gate, MenusGate)
     return gate
 
@@ -35,12 +38,12 @@ def never_routed(gate: MenusGate, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def cached_app(settings: Settings, engine) -> Dispatcher:  # type: ignore[no-untyped-def]
+def cached_app(settings: Settings, engine) -> RequestObserver:  # type: ignore[no-untyped-def]
     return create_app(settings)
 
 
 @pytest.fixture
-def client(cached_app: Dispatcher, api_key: str) -> Iterator[TestClient]:
+def client(cached_app: RequestObserver, api_key: str) -> Iterator[TestClient]:
     with TestClient(cached_app, headers={"Authorization": f"Bearer {api_key}"}) as client:
         yield client
 
@@ -50,7 +53,7 @@ def stable(headers: dict[str, str]) -> dict[str, str]:
 
 
 def test_cache_hit_has_the_same_body_bytes_and_headers_as_the_miss(
-    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
+    client: TestClient, cached_app: RequestObserver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     miss = client.get(TYPICAL)
     never_routed(gate_of(cached_app), monkeypatch)
@@ -62,7 +65,7 @@ def test_cache_hit_has_the_same_body_bytes_and_headers_as_the_miss(
 
 
 def test_query_in_another_order_is_the_same_entry(
-    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
+    client: TestClient, cached_app: RequestObserver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = client.get(TYPICAL)
     never_routed(gate_of(cached_app), monkeypatch)
@@ -71,7 +74,7 @@ def test_query_in_another_order_is_the_same_entry(
 
 
 def test_cached_url_answers_304_to_its_etag(
-    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
+    client: TestClient, cached_app: RequestObserver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     etag = client.get(TYPICAL).headers["etag"]
     never_routed(gate_of(cached_app), monkeypatch)
@@ -88,7 +91,7 @@ def test_over_long_if_none_match_is_still_400_on_a_cached_url(client: TestClient
 
 
 def test_revoked_key_is_refused_even_for_a_cached_url(
-    cached_app: Dispatcher, keys: ApiKeyStore, monkeypatch: pytest.MonkeyPatch
+    cached_app: RequestObserver, keys: ApiKeyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     record, key = keys.create("soon revoked")
     with TestClient(cached_app, headers={"Authorization": f"Bearer {key}"}) as client:
@@ -99,7 +102,7 @@ def test_revoked_key_is_refused_even_for_a_cached_url(
     assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
 
 
-def test_missing_key_is_refused_for_a_cached_url(client: TestClient, cached_app: Dispatcher) -> None:
+def test_missing_key_is_refused_for_a_cached_url(client: TestClient, cached_app: RequestObserver) -> None:
     client.get(TYPICAL)
     with TestClient(cached_app) as anonymous:
         assert anonymous.get(TYPICAL).status_code == 401
@@ -120,27 +123,29 @@ def test_rate_limit_still_applies_to_cached_urls(settings: Settings, api_key: st
     "query",
     ["course=main&course=main", "course=main&colour=red", "limit=0", "max_spice=%EF%BC%93", "q="],
 )
-def test_invalid_query_is_never_cached_and_stays_400(client: TestClient, cached_app: Dispatcher, query: str) -> None:
+def test_invalid_query_is_never_cached_and_stays_400(
+    client: TestClient, cached_app: RequestObserver, query: str
+) -> None:
     for _ in range(2):
         response = client.get(f"/v1/menus/dishes?{query}")
         assert response.status_code == 400 and response.json()["code"] == "invalid_parameter"
     assert len(gate_of(cached_app).answers) == 0
 
 
-def test_not_found_is_never_cached(client: TestClient, cached_app: Dispatcher) -> None:
+def test_not_found_is_never_cached(client: TestClient, cached_app: RequestObserver) -> None:
     for _ in range(2):
         assert client.get("/v1/menus/dishes/unicorn-stew").status_code == 404
     assert len(gate_of(cached_app).answers) == 0
 
 
-def test_random_picks_are_never_cached(client: TestClient, cached_app: Dispatcher) -> None:
+def test_random_picks_are_never_cached(client: TestClient, cached_app: RequestObserver) -> None:
     picks = {client.get("/v1/menus/random?count=3").content for _ in range(20)}
     assert len(picks) > 1
     assert len(gate_of(cached_app).answers) == 0
     assert cache_key("/v1/menus/random", b"count=3") is None
 
 
-def test_head_is_answered_through_the_routing_like_before(client: TestClient, cached_app: Dispatcher) -> None:
+def test_head_is_answered_through_the_routing_like_before(client: TestClient, cached_app: RequestObserver) -> None:
     get = client.get(TYPICAL)
     head = client.head(TYPICAL)
     assert head.status_code == 200 and head.content == b""
