@@ -1,15 +1,19 @@
-"""The authorization request (GET and form POST): every parameter is read raw, repeats included."""
+"""The authorization request (GET and form POST): every parameter is read raw, repeats included.
 
-import flask
+Browser endpoints run the flow in a worker thread (see ``service.identity``)."""
 
-from service.identity_web import browser, outcome, pairs, provider
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
-
-def start(**_: object) -> flask.Response:
-    identity = provider()
-    return outcome(identity.flow.start(pairs(flask.request.args), browser()), identity.issuer)
+from service.identity_web import browser, current, form_pairs, outcome, provider, query_pairs
 
 
-def start_post(**_: object) -> flask.Response:
-    identity = provider()
-    return outcome(identity.flow.start(pairs(flask.request.form), browser()), identity.issuer)
+async def start() -> Response:
+    identity, request = provider(), current()
+    return outcome(await run_in_threadpool(identity.flow.start, query_pairs(request), browser(request)), identity.issuer)
+
+
+async def start_post() -> Response:
+    identity, request = provider(), current()
+    pairs = await form_pairs(request)
+    return outcome(await run_in_threadpool(identity.flow.start, pairs, browser(request)), identity.issuer)

@@ -1,10 +1,11 @@
 """The member directory, read with an application token (``members:read``)."""
 
-import flask
+from starlette.responses import Response
 
-from service.identity_web import json, provider
+from service.identity_web import current, json, provider
 
 
-def list_members(limit: int = 20, cursor: str | None = None) -> flask.Response:
-    page = provider().directory.members(flask.request.headers.get("Authorization"), limit=limit, cursor=cursor)
+async def list_members(limit: int = 20, cursor: str | None = None) -> Response:
+    authorization = current().headers.get("Authorization")
+    page = provider().directory.members(authorization, limit=limit, cursor=cursor)
     return json(page, headers={"Cache-Control": "no-store"})

@@ -1,15 +1,19 @@
-"""RP-initiated sign-out (GET with a query, POST with a form)."""
+"""RP-initiated sign-out (GET with a query, POST with a form), run in a worker thread like every page."""
 
-import flask
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
-from service.identity_web import browser, outcome, pairs, provider
-
-
-def end_session(**_: object) -> flask.Response:
-    identity = provider()
-    return outcome(identity.end_session.handle(pairs(flask.request.args), browser(), posted=False), identity.issuer)
+from service.identity_web import browser, current, form_pairs, outcome, provider, query_pairs
 
 
-def end_session_post(**_: object) -> flask.Response:
-    identity = provider()
-    return outcome(identity.end_session.handle(pairs(flask.request.form), browser(), posted=True), identity.issuer)
+async def end_session() -> Response:
+    identity, request = provider(), current()
+    result = await run_in_threadpool(identity.end_session.handle, query_pairs(request), browser(request), posted=False)
+    return outcome(result, identity.issuer)
+
+
+async def end_session_post() -> Response:
+    identity, request = provider(), current()
+    pairs = await form_pairs(request)
+    result = await run_in_threadpool(identity.end_session.handle, pairs, browser(request), posted=True)
+    return outcome(result, identity.issuer)

@@ -1,10 +1,11 @@
 """Token introspection (RFC 7662): client-authenticated, the raw form goes to the domain."""
 
-import flask
+from starlette.responses import Response
 
-from service.identity_web import NO_STORE, json, pairs, provider
+from service.identity_web import NO_STORE, current, form_pairs, json, provider
 
 
-def introspect(**_: object) -> flask.Response:
-    answer = provider().inspector.introspect(pairs(flask.request.form), flask.request.headers.get("Authorization"))
+async def introspect() -> Response:
+    request = current()
+    answer = provider().inspector.introspect(await form_pairs(request), request.headers.get("Authorization"))
     return json(answer, headers=NO_STORE)

@@ -1,13 +1,13 @@
 """Discovery and JWKS: computed from the issuer and the signing keys."""
 
-import flask
+from starlette.responses import Response
 
 from service.identity_web import PUBLIC_CACHE, json, provider
 
 
-def discovery() -> flask.Response:
+async def discovery() -> Response:
     return json(provider().discovery(), headers=PUBLIC_CACHE)
 
 
-def jwks() -> flask.Response:
+async def jwks() -> Response:
     return json(provider().jwks(), headers=PUBLIC_CACHE)

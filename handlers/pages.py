@@ -1,49 +1,55 @@
-"""The sign-in pages: each GET shows its form, each POST acts on it and says where to go next."""
+"""The sign-in pages: each GET shows its form, each POST acts on it and says where to go next.
 
-import flask
+The flow runs in a worker thread: signing in and up hashes a password with Argon2 for tens of
+milliseconds, which must not hold up the event loop (argon2-cffi releases the GIL while it hashes)."""
 
-from service.identity_web import browser, outcome, pairs, provider
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from service.identity_web import browser, current, form_pairs, outcome, provider
 
 
-def _show(name: str) -> flask.Response:
-    identity = provider()
+async def _show(name: str) -> Response:
+    identity, request = provider(), current()
     show = getattr(identity.flow, f"{name}_form")
-    return outcome(show(flask.request.args.get("interaction"), browser()), identity.issuer)
+    result = await run_in_threadpool(show, request.query_params.get("interaction"), browser(request))
+    return outcome(result, identity.issuer)
 
 
-def _act(name: str) -> flask.Response:
-    identity = provider()
+async def _act(name: str) -> Response:
+    identity, request = provider(), current()
     act = getattr(identity.flow, name)
-    return outcome(act(pairs(flask.request.form), browser()), identity.issuer)
+    pairs = await form_pairs(request)
+    return outcome(await run_in_threadpool(act, pairs, browser(request)), identity.issuer)
 
 
-def sign_in_form(**_: object) -> flask.Response:
-    return _show("sign_in")
+async def sign_in_form() -> Response:
+    return await _show("sign_in")
 
 
-def sign_in(**_: object) -> flask.Response:
-    return _act("sign_in")
+async def sign_in() -> Response:
+    return await _act("sign_in")
 
 
-def sign_up_form(**_: object) -> flask.Response:
-    return _show("sign_up")
+async def sign_up_form() -> Response:
+    return await _show("sign_up")
 
 
-def sign_up(**_: object) -> flask.Response:
-    return _act("sign_up")
+async def sign_up() -> Response:
+    return await _act("sign_up")
 
 
-def select_organization_form(**_: object) -> flask.Response:
-    return _show("select_organization")
+async def select_organization_form() -> Response:
+    return await _show("select_organization")
 
 
-def select_organization(**_: object) -> flask.Response:
-    return _act("select_organization")
+async def select_organization() -> Response:
+    return await _act("select_organization")
 
 
-def consent_form(**_: object) -> flask.Response:
-    return _show("consent")
+async def consent_form() -> Response:
+    return await _show("consent")
 
 
-def consent(**_: object) -> flask.Response:
-    return _act("consent")
+async def consent() -> Response:
+    return await _act("consent")

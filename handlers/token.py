@@ -1,10 +1,11 @@
 """The token endpoint: the raw form (repeats included) and the Authorization header go to the domain."""
 
-import flask
+from starlette.responses import Response
 
-from service.identity_web import NO_STORE, json, pairs, provider
+from service.identity_web import NO_STORE, current, form_pairs, json, provider
 
 
-def exchange(**_: object) -> flask.Response:
-    tokens = provider().token_endpoint.exchange(pairs(flask.request.form), flask.request.headers.get("Authorization"))
+async def exchange() -> Response:
+    request = current()
+    tokens = provider().token_endpoint.exchange(await form_pairs(request), request.headers.get("Authorization"))
     return json(tokens, headers=NO_STORE)

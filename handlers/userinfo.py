@@ -1,14 +1,14 @@
 """UserInfo (OpenID Connect Core §5.3): the token is read from the Authorization header only."""
 
-import flask
+from starlette.responses import Response
 
-from service.identity_web import json, provider
+from service.identity_web import current, json, provider
 
 
-def get_userinfo(**_: object) -> flask.Response:
-    claims = provider().userinfo.claims(flask.request.headers.get("Authorization"))
+async def get_userinfo() -> Response:
+    claims = provider().userinfo.claims(current().headers.get("Authorization"))
     return json(claims, headers={"Cache-Control": "no-store"})
 
 
-def post_userinfo(**_: object) -> flask.Response:
-    return get_userinfo()
+async def post_userinfo() -> Response:
+    return await get_userinfo()

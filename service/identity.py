@@ -1,4 +1,4 @@
-"""The identity API: Connexion's FlaskApp over ``openapi/identity.yaml``, mounted at the issuer's path.
+"""The identity API: Connexion's AsyncApp over ``openapi/identity.yaml``, mounted at the issuer's path.
 
 Connexion routes and validates; the handlers and the domain authenticate
 clients and tokens themselves (an optional security alternative would let wrong
@@ -7,11 +7,17 @@ Connexion's own errors (a malformed body, a wrong media type) are reshaped
 here into each endpoint's documented form: an HTML page for browser
 endpoints, an OAuth error for client endpoints, an RFC 6750 error for
 resource endpoints.
+
+Handlers are coroutines on the server's event loop. The client and resource endpoints (token,
+introspection, revocation, userinfo, directory, discovery, JWKS) do their few indexed queries and one
+RSA operation there, as the menus API's key check does; the browser pages hand their work to a
+thread, since signing in and up hashes a password with Argon2 for tens of milliseconds.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 
 import connexion
 import orjson
@@ -36,7 +42,7 @@ MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not Se
 
 def create_identity_app(provider: Provider, *, validate_responses: bool = False) -> ASGIApp:
     issuer = provider.issuer
-    app = connexion.FlaskApp(__name__, middlewares=MIDDLEWARES)
+    app = connexion.AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
         spec_path("identity.yaml"),
         base_path=issuer.path,  # "" for an issuer at the root: "/" breaks every operation
@@ -44,23 +50,39 @@ def create_identity_app(provider: Provider, *, validate_responses: bool = False)
         validate_responses=validate_responses,
         resolver=RelativeResolver("handlers"),
     )
-    flask_app = app.app
-    flask_app.config["PROVIDER"] = provider
-    flask_app.register_error_handler(OAuthError, lambda error: web.oauth_error(error, issuer))
-    flask_app.register_error_handler(BearerError, lambda error: web.bearer_error(error, issuer))
-    flask_app.register_error_handler(ErrorPage, web.error_page)
-    flask_app.register_error_handler(Exception, web.server_error)
+
+    async def oauth_error(_: ConnexionRequest, error: Exception) -> ConnexionResponse:
+        assert isinstance(error, OAuthError)
+        return web.as_connexion(web.oauth_error(error, issuer))
+
+    async def bearer_error(_: ConnexionRequest, error: Exception) -> ConnexionResponse:
+        assert isinstance(error, BearerError)
+        return web.as_connexion(web.bearer_error(error, issuer))
+
+    async def error_page(_: ConnexionRequest, error: Exception) -> ConnexionResponse:
+        assert isinstance(error, ErrorPage)
+        return web.as_connexion(web.error_page(error))
+
+    app.add_error_handler(OAuthError, oauth_error)
+    app.add_error_handler(BearerError, bearer_error)
+    app.add_error_handler(ErrorPage, error_page)
     handler = _connexion_errors(provider, connexion_handler(declared_methods("identity.yaml", issuer.path)))
     for error in (ProblemException, HTTPException, Exception):
         app.add_error_handler(error, handler)
-    return HeadAsGet(app)
+    return IdentityEntry(app, provider)
 
 
-def _connexion_errors(provider: Provider, problem: web.ProblemHandler) -> web.ProblemHandler:
-    """Connexion's 400 and 415 in the endpoint's own error form; 404 and 405 as the service's problems."""
+def _connexion_errors(
+    provider: Provider, problem: web.ProblemHandler
+) -> Callable[[ConnexionRequest, Exception], Awaitable[ConnexionResponse]]:
+    """Connexion's 400 and 415 in the endpoint's own error form; 404 and 405 as the service's problems;
+    anything else a handler raised as the endpoint's 500 (or 503 when the database is unreachable)."""
     base = provider.issuer.path
 
-    def handle(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
+    async def handle(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
+        if not isinstance(error, HTTPException | ProblemException | MultiPartException):
+            # Raised by a handler or the domain: logged with its trace, answered without it (503: database down).
+            return web.as_connexion(web.server_error(error, str(request.scope.get("path", ""))[len(base) :]))
         status = error.status_code if isinstance(error, HTTPException) else 500
         if isinstance(error, MultiPartException):  # Starlette's form parser: a field over 1 MiB, too many fields
             status = 400
@@ -96,14 +118,22 @@ def _plain(detail: str) -> str:
     return describable(f"The parameter {missing.group(1)} is missing." if missing else detail)
 
 
-class HeadAsGet:
-    """RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
+class IdentityEntry:
+    """Puts the provider (and a POST's body recorder) in each request's state for the handlers, and answers HEAD.
+
+    RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
     validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, provider: Provider) -> None:
         self.app = app
+        self.provider = provider
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            state = scope.setdefault("state", {})
+            state["provider"] = self.provider
+            if scope["method"] == "POST":
+                receive = state["body"] = web.BodyRecorder(receive)
         if scope["type"] != "http" or scope["method"] != "HEAD":
             await self.app(scope, receive, send)
             return

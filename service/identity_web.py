@@ -13,10 +13,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import flask
 import orjson
+from connexion import context
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from sqlalchemy.exc import DBAPIError
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import HTMLResponse, Response
+from starlette.types import Message, Receive
+from werkzeug.http import dump_cookie
 
 from identity.errors import BearerError, ErrorPage, InvalidClient, OAuthError
 from identity.flow import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser, Outcome
@@ -50,43 +54,86 @@ PUBLIC_CACHE = {"Cache-Control": "public, max-age=300"}  # discovery and JWKS: s
 
 
 def provider() -> Provider:
-    """The provider of the app serving this request."""
-    return flask.current_app.config["PROVIDER"]  # type: ignore[no-any-return]
+    """The provider of the app serving this request (put in the request's state by ``create_identity_app``)."""
+    return context.scope["state"]["provider"]  # type: ignore[no-any-return]
 
 
-def browser() -> Browser:
-    request = flask.request
+def current() -> Request:
+    """The request being answered."""
+    return Request(context.scope, context.receive)
+
+
+class BodyRecorder:
+    """The request's ``receive``, keeping the body as its first reader (Connexion's validation) reads it.
+
+    Connexion's async handler decorator reads the form itself and keeps only its parsed, joined values;
+    the handlers need every pair as sent (a repeated parameter is an error), so they parse the kept body.
+    """
+
+    def __init__(self, receive: Receive) -> None:
+        self.receive = receive
+        self.chunks: list[bytes] = []
+        self.complete = False
+
+    async def __call__(self) -> Message:
+        message = await self.receive()
+        if message["type"] == "http.request":
+            self.chunks.append(message.get("body", b""))
+            self.complete = not message.get("more_body", False)
+        elif message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        return message
+
+    async def body(self) -> bytes:
+        while not self.complete:  # nobody has read it all yet
+            await self()
+        return b"".join(self.chunks)
+
+
+async def form_pairs(request: Request) -> list[tuple[str, str]]:
+    """Every name/value pair of the form, repeated names included, parsed as Connexion's validation parsed it."""
+    body = await request.scope["state"]["body"].body()
+
+    async def replay() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    form = await Request(request.scope, replay).form()
+    return [(name, value) for name, value in form.multi_items() if isinstance(value, str)]
+
+
+def query_pairs(request: Request) -> list[tuple[str, str]]:
+    return list(request.query_params.multi_items())
+
+
+def browser(request: Request) -> Browser:
+    cookies = request.cookies
     return Browser(
-        bindings={k: v for k, v in request.cookies.items() if k.startswith(INTERACTION_COOKIE_PREFIX)},
-        session=request.cookies.get(SESSION_COOKIE),
-        address=request.remote_addr or "unknown",
+        bindings={k: v for k, v in cookies.items() if k.startswith(INTERACTION_COOKIE_PREFIX)},
+        session=cookies.get(SESSION_COOKIE),
+        address=request.client.host if request.client else "unknown",
     )
 
 
-def pairs(source: Any) -> list[tuple[str, str]]:
-    """Every name/value pair of a MultiDict, repeated names included (Connexion would join them)."""
-    return list(source.items(multi=True))
+def json(document: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(document), status_code=status, headers=headers, media_type="application/json")
 
 
-def json(document: Any, status: int = 200, headers: dict[str, str] | None = None) -> flask.Response:
-    return flask.Response(orjson.dumps(document), status=status, headers=headers, mimetype="application/json")
-
-
-def page(rendered: Page) -> flask.Response:
-    response = flask.Response(rendered.html, status=rendered.status, headers=PAGE_HEADERS, mimetype="text/html")
+def page(rendered: Page) -> Response:
+    headers = dict(PAGE_HEADERS)
     if rendered.retry_after is not None:
-        response.headers["Retry-After"] = str(rendered.retry_after)
-    return response
+        headers["Retry-After"] = str(rendered.retry_after)
+    return HTMLResponse(rendered.html, status_code=rendered.status, headers=headers)
 
 
-def outcome(result: Outcome, issuer: Issuer) -> flask.Response:
+def outcome(result: Outcome, issuer: Issuer) -> Response:
     if result.page is not None:
         response = page(result.page)
     else:
         assert result.location is not None
-        response = flask.Response(status=302, headers={"Location": result.location, "Cache-Control": "no-store"})
+        response = Response(status_code=302, headers={"Location": result.location, "Cache-Control": "no-store"})
     for cookie in result.cookies:
-        response.set_cookie(
+        # Werkzeug's cookie writer, as Flask used: RFC 6265 attributes in their usual case (SameSite=Lax).
+        value = dump_cookie(
             cookie.name,
             cookie.value,
             expires=cookie.expires,
@@ -95,10 +142,11 @@ def outcome(result: Outcome, issuer: Issuer) -> flask.Response:
             httponly=True,
             samesite="Lax",
         )
+        response.headers.append("Set-Cookie", value)
     return response
 
 
-def oauth_error(error: OAuthError, issuer: Issuer) -> flask.Response:
+def oauth_error(error: OAuthError, issuer: Issuer) -> Response:
     """RFC 6749 §5.2."""
     headers = dict(NO_STORE)
     if isinstance(error, InvalidClient) and error.basic:
@@ -106,7 +154,7 @@ def oauth_error(error: OAuthError, issuer: Issuer) -> flask.Response:
     return json({"error": error.error, "error_description": error.description}, error.status, headers)
 
 
-def bearer_error(error: BearerError, issuer: Issuer) -> flask.Response:
+def bearer_error(error: BearerError, issuer: Issuer) -> Response:
     """RFC 6750 §3: the challenge names the error unless no token was sent."""
     challenge = f'Bearer realm="{issuer.url}"'
     if error.token_sent:
@@ -117,11 +165,11 @@ def bearer_error(error: BearerError, issuer: Issuer) -> flask.Response:
     return json({"error": error.error, "error_description": error.description}, error.status, headers)
 
 
-def error_page(error: ErrorPage) -> flask.Response:
+def error_page(error: ErrorPage) -> Response:
     return page(message(error.title, error.message, status=error.status))
 
 
-def server_error(error: Exception) -> flask.Response:
+def server_error(error: Exception, path: str) -> Response:
     """The last resort: log the error with its trace and answer without it (503 when the database is down)."""
     unavailable = isinstance(error, DBAPIError)
     if unavailable:
@@ -131,12 +179,20 @@ def server_error(error: Exception) -> flask.Response:
     status = 503 if unavailable else 500
     retry = {"Retry-After": str(UNAVAILABLE_RETRY_AFTER)} if unavailable else {}
     text = "The service cannot reach its database; retry shortly." if unavailable else "Something went wrong."
-    if kind_of(flask.request.path) == "browser":
+    if kind_of(path) == "browser":
         title = "Temporarily unavailable" if unavailable else "Something went wrong"
         rendered = message(title, text, status=status, retry_after=UNAVAILABLE_RETRY_AFTER if unavailable else None)
         return page(rendered)
     code = "temporarily_unavailable" if unavailable else "server_error"
     return json({"error": code, "error_description": text}, status, {**NO_STORE, **retry})
+
+
+def as_connexion(response: Response) -> ConnexionResponse:
+    """An error handler's answer in the form Connexion's error handling takes (it makes a response of it again)."""
+    headers = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
+    return ConnexionResponse(
+        status_code=response.status_code, mimetype=response.media_type, body=response.body, headers=headers
+    )
 
 
 def kind_of(path: str) -> str:
