@@ -12,8 +12,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from time import monotonic
 from typing import Any
 
 import sqlalchemy as sa
@@ -28,6 +30,7 @@ from identity.tables import signing_keys
 
 ALGORITHM = "RS256"
 KEY_SIZE = 2048
+CANDIDATES_MAX_AGE = 60.0  # seconds the keys that may sign are used before the table is read again
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +65,31 @@ def thumbprint(jwk: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()).rstrip(b"=").decode()
 
 
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A key that signs now or will: read from the table, judged against the clock at each use."""
+
+    kid: str
+    private_pem: str
+    signs_from: datetime
+    retired_at: datetime | None
+
+    def signs(self, at: datetime) -> bool:
+        return self.signs_from <= at and (self.retired_at is None or self.retired_at > at)
+
+
 class SigningKeys:
     def __init__(self, engine: Engine, publish_delay: timedelta, verify_window: timedelta) -> None:
         self._engine = engine
         self._publish_delay = publish_delay
         self._verify_window = verify_window
         self._private: dict[str, rsa.RSAPrivateKey] = {}  # loading a PEM costs milliseconds; keep the objects
+        # Every token signed asks which key signs now. The answer is read from the table at most every
+        # half publish delay (and every CANDIDATES_MAX_AGE): a key rotated in on any node is published a
+        # whole delay before it signs, so every node has read it before its first token is due.
+        self._candidates: list[_Candidate] = []
+        self._candidates_read = -math.inf  # monotonic time of the last read: never yet
+        self._reread_every = min(CANDIDATES_MAX_AGE, publish_delay.total_seconds() / 2)
 
     def ensure(self) -> None:
         """Create a key that signs at once when no key signs now or later (first start)."""
@@ -96,25 +118,31 @@ class SigningKeys:
     def signing_key(self) -> tuple[str, rsa.RSAPrivateKey]:
         """The newest key that signs now: its kid and private key."""
         at = now()
+        if monotonic() - self._candidates_read >= self._reread_every:
+            self._read_candidates(at)
+        signing = next((c for c in self._candidates if c.signs(at)), None)
+        if signing is None:
+            raise LookupError("no signing key signs now; run 'regional-menus keys rotate'")
+        key = self._private.get(signing.kid)
+        if key is None:
+            loaded = serialization.load_pem_private_key(signing.private_pem.encode(), password=None)
+            assert isinstance(loaded, rsa.RSAPrivateKey)
+            key = self._private[signing.kid] = loaded
+        return signing.kid, key
+
+    def _read_candidates(self, at: datetime) -> None:
+        """The keys not retired at ``at``, newest first: the one signing now and any rotated in after it."""
         query = (
-            sa.select(signing_keys.c.kid, signing_keys.c.private_pem)
-            .where(
-                signing_keys.c.signs_from <= at,
-                sa.or_(signing_keys.c.retired_at.is_(None), signing_keys.c.retired_at > at),
-            )
+            sa.select(signing_keys.c.kid, signing_keys.c.private_pem, signing_keys.c.signs_from, signing_keys.c.retired_at)
+            .where(sa.or_(signing_keys.c.retired_at.is_(None), signing_keys.c.retired_at > at))
             .order_by(signing_keys.c.signs_from.desc())
-            .limit(1)
         )
         with self._engine.connect() as connection:
-            row = connection.execute(query).first()
-        if row is None:
-            raise LookupError("no signing key signs now; run 'regional-menus keys rotate'")
-        key = self._private.get(row.kid)
-        if key is None:
-            loaded = serialization.load_pem_private_key(row.private_pem.encode(), password=None)
-            assert isinstance(loaded, rsa.RSAPrivateKey)
-            key = self._private[row.kid] = loaded
-        return row.kid, key
+            self._candidates = [
+                _Candidate(row.kid, row.private_pem, utc(row.signs_from), utc(row.retired_at) if row.retired_at else None)
+                for row in connection.execute(query)
+            ]
+        self._candidates_read = monotonic()
 
     def jwks(self) -> dict[str, Any]:
         """Every key that may still verify a live token, and the next key before it signs."""
@@ -157,4 +185,5 @@ class SigningKeys:
                 )
             )
         self._private[kid] = private
+        self._candidates_read = -math.inf  # this node changed the table: read it again at the next token
         return KeyInfo(kid, created, signs_from, None, None)

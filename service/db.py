@@ -7,10 +7,12 @@ for several nodes. Queries are SQLAlchemy Core, the same on both engines.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 CONNECT_TIMEOUT = 5  # seconds to wait for PostgreSQL to accept a connection
@@ -54,6 +56,37 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=5000")
     cursor.close()
+
+
+@contextmanager
+def commit_without_waiting(engine: Engine) -> Iterator[Connection]:
+    """A transaction whose commit does not wait for the disk, for records whose loss in a power cut fails
+    closed. An access token's record is one: without it the token is inactive, and its client asks again.
+
+    A process crash loses nothing either way, and nothing is ever corrupted; a power cut or an OS crash
+    may undo the last such commits. SQLite: ``synchronous=NORMAL`` for this commit (it can only change
+    outside a transaction, so it is set before and restored after). PostgreSQL: ``synchronous_commit``
+    off for this transaction only. Every other write keeps waiting for the disk.
+    """
+    with engine.connect() as connection:
+        if connection.dialect.name != "sqlite":
+            with connection.begin():
+                if connection.dialect.name == "postgresql":
+                    connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+                yield connection
+            return
+        connection.exec_driver_sql("PRAGMA synchronous=NORMAL")
+        connection.commit()  # ends SQLAlchemy's autobegun transaction; SQLite itself never began one for a PRAGMA
+        try:
+            with connection.begin():
+                yield connection
+        finally:
+            try:
+                connection.exec_driver_sql("PRAGMA synchronous=FULL")
+                connection.commit()
+            except Exception:
+                connection.invalidate()  # never hand a connection that may not wait for the disk to the pool
+                raise
 
 
 def service_secret(engine: Engine, name: str, size: int = 32) -> bytes:

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 
 from identity.tables import signing_keys
 from service.api_keys import api_keys
-from service.db import make_engine, service_secrets
+from service.db import commit_without_waiting, make_engine, service_secrets
 from tests.live import LiveService, free_port, live_service
 from tests.postgres import throwaway_database
 from tests.traffic import TIMEOUT, Tenant, introspect, provision, refresh, revoke, sign_in
@@ -241,3 +241,30 @@ def test_sqlite_commits_reach_the_disk_before_they_are_acknowledged(tmp_path: Pa
         engine.dispose()
     assert pragmas == ["wal", 2]  # 2: FULL
     assert foreign_keys == 1
+
+
+def _durability_setting(connection: sa.Connection) -> str:
+    if connection.dialect.name == "sqlite":
+        return {1: "normal", 2: "full"}[connection.scalar(sa.text("PRAGMA synchronous"))]
+    return "full" if connection.scalar(sa.text("SHOW synchronous_commit")) == "on" else "normal"
+
+
+def test_only_a_commit_that_may_fail_closed_skips_waiting_for_the_disk(either_database: str) -> None:
+    """Access-token records commit without waiting for the disk (lost in a power cut, a token is only inactive);
+    the connection goes back to the pool waiting again, even when the transaction failed."""
+    engine = make_engine(either_database)
+    table = sa.Table("durability_probe", sa.MetaData(), sa.Column("n", sa.Integer, primary_key=True))
+    try:
+        table.create(engine)
+        with commit_without_waiting(engine) as connection:
+            inside = _durability_setting(connection)
+            connection.execute(table.insert().values(n=1))
+        with pytest.raises(sa.exc.IntegrityError), commit_without_waiting(engine) as connection:
+            connection.execute(table.insert().values(n=1))
+        with engine.connect() as connection:
+            after = _durability_setting(connection)
+            rows = connection.scalars(sa.select(table.c.n)).all()
+        table.drop(engine)
+    finally:
+        engine.dispose()
+    assert (inside, after, rows) == ("normal", "full", [1])

@@ -12,6 +12,8 @@ from sqlalchemy.engine import Engine
 from identity.clients import ClientStore, check_redirect_uri
 from identity.errors import InvalidInput, InvalidToken, UnknownRecord
 from identity.issuer import Issuer
+from identity import clock
+from identity import keys as keys_module
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.passwords import verify_password
@@ -196,6 +198,31 @@ def test_rotated_key_signs_after_the_delay_and_old_key_still_verifies(engine: En
     published = {k["kid"]: k for k in store.jwks()["keys"]}
     verifier = jwt.PyJWK(published[old_kid]).key
     assert jwt.decode(token, verifier, algorithms=["RS256"]) == {"sub": "x"}
+
+
+def test_a_key_rotated_on_another_node_signs_here_from_its_time_though_keys_are_read_only_now_and_then(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, there = keys(engine, delay=120), keys(engine, delay=120)
+    here.ensure()
+    old_kid, _ = here.signing_key()  # read now: the next reads come at most every half delay
+    new = there.rotate()
+    assert here.signing_key()[0] == old_kid  # published, not signing yet
+    real_monotonic, at = keys_module.monotonic(), clock.now()
+    monkeypatch.setattr("identity.keys.monotonic", lambda: real_monotonic + 60)  # half the delay later
+    monkeypatch.setattr("identity.keys.now", lambda: at + timedelta(seconds=60))
+    assert here.signing_key()[0] == old_kid
+    monkeypatch.setattr("identity.keys.monotonic", lambda: real_monotonic + 121)
+    monkeypatch.setattr("identity.keys.now", lambda: at + timedelta(seconds=121))
+    assert here.signing_key()[0] == new.kid
+
+
+def test_a_key_rotated_with_no_publish_delay_signs_on_every_node_at_once(engine: Engine) -> None:
+    here, there = keys(engine, delay=0), keys(engine, delay=0)
+    here.ensure()
+    here.signing_key()
+    new = there.rotate()
+    assert here.signing_key()[0] == new.kid
 
 
 def test_rotate_on_an_empty_database_signs_at_once(engine: Engine) -> None:
