@@ -10,7 +10,8 @@ from service.identity_web import browser, current, form_pairs, outcome, provider
 
 async def start() -> Response:
     identity, request = provider(), current()
-    return outcome(await run_in_threadpool(identity.flow.start, query_pairs(request), browser(request)), identity.issuer)
+    result = await run_in_threadpool(identity.flow.start, query_pairs(request), browser(request))
+    return outcome(result, identity.issuer)
 
 
 async def start_post() -> Response:

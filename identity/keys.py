@@ -132,16 +132,18 @@ class SigningKeys:
 
     def _read_candidates(self, at: datetime) -> None:
         """The keys not retired at ``at``, newest first: the one signing now and any rotated in after it."""
+        table = signing_keys.c
         query = (
-            sa.select(signing_keys.c.kid, signing_keys.c.private_pem, signing_keys.c.signs_from, signing_keys.c.retired_at)
-            .where(sa.or_(signing_keys.c.retired_at.is_(None), signing_keys.c.retired_at > at))
-            .order_by(signing_keys.c.signs_from.desc())
+            sa.select(table.kid, table.private_pem, table.signs_from, table.retired_at)
+            .where(sa.or_(table.retired_at.is_(None), table.retired_at > at))
+            .order_by(table.signs_from.desc())
         )
         with self._engine.connect() as connection:
-            self._candidates = [
-                _Candidate(row.kid, row.private_pem, utc(row.signs_from), utc(row.retired_at) if row.retired_at else None)
-                for row in connection.execute(query)
-            ]
+            rows = connection.execute(query).all()
+        self._candidates = [
+            _Candidate(row.kid, row.private_pem, utc(row.signs_from), utc(row.retired_at) if row.retired_at else None)
+            for row in rows
+        ]
         self._candidates_read = monotonic()
 
     def jwks(self) -> dict[str, Any]:

@@ -9,11 +9,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from identity import clock
+from identity import keys as keys_module
 from identity.clients import ClientStore, check_redirect_uri
 from identity.errors import InvalidInput, InvalidToken, UnknownRecord
 from identity.issuer import Issuer
-from identity import clock
-from identity import keys as keys_module
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.passwords import verify_password
