@@ -67,10 +67,14 @@ class OrganizationStore:
 
     def get(self, org_id: str) -> Organization | None:
         with self._engine.connect() as connection:
-            row = connection.execute(sa.select(organizations).where(organizations.c.id == org_id)).first()
+            row = connection.execute(_BY_ID, {"org_id": org_id}).first()
         return Organization(row.id, row.name, row.slug) if row else None
 
     def list(self) -> list[Organization]:
         with self._engine.connect() as connection:
             rows = connection.execute(sa.select(organizations).order_by(organizations.c.name, organizations.c.id))
             return [Organization(row.id, row.name, row.slug) for row in rows]
+
+
+# Built once: every application token looks its organization up, and building a statement costs more than running it.
+_BY_ID = sa.select(organizations).where(organizations.c.id == sa.bindparam("org_id"))

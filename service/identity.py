@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 
-import connexion
 import orjson
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
@@ -34,6 +33,7 @@ from identity.errors import BearerError, ErrorPage, OAuthError, describable
 from identity.pages import message
 from identity.provider import Provider
 from service import identity_web as web
+from service.async_app import AsyncApp
 from service.openapi import declared_methods, spec_path
 from service.problems import connexion_handler
 
@@ -42,7 +42,7 @@ MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not Se
 
 def create_identity_app(provider: Provider, *, validate_responses: bool = False) -> ASGIApp:
     issuer = provider.issuer
-    app = connexion.AsyncApp(__name__, middlewares=MIDDLEWARES)
+    app = AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
         spec_path("identity.yaml"),
         base_path=issuer.path,  # "" for an issuer at the root: "/" breaks every operation

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import connexion
 import yaml
 from connexion.exceptions import ProblemException
 from connexion.middleware import ConnexionMiddleware
@@ -16,6 +15,7 @@ from data.catalog import Catalog
 from data.errors import CatalogError
 from service.answer_cache import AnswerCache
 from service.api_keys import ApiKeyStore
+from service.async_app import AsyncApp
 from service.gate import MenusGate
 from service.openapi import declared_methods, spec_path
 from service.problems import connexion_handler
@@ -40,7 +40,7 @@ def create_menus_app(
     validate_responses: bool = False,
     answers: AnswerCache | None = None,
 ) -> ASGIApp:
-    app = connexion.AsyncApp(__name__, middlewares=MIDDLEWARES)
+    app = AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
         spec_path("menus.yaml"),
         base_path=BASE_PATH,

@@ -34,15 +34,16 @@ from jsonschema.exceptions import best_match
 from service.problems import invalid_parameters
 
 _INTEGER = re.compile(r"-?[0-9]+")  # int() would also take "1_0", " 3", "+3" and non-ASCII digits
-_compiled: dict[int, Draft4Validator] = {}  # id(parameter definition) -> validator; definitions live as long as the app
+# id(parameter definition) -> (the definition, its validator); the definition is held so its id stays its own.
+_compiled: dict[int, tuple[object, Draft4Validator]] = {}
 
 
 def _validator(param: dict[str, Any]) -> Draft4Validator:
-    validator = _compiled.get(id(param))
-    if validator is None:
+    kept = _compiled.get(id(param))
+    if kept is None or kept[0] is not param:
         validator = Draft4Validator(param.get("schema", param), format_checker=Draft4Validator.FORMAT_CHECKER)
-        _compiled[id(param)] = validator
-    return validator
+        kept = _compiled[id(param)] = (param, validator)
+    return kept[1]
 
 
 Check = Callable[[Any], bool]
@@ -98,13 +99,22 @@ class _Compiled:
         }
 
 
+# Connexion makes a new validator for every request, from the same list of the operation's parameters: the
+# rules are kept by that list (held here too, so that its id can never be another object's).
+_rules_by_operation: dict[int, tuple[object, _Compiled]] = {}
+
+
 class ContractParameterValidator(ParameterValidator):
-    _compiled_rules: _Compiled | None = None
+    def __init__(self, parameters: list[dict[str, Any]], *args: Any, **kwargs: Any) -> None:
+        super().__init__(parameters, *args, **kwargs)
+        self._operation_parameters = parameters
 
     def _rules(self) -> _Compiled:
-        if self._compiled_rules is None:
-            self._compiled_rules = _Compiled(self.parameters)
-        return self._compiled_rules
+        source = self._operation_parameters
+        kept = _rules_by_operation.get(id(source))
+        if kept is None or kept[0] is not source:
+            kept = _rules_by_operation[id(source)] = (source, _Compiled(self.parameters))
+        return kept[1]
 
     def validate_request(self, request: ConnexionRequest) -> None:
         rules = self._rules()

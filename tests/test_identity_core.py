@@ -163,6 +163,23 @@ def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # t
         tokens.verify_access_token(issued.token)
 
 
+def test_an_access_token_verified_before_expires_at_its_exp_all_the_same(  # type: ignore[no-untyped-def]
+    engine: Engine, org, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, _ = ClientStore(engine).create(
+        name="Job", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
+    )
+    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10))
+    keys.ensure()
+    tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
+    issued = tokens.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
+    assert tokens.verify_access_token(issued.token).client_id == client.id  # verified, and remembered
+    later = clock.now() + timedelta(minutes=10, seconds=1)
+    monkeypatch.setattr("identity.tokens.now", lambda: later)
+    with pytest.raises(InvalidToken, match="expired"):
+        tokens.verify_access_token(issued.token)
+
+
 def test_deleting_an_unknown_client_is_an_error(engine: Engine) -> None:
     with pytest.raises(UnknownRecord):
         ClientStore(engine).delete("cli_missing")
