@@ -42,7 +42,7 @@ def table(results: dict[str, Any]) -> str:
     settings, box = results["settings"], results["machine"]
     lines = [
         "| scenario | workers | service req/s | reference req/s | ratio median (min–max) | "
-        "service p99 ms | target | verdict |",
+        "p99 ms, service (reference) | target | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for config, scenarios in results["menus"].items():
@@ -61,7 +61,8 @@ def table(results: dict[str, Any]) -> str:
                 f"| {TITLES[key]} | {workers} | {served}"
                 f" | {_range(reference['rps_min'], reference['rps_median'], reference['rps_max'], 0)}"
                 f" | {_range(ratio['min'], ratio['median'], ratio['max'])}{note}"
-                f" | {service['p99_ms_median']:.1f} | {', '.join(goals)} | {', '.join(verdicts)} |"
+                f" | {service['p99_ms_median']:.1f} ({reference['p99_ms_median']:.1f})"
+                f" | {', '.join(goals)} | {', '.join(verdicts)} |"
             )
     for key, summary in results.get("identity", {}).items():
         target = RATE_TARGETS[key]
