@@ -6,12 +6,19 @@ per-thread arenas and keeps them when they are freed. Sign-ins run on many threa
 19 MiB for each arena (up to eight per core) and never comes back down. Measured with 40 threads hashing at once:
 950 MB resident memory, against 15 MB with a fixed threshold. With the threshold fixed, every block over 128 KiB is
 mapped on its own and given back to the system as soon as it is freed.
+
+The app built at start-up (the dataset, the contracts, Connexion's routes) is about 115,000 objects that live
+as long as the process. Python's full garbage collection walks all of them, about 40 ms on this machine, and
+runs whenever enough new long-lived objects (answers kept in the cache, say) have piled up: a pause every
+request in flight waits for. ``freeze_startup_objects`` moves them out of the collector's sight once the app
+is built, so a full collection walks only what was made since.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 
 M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 MMAP_THRESHOLD = 128 * 1024  # glibc's default, kept fixed instead of raised as large blocks come and go
@@ -26,3 +33,10 @@ def return_large_blocks() -> bool:
     if mallopt is None:
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+
+
+def freeze_startup_objects() -> int:
+    """Exempt every object alive now (the app just built) from garbage collection; returns how many there are."""
+    gc.collect()  # what start-up left behind goes first, not into the frozen generation
+    gc.freeze()
+    return gc.get_freeze_count()

@@ -20,7 +20,7 @@ from starlette.types import ASGIApp
 from uvicorn_worker import UvicornWorker
 
 from service import logs, multiprocess
-from service.memory import return_large_blocks
+from service.memory import freeze_startup_objects, return_large_blocks
 
 GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM
 KEEPALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
@@ -50,6 +50,7 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
     # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: make that an exit 0.
     signal.signal(signal.SIGTERM, _stopped)
     return_large_blocks()
+    freeze_startup_objects()
     uvicorn.run(
         app,
         host=listen.host,
@@ -103,4 +104,6 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no typ
             self.cfg.set(name, value)
 
     def load(self) -> ASGIApp:
-        return self.make_app()
+        app = self.make_app()
+        freeze_startup_objects()
+        return app
