@@ -1,4 +1,8 @@
-"""Handlers of ``openapi/menus.yaml``. Arguments arrive validated; the catalog applies the rules."""
+"""Handlers of ``openapi/menus.yaml``. The catalog applies the rules.
+
+Each handler takes no arguments: it reads the validated, typed parameters (with the contract's defaults)
+that ``service.validation`` left in the request's state, so the query is parsed once per request.
+"""
 
 from typing import Any
 
@@ -7,53 +11,52 @@ from connexion.context import scope
 from starlette.responses import Response
 
 from data.catalog import Catalog, DishQuery
+from service.validation import ARGUMENTS
 
 
 def _catalog() -> Catalog:
     return scope["state"]["catalog"]  # type: ignore[no-any-return]
 
 
+def _arguments() -> dict[str, Any]:
+    return scope["state"][ARGUMENTS]  # type: ignore[no-any-return]
+
+
+def _dish_query(arguments: dict[str, Any]) -> DishQuery:
+    return DishQuery(
+        region=arguments.get("region"),
+        country=arguments.get("country"),
+        course=arguments.get("course"),
+        diet=arguments.get("diet"),
+        max_spice=arguments.get("max_spice"),
+        q=arguments.get("q"),
+    )
+
+
 def _ok(document: dict[str, Any]) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
 
-async def list_regions(country: str | None = None) -> Response:
-    regions = _catalog().regions(country)
+async def list_regions() -> Response:
+    regions = _catalog().regions(_arguments().get("country"))
     return _ok({"data": regions, "total": len(regions)})
 
 
-async def get_region(slug: str) -> Response:
-    return _ok({"data": _catalog().region(slug)})
+async def get_region() -> Response:
+    return _ok({"data": _catalog().region(_arguments()["slug"])})
 
 
-async def list_dishes(
-    region: str | None = None,
-    country: str | None = None,
-    course: str | None = None,
-    diet: str | None = None,
-    max_spice: int | None = None,
-    q: str | None = None,
-    limit: int = 20,
-    cursor: str | None = None,
-) -> Response:
-    query = DishQuery(region=region, country=country, course=course, diet=diet, max_spice=max_spice, q=q)
-    page = _catalog().dishes(query, limit=limit, cursor=cursor)
+async def list_dishes() -> Response:
+    arguments = _arguments()
+    page = _catalog().dishes(_dish_query(arguments), limit=arguments["limit"], cursor=arguments.get("cursor"))
     return Response(page.json(), media_type="application/json")
 
 
-async def get_dish(slug: str) -> Response:
-    return _ok({"data": _catalog().dish(slug)})
+async def get_dish() -> Response:
+    return _ok({"data": _catalog().dish(_arguments()["slug"])})
 
 
-async def random_dishes(
-    region: str | None = None,
-    country: str | None = None,
-    course: str | None = None,
-    diet: str | None = None,
-    max_spice: int | None = None,
-    q: str | None = None,
-    count: int = 1,
-) -> Response:
-    query = DishQuery(region=region, country=country, course=course, diet=diet, max_spice=max_spice, q=q)
-    dishes = _catalog().random(query, count=count)
+async def random_dishes() -> Response:
+    arguments = _arguments()
+    dishes = _catalog().random(_dish_query(arguments), count=arguments["count"])
     return _ok({"data": dishes, "total": len(dishes)})

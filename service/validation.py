@@ -11,6 +11,10 @@ valid; anything it does not accept goes to the JSON Schema validator, which
 decides and words the error. So the fast check can only skip work, never change
 an answer. Query values are typed from the one parse made for the duplicate
 check, as Connexion's URI parser would type them (strings, whole numbers).
+
+When every query parameter is a plain scalar, the validated, typed values (with the
+contract's defaults) are also left in the request's state for handlers that take no
+arguments (``handlers/menus.py``), so the query is not parsed and typed a second time.
 """
 
 from __future__ import annotations
@@ -97,6 +101,11 @@ class _Compiled:
         self.checks = {
             id(param): _fast_check(param.get("schema", param)) for params in parameters.values() for param in params
         }
+        # What the handler gets: each query parameter's contract default, overridden by what was sent.
+        self.defaults = {p["name"]: p.get("schema", p)["default"] for p in query if "default" in p.get("schema", p)}
+        self.integer_paths = frozenset(
+            p["name"] for p in parameters.get("path", []) if p.get("schema", p).get("type") == "integer"
+        )
 
 
 # Connexion makes a new validator for every request, from the same list of the operation's parameters: the
@@ -157,6 +166,19 @@ class ContractParameterValidator(ParameterValidator):
                     errors.append((name, _reason(error.message)))
         if errors:
             raise invalid_parameters(errors)
+        if rules.plain_query:
+            request.scope.setdefault("state", {})[ARGUMENTS] = _arguments(rules, seen, request.path_params)
+
+
+ARGUMENTS = "arguments"  # the key, in the request's state, of the validated arguments (see handlers/menus.py)
+
+
+def _arguments(rules: _Compiled, query: dict[str, Any], path: dict[str, Any]) -> dict[str, Any]:
+    """The handler's arguments from this one parse: path and declared query parameters, typed, with defaults."""
+    arguments = {**rules.defaults, **{name: value for name, value in query.items() if name in rules.declared}}
+    for name, value in path.items():
+        arguments[name] = int(value) if name in rules.integer_paths else value
+    return arguments
 
 
 def _reason(message: str) -> str:
