@@ -66,7 +66,7 @@ def current() -> Request:
 class BodyRecorder:
     """The request's ``receive``, keeping the body as its first reader (Connexion's validation) reads it.
 
-    Connexion's async handler decorator reads the form itself and keeps only its parsed, joined values;
+    Downstream of validation a body is a one-time replay, and Connexion's own parse keeps only joined values;
     the handlers need every pair as sent (a repeated parameter is an error), so they parse the kept body.
     """
 
@@ -80,13 +80,12 @@ class BodyRecorder:
         if message["type"] == "http.request":
             self.chunks.append(message.get("body", b""))
             self.complete = not message.get("more_body", False)
-        elif message["type"] == "http.disconnect":
-            raise ClientDisconnect()
         return message
 
     async def body(self) -> bytes:
         while not self.complete:  # nobody has read it all yet
-            await self()
+            if (await self())["type"] == "http.disconnect":
+                raise ClientDisconnect()
         return b"".join(self.chunks)
 
 
