@@ -17,6 +17,8 @@ from service.schema import upgrade
 from service.settings import Settings
 from tests.postgres import empty_every_table, throwaway_database
 
+pytest_plugins = ["tests.identity_fixtures"]  # org, user, web and browser for the identity API's tests
+
 CURSOR_KEY = b"k" * 32
 
 

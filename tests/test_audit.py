@@ -11,7 +11,6 @@ import json
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,14 +21,12 @@ from starlette.testclient import TestClient
 
 from identity import audit
 from identity.keys import SigningKeys
-from identity.organizations import Organization, OrganizationStore
+from identity.organizations import Organization
 from identity.throttle import ACCOUNT_LIMIT
-from identity.users import User, UserStore
+from identity.users import User
 from service.api_keys import ApiKeyStore
 from tests.test_identity_api import (
     CALLBACK,
-    EMAIL,
-    PASSWORD,
     SIGN_UP,
     Registered,
     authorize,
@@ -65,27 +62,6 @@ def only(caplog: pytest.LogCaptureFixture) -> dict[str, Any]:
     found = events(caplog)
     assert len(found) == 1, found
     return found[0]
-
-
-@pytest.fixture
-def org(engine: Engine) -> Organization:
-    return OrganizationStore(engine).create("Acme Foods")
-
-
-@pytest.fixture
-def user(engine: Engine, org: Organization) -> User:
-    return UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
-
-
-@pytest.fixture
-def web(engine: Engine, org: Organization) -> Registered:
-    return register(engine, org)
-
-
-@pytest.fixture
-def browser(app: Any) -> Iterator[TestClient]:
-    with TestClient(app, follow_redirects=False) as browser:
-        yield browser
 
 
 def test_sign_in_is_audited_with_the_user_and_client(

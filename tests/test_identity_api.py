@@ -25,7 +25,6 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity import clock
-from identity.clients import ClientStore
 from identity.organizations import Organization, OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import User, UserStore
@@ -33,6 +32,7 @@ from service.app import create_app
 from service.db import make_engine
 from service.schema import upgrade
 from service.settings import Settings
+from tests.identity_fixtures import CALLBACK, CALLBACK_WITH_QUERY, EMAIL, PASSWORD, Registered, register
 from tests.postgres import throwaway_database
 
 
@@ -43,10 +43,6 @@ def database_url(either_database: str) -> str:
 
 
 ISSUER = "http://127.0.0.1:8000"
-CALLBACK = "https://app.example/callback"
-CALLBACK_WITH_QUERY = "https://app.example/callback?tenant=acme"
-EMAIL = "ana@example.com"
-PASSWORD = "correct horse battery staple"
 VERIFIER = "a-verifier-of-forty-three-characters-or-more_0123456789"
 CHALLENGE = challenge_of(VERIFIER)
 STATE = "state-7f3a"
@@ -57,23 +53,7 @@ FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 Pairs = Sequence[tuple[str, str]]
 
 
-@dataclass(frozen=True)
-class Registered:
-    id: str
-    secret: str
-
-
-# Fixtures: an organization, a user, clients, and a browser.
-
-
-@pytest.fixture
-def org(engine: Engine) -> Organization:
-    return OrganizationStore(engine).create("Acme Foods")
-
-
-@pytest.fixture
-def user(engine: Engine, org: Organization) -> User:
-    return UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
+# Fixtures beside the shared ones of tests/identity_fixtures.py (org, user, web, browser).
 
 
 @pytest.fixture
@@ -82,35 +62,10 @@ def two_org_user(engine: Engine, org: Organization) -> User:
     return UserStore(engine).create("bo@example.com", "Bo Berg", PASSWORD, [(org.id, "member"), (other.id, "admin")])
 
 
-def register(engine: Engine, org: Organization, **options: Any) -> Registered:
-    options = {
-        "name": "Menus Web",
-        "auth_method": "client_secret_basic",
-        "redirect_uris": [CALLBACK, CALLBACK_WITH_QUERY],
-        "first_party": True,
-        **options,
-    }
-    client, secret = ClientStore(engine).create(org_id=org.id, **options)
-    assert secret is not None
-    return Registered(client.id, secret)
-
-
-@pytest.fixture
-def web(engine: Engine, org: Organization) -> Registered:
-    """A first-party web app: no consent page."""
-    return register(engine, org)
-
-
 @pytest.fixture
 def partner(engine: Engine, org: Organization) -> Registered:
     """A third-party app: the user consents."""
     return register(engine, org, name="Partner Planner", first_party=False)
-
-
-@pytest.fixture
-def browser(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
-    with TestClient(app, follow_redirects=False) as browser:
-        yield browser
 
 
 @pytest.fixture

@@ -17,15 +17,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization, OrganizationStore
-from identity.users import User, UserStore
+from identity.users import User
 from service.logs import JsonFormatter
 from service.observe import request_id
 from tests.form_browser import Browser, Callback, Page
 from tests.live import live_service
 from tests.test_identity_api import (
     CALLBACK,
-    EMAIL,
     PASSWORD,
     VERIFIER,
     Registered,
@@ -34,7 +32,6 @@ from tests.test_identity_api import (
     bearer,
     post_form,
     refresh,
-    register,
     sign_in,
     signed_in_code,
     to_page,
@@ -73,27 +70,6 @@ def logged() -> Iterator[JsonLines]:
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
-
-
-@pytest.fixture
-def org(engine: Engine) -> Organization:
-    return OrganizationStore(engine).create("Acme Foods")
-
-
-@pytest.fixture
-def user(engine: Engine, org: Organization) -> User:
-    return UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
-
-
-@pytest.fixture
-def web(engine: Engine, org: Organization) -> Registered:
-    return register(engine, org)
-
-
-@pytest.fixture
-def browser(app: Any) -> Iterator[TestClient]:
-    with TestClient(app, follow_redirects=False) as browser:
-        yield browser
 
 
 def test_each_request_writes_one_json_line_with_its_route_status_duration_and_id(

@@ -10,26 +10,21 @@ import os
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-import pytest
 from prometheus_client import multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization, OrganizationStore
+from identity.organizations import Organization
 from identity.throttle import ACCOUNT_LIMIT
-from identity.users import User, UserStore
+from identity.users import User
 from service.app import create_app
 from service.settings import Settings
 from tests.live import live_service
 from tests.test_identity_api import (
-    EMAIL,
-    PASSWORD,
     Registered,
     authorize,
     basic,
@@ -57,27 +52,6 @@ def scrape(http: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], fl
 
 def value(http: TestClient, name: str, **labels: str) -> float:
     return scrape(http).get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-@pytest.fixture
-def org(engine: Engine) -> Organization:
-    return OrganizationStore(engine).create("Acme Foods")
-
-
-@pytest.fixture
-def user(engine: Engine, org: Organization) -> User:
-    return UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
-
-
-@pytest.fixture
-def web(engine: Engine, org: Organization) -> Registered:
-    return register(engine, org)
-
-
-@pytest.fixture
-def browser(app: Any) -> Iterator[TestClient]:
-    with TestClient(app, follow_redirects=False) as browser:
-        yield browser
 
 
 def test_metrics_are_prometheus_text_format_0_0_4(anonymous: TestClient) -> None:

@@ -1,0 +1,62 @@
+"""Fixtures shared by the identity API's tests (registered in ``tests/conftest.py``): an organization, a user,
+a first-party web client and a browser that does not follow redirects, with the constants they use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from identity.clients import ClientStore
+from identity.organizations import Organization, OrganizationStore
+from identity.users import User, UserStore
+
+CALLBACK = "https://app.example/callback"
+CALLBACK_WITH_QUERY = "https://app.example/callback?tenant=acme"
+EMAIL = "ana@example.com"
+PASSWORD = "correct horse battery staple"
+
+
+@dataclass(frozen=True)
+class Registered:
+    id: str
+    secret: str
+
+
+def register(engine: Engine, org: Organization, **options: Any) -> Registered:
+    options = {
+        "name": "Menus Web",
+        "auth_method": "client_secret_basic",
+        "redirect_uris": [CALLBACK, CALLBACK_WITH_QUERY],
+        "first_party": True,
+        **options,
+    }
+    client, secret = ClientStore(engine).create(org_id=org.id, **options)
+    assert secret is not None
+    return Registered(client.id, secret)
+
+
+@pytest.fixture
+def org(engine: Engine) -> Organization:
+    return OrganizationStore(engine).create("Acme Foods")
+
+
+@pytest.fixture
+def user(engine: Engine, org: Organization) -> User:
+    return UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
+
+
+@pytest.fixture
+def web(engine: Engine, org: Organization) -> Registered:
+    """A first-party web app: no consent page."""
+    return register(engine, org)
+
+
+@pytest.fixture
+def browser(app: Any) -> Iterator[TestClient]:
+    with TestClient(app, follow_redirects=False) as browser:
+        yield browser
