@@ -31,7 +31,7 @@ from service.menus import create_menus_app
 from service.observe import RequestObserver
 from service.operations import DOCUMENT_PREFIX, create_operations_app, is_operations_path
 from service.problems import nothing_here, to_problem
-from service.ratelimit import RateLimiter
+from service.ratelimit import RateLimiter, StorageHealth, throttle_counters
 from service.routes import RouteTemplates
 from service.schema import require_current
 from service.settings import Settings
@@ -120,21 +120,27 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
     catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))
+    limit_storage = StorageHealth()  # the Redis of the rate limit and the sign-in throttle, as this process sees it
+    limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_storage, health=limit_storage)
     menus = create_menus_app(
         catalog=catalog,
         keys=ApiKeyStore(engine),
-        limiter=RateLimiter(settings.rate_limit_per_minute),
+        limiter=limiter,
         validate_responses=settings.validate_responses,
     )
     provider = Provider(
-        engine, Issuer(settings.issuer), lifetimes(settings), cursor_key=service_secret(engine, "directory-cursor-key")
+        engine,
+        Issuer(settings.issuer),
+        lifetimes(settings),
+        cursor_key=service_secret(engine, "directory-cursor-key"),
+        throttle_counters=throttle_counters(engine, settings.rate_limit_storage, limit_storage),
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
     dispatcher = Dispatcher(
         menus=menus,
         identity=identity,
-        operations=create_operations_app(Readiness(engine)),
+        operations=create_operations_app(Readiness(engine, limiter)),
         identity_path=provider.issuer.path,
         engine=engine,
         purge=provider.purger.purge,
