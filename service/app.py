@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -51,6 +51,7 @@ class Dispatcher:
     engine: Engine
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
+    on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -82,6 +83,8 @@ class Dispatcher:
                 stopping.set()
                 if housekeeping is not None:
                     await housekeeping  # a purge under way finishes first
+                if self.on_shutdown is not None:
+                    await self.on_shutdown()
                 self.engine.dispose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -145,6 +148,7 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
         engine=engine,
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
+        on_shutdown=limiter.aclose,
     )
     routes = RouteTemplates(
         [

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import redis.asyncio
 from limits import RateLimitItemPerSecond
 from limits.aio.strategies import MovingWindowRateLimiter as AsyncMovingWindow
 from limits.errors import StorageError
@@ -77,9 +78,18 @@ def sync_storage(url: str) -> Any:
     return storage_from_string(url, **redis_options())
 
 
-def async_storage(url: str) -> Any:
-    """The asyncio ``limits`` storage of a Redis ``url`` (the menus gate runs on the event loop), over redis-py."""
-    return storage_from_string("async+" + check_storage_url(url), implementation="redispy", **redis_options())
+def async_storage(url: str) -> tuple[Any, Any]:
+    """The asyncio ``limits`` storage of a Redis ``url`` (the menus gate runs on the event loop), over redis-py,
+    and its connection pool (ours, so that shutting down can close it)."""
+    url = check_storage_url(url)
+    options = redis_options()
+    pool = redis.asyncio.ConnectionPool.from_url(
+        url.replace("redis+unix://", "unix://"),
+        socket_timeout=options.pop("socket_timeout"),
+        socket_connect_timeout=options.pop("socket_connect_timeout"),
+    )
+    storage = storage_from_string("async+" + url, implementation="redispy", connection_pool=pool, **options)
+    return storage, pool
 
 
 class StorageHealth:
@@ -174,7 +184,11 @@ class RateLimiter:
         self._item = RateLimitItemPerSecond(per_minute, window_seconds)
         # In memory, the blocking strategy: it never waits, and the asyncio memory storage would start an
         # expiry task (and a thread hop) on nearly every request. Redis: the asyncio strategy.
-        self._storage = async_storage(storage) if self.shared else storage_from_string(MEMORY)
+        self._pool: Any = None
+        if self.shared:
+            self._storage, self._pool = async_storage(storage)
+        else:
+            self._storage = storage_from_string(MEMORY)
         self._memory = None if self.shared else MovingWindow(self._storage)
         self._redis = AsyncMovingWindow(self._storage) if self.shared else None
         self._ping_timeout = ping_timeout
@@ -199,6 +213,11 @@ class RateLimiter:
         reset = max(0, math.ceil(reset_at - time.time()))
         retry_after = 0 if allowed else max(1, reset)
         return Decision(allowed, self.limit, max(0, remaining), reset, retry_after)
+
+    async def aclose(self) -> None:
+        """Close the Redis connections (at shutdown)."""
+        if self._pool is not None:
+            await self._pool.disconnect()
 
     async def reachable(self) -> bool:
         """For ``/readyz``: True in memory; with Redis, whether it answers a ping within the timeout."""
