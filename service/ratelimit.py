@@ -31,6 +31,7 @@ from typing import Any
 
 import redis.asyncio
 from limits import RateLimitItemPerSecond
+from limits.aio.storage import RedisStorage as AsyncRedisStorage
 from limits.aio.strategies import MovingWindowRateLimiter as AsyncMovingWindow
 from limits.errors import StorageError
 from limits.storage import storage_from_string
@@ -88,7 +89,8 @@ def async_storage(url: str) -> tuple[Any, Any]:
         socket_timeout=options.pop("socket_timeout"),
         socket_connect_timeout=options.pop("socket_connect_timeout"),
     )
-    storage = storage_from_string("async+" + url, implementation="redispy", connection_pool=pool, **options)
+    options["connection_pool"] = pool  # typed as a plain option by limits; its redis-py bridge takes a pool
+    storage = AsyncRedisStorage("async+" + url, implementation="redispy", **options)
     return storage, pool
 
 
