@@ -12,9 +12,7 @@ DEFAULT_DATABASE_URL = f"sqlite:///{Path('var') / 'regional-menus.sqlite3'}"
 DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
 DEFAULT_PORT = 8000
 DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (in any 60-second moving window)
-# Where rate-limit windows and sign-in throttle counters live: memory:// (per process; the throttle then uses
-# the database) or redis://host:port/db (one limit for the whole deployment).
-DEFAULT_RATE_LIMIT_STORAGE = "memory://"
+DEFAULT_RATE_LIMIT_STORAGE = "memory://"  # rate-limit windows per process; redis://host:port/db: one for every node
 KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
 ACCESS_TOKEN_TTL = 600  # seconds an access token (and an ID token) is valid
 REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
