@@ -36,6 +36,10 @@ MENUS = {
     "s2": ("2. unique mix of filters, searches, cursor pages", "mix"),
     "s3": ("3. /v1/menus/regions/{slug}", "regions"),
 }
+REDIS_SCENARIOS = ("s1", "s2")  # run again with the rate limit in Redis, against the limit in process memory
+# API keys the load takes in turn, as many clients would: a moving window holds one entry per request of the
+# last minute, so one key taking every request would measure a window of hundreds of thousands of entries.
+KEYS = 16
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -47,7 +51,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--drivers", type=int, default=6, help="sign-in driver processes")
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"), help="default: SQLite")
-    parser.add_argument("--only", choices=["menus", "identity"], help="run one half only")
+    parser.add_argument("--only", choices=["menus", "identity", "redis"], help="run one part only")
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"),
+        help="the Redis database of the rate-limit scenarios (flushed before and after)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     for tool in ("wrk", "taskset"):
@@ -68,7 +77,8 @@ def main(argv: list[str] | None = None) -> None:
 def run(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
     started = time.time()
     workspace.cli("db", "upgrade")
-    api_key = workspace.cli("api-keys", "create", "--name", "bench")["key"]
+    api_keys = [workspace.cli("api-keys", "create", "--name", f"bench-{n}")["key"] for n in range(KEYS)]
+    keys_file = write_lines(workspace.folder / "keys.txt", api_keys)
     engine = make_engine(workspace.database_url)
     catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))  # the key the service will use
     engine.dispose()
@@ -97,11 +107,13 @@ def run(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
         "identity": {},
         "processes": {},
     }
-    if args.only != "identity":
+    if args.only in (None, "menus"):
         for config, workers, cpus in (("one worker, pinned", 1, ("0", "1")), ("two workers", 2, (None, None))):
-            results["menus"][config] = menus_runs(workspace, args, files, api_key, workers, cpus)
+            results["menus"][config] = menus_runs(workspace, args, files, api_keys[0], keys_file, workers, cpus)
             results["processes"][config] = results["menus"][config].pop("processes")
-    if args.only != "menus":
+    if args.only in (None, "redis"):
+        results["redis"] = redis_runs(workspace, args, files, api_keys[0], keys_file)
+    if args.only in (None, "identity"):
         results["identity"] = identity_runs(workspace, args)
         results["processes"]["two workers, identity"] = results["identity"].pop("processes")
     results["elapsed_seconds"] = round(time.time() - started, 1)
@@ -113,6 +125,7 @@ def menus_runs(
     args: argparse.Namespace,
     files: dict[str, list[Path]],
     api_key: str,
+    keys_file: Path,
     workers: int,
     cpus: tuple[str | None, str | None],
 ) -> dict[str, Any]:
@@ -153,9 +166,9 @@ def menus_runs(
                     seconds=seconds,
                     connections=args.connections,
                     threads=threads,
-                    headers=headers,
+                    headers={},
                     script="paths.lua",
-                    script_args=[str(path), str(threads)],
+                    script_args=[str(path), str(threads), str(keys_file)],
                     cpus=load_cpus,
                 )
 
@@ -173,6 +186,67 @@ def menus_runs(
             name: {"startup_seconds": round(server.startup_seconds, 3), "rss_mib": round(server.rss_mib(), 1)}
             for name, server in (("service", service), ("reference", reference))
         }
+    return out
+
+
+def redis_runs(
+    workspace: Workspace, args: argparse.Namespace, files: dict[str, list[Path]], api_key: str, keys_file: Path
+) -> dict[str, Any]:
+    """Scenarios 1 and 2, one worker pinned: the rate limit in Redis against the limit in process memory.
+
+    Both are the service; they differ only in ``MENUS_RATE_LIMIT_STORAGE``. Redis (at ``--redis-url``) is
+    not pinned: it shares the machine as it would a node. The ratio is Redis req/s ÷ memory req/s.
+    """
+    import redis
+
+    flush = redis.Redis.from_url(args.redis_url, socket_timeout=5)
+    flush.flushdb()
+    headers = {"Authorization": f"Bearer {api_key}"}
+    out: dict[str, Any] = {}
+    try:
+        with ExitStack() as stack:
+            servers = {}
+            for name, storage in (("redis", args.redis_url), ("memory", "memory://")):
+                port = free_port()
+                env = {**workspace.env(port), "MENUS_RATE_LIMIT_STORAGE": storage}
+                servers[name] = stack.enter_context(
+                    Server(
+                        f"service-limit-in-{name}",
+                        service_command(port, 1, "0"),
+                        port,
+                        env,
+                        workspace.folder,
+                        "/v1/menus/regions",
+                        headers,
+                    )
+                )
+            for scenario in REDIS_SCENARIOS:
+                kind = MENUS[scenario][1]
+
+                def load(server: Server, slice_number: int, seconds: float, kind: str = kind) -> Run:
+                    return wrk(
+                        server.url,
+                        seconds=seconds,
+                        connections=args.connections,
+                        threads=1,
+                        headers={},
+                        script="paths.lua",
+                        script_args=[str(files[kind][slice_number]), "1", str(keys_file)],
+                        cpus="1",
+                    )
+
+                for server in servers.values():
+                    load(server, 0, args.warmup)
+                runs: dict[str, list[dict[str, Any]]] = {"redis": [], "memory": []}
+                for repeat in range(1, args.repeats + 1):
+                    order = ("redis", "memory") if repeat % 2 else ("memory", "redis")
+                    for name in order:
+                        runs[name].append(load(servers[name], repeat, args.seconds).as_dict())
+                out[scenario] = summarise(runs, numerator="redis", denominator="memory")
+                print(f"[1 worker] {scenario}: {ratio_line(out[scenario], 'redis', 'memory')}", file=sys.stderr)
+    finally:
+        flush.flushdb()
+        flush.close()
     return out
 
 
@@ -258,8 +332,10 @@ def _client_credentials_token(url: str, headers: dict[str, str]) -> str:
         return str(json.load(response)["access_token"])
 
 
-def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Medians with min–max of each side, and of the per-repeat ratio service / reference."""
+def summarise(
+    runs: dict[str, list[dict[str, Any]]], numerator: str = "service", denominator: str = "reference"
+) -> dict[str, Any]:
+    """Medians with min–max of each side, and of the per-repeat ratio ``numerator`` / ``denominator``."""
     summary: dict[str, Any] = {"runs": runs}
     for name, side in runs.items():
         rates = [r["requests_per_second"] for r in side]
@@ -273,24 +349,24 @@ def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             "errors": sum(r["errors"] for r in side),
             "wrapped": sum(r["wrapped"] for r in side),
         }
-    if "reference" in runs:
+    if denominator in runs:
         ratios = [
             s["requests_per_second"] / r["requests_per_second"]
-            for s, r in zip(runs["service"], runs["reference"], strict=True)
+            for s, r in zip(runs[numerator], runs[denominator], strict=True)
         ]
         summary["ratio"] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
-    summary["median"] = summary["service"]["rps_median"]
-    summary["min"] = summary["service"]["rps_min"]
-    summary["max"] = summary["service"]["rps_max"]
+    summary["median"] = summary[numerator]["rps_median"]
+    summary["min"] = summary[numerator]["rps_min"]
+    summary["max"] = summary[numerator]["rps_max"]
     return summary
 
 
-def ratio_line(summary: dict[str, Any]) -> str:
+def ratio_line(summary: dict[str, Any], numerator: str = "service", denominator: str = "reference") -> str:
     ratio = summary["ratio"]
     return (
-        f"ratio {ratio['median']:.2f} ({ratio['min']:.2f}–{ratio['max']:.2f}), service "
-        f"{summary['service']['rps_median']:.0f}/s p99 {summary['service']['p99_ms_median']:.1f} ms, reference "
-        f"{summary['reference']['rps_median']:.0f}/s"
+        f"ratio {ratio['median']:.2f} ({ratio['min']:.2f}–{ratio['max']:.2f}), {numerator} "
+        f"{summary[numerator]['rps_median']:.0f}/s p99 {summary[numerator]['p99_ms_median']:.1f} ms, {denominator} "
+        f"{summary[denominator]['rps_median']:.0f}/s"
     )
 
 

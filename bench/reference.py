@@ -5,7 +5,7 @@ What it does on every request, and why that is the same work as the service:
 - the API key: the same ``ApiKeyStore.authenticate`` (one indexed SQL lookup of
   the key's SHA-256 on the same database; the service caches no key either, so a
   revoked key stops working at once in both);
-- the same per-key token bucket (``RateLimiter.take``), with its three headers;
+- the same per-key rate limit (``RateLimiter.take``, a moving window in memory), with its three headers;
 - strict validation by hand: unknown or repeated parameters, enums, integer
   ranges, lengths and patterns of ``/dishes`` as the contract states them;
 - filter a list of plain dicts loaded from the YAML files, page it by the
@@ -95,12 +95,12 @@ def create_reference(database_url: str, rate_limit: int) -> Starlette:
     cursors = CursorCodec(service_secret(engine, "menus-cursor-key"))
     dishes, regions = load(dataset_directory())
 
-    def authenticate(request: Request) -> tuple[Response | None, list[tuple[str, str]]]:
+    async def authenticate(request: Request) -> tuple[Response | None, list[tuple[str, str]]]:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         key_id = keys.authenticate(token.strip()) if scheme.lower() == "bearer" else None
         if key_id is None:
             return problem(401, "unauthorized", "bad key", {"WWW-Authenticate": 'Bearer realm="menus"'}), []
-        decision = limiter.take(key_id)
+        decision = await limiter.take(key_id)
         headers = [(k.decode(), v.decode()) for k, v in decision.headers()]
         if not decision.allowed:
             return problem(429, "rate_limited", "slow down", {"Retry-After": str(decision.retry_after)}), headers
@@ -113,7 +113,7 @@ def create_reference(database_url: str, rate_limit: int) -> Starlette:
         return Response(body, 200, headers, "application/json")
 
     async def list_dishes(request: Request) -> Response:
-        refused, rate_headers = authenticate(request)
+        refused, rate_headers = await authenticate(request)
         if refused is not None:
             return refused
         params: dict[str, str] = {}
@@ -172,7 +172,7 @@ def create_reference(database_url: str, rate_limit: int) -> Starlette:
         return ok({"data": [d["doc"] for d in page], "total": len(matches), "next_cursor": next_cursor}, rate_headers)
 
     async def get_region(request: Request) -> Response:
-        refused, rate_headers = authenticate(request)
+        refused, rate_headers = await authenticate(request)
         if refused is not None:
             return refused
         if request.scope["query_string"]:

@@ -10,6 +10,7 @@ from typing import Any
 RATIO_TARGETS = {"s1": 1.0, "s2": 0.45, "s3": None}
 RATE_TARGETS = {"s4": 1000, "s5": 2000, "s6": 25}
 P99_TARGET_MS = 10.0
+REDIS_RATIO_TARGET = 0.8  # issue 17: the rate limit in Redis at 0.8x the req/s of the limit in process memory
 TITLES = {
     "s1": "1. typical query, repeated",
     "s2": "2. unique mix: filters, searches, cursor pages",
@@ -79,6 +80,24 @@ def table(results: dict[str, Any]) -> str:
             f"| {TITLES[key]} | 2 | {_range(summary['min'], summary['median'], summary['max'], 0)}{extra} | – | – "
             f"| {p99} | ≥ {target}/s | {_met(summary['median'] >= target)} |"
         )
+    if results.get("redis"):
+        lines += [
+            "",
+            "| scenario, one worker pinned | limit in Redis req/s | limit in memory req/s | ratio median (min–max) "
+            "| p99 ms, Redis (memory) | target | verdict |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for key, summary in results["redis"].items():
+            shared, memory, ratio = summary["redis"], summary["memory"], summary["ratio"]
+            errors = shared["errors"] + memory["errors"]
+            note = f" ({errors} errors)" if errors else ""
+            lines.append(
+                f"| {TITLES[key]} | {_range(shared['rps_min'], shared['rps_median'], shared['rps_max'], 0)}"
+                f" | {_range(memory['rps_min'], memory['rps_median'], memory['rps_max'], 0)}"
+                f" | {_range(ratio['min'], ratio['median'], ratio['max'])}{note}"
+                f" | {shared['p99_ms_median']:.1f} ({memory['p99_ms_median']:.1f})"
+                f" | ≥ {REDIS_RATIO_TARGET:.2f}× | {_met(ratio['median'] >= REDIS_RATIO_TARGET)} |"
+            )
     lines += ["", "| process | workers | start-up to first 200 (s) | resident memory (MiB) |", "|---|---|---|---|"]
     for config, processes in results["processes"].items():
         for name, figures in processes.items():
@@ -118,13 +137,23 @@ def chart(results: dict[str, Any], path: Path) -> None:
             lows.append(ratio["median"] - ratio["min"])
             highs.append(ratio["max"] - ratio["median"])
             colours.append("tab:blue" if config.startswith("one") else "tab:cyan")
+    for key, summary in results.get("redis", {}).items():
+        ratio = summary["ratio"]
+        labels.append(f"{key}\nRedis")
+        medians.append(ratio["median"])
+        lows.append(ratio["median"] - ratio["min"])
+        highs.append(ratio["max"] - ratio["median"])
+        colours.append("tab:orange")
     left.bar(labels, medians, yerr=[lows, highs], color=colours, capsize=4)
     left.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     for key, wanted in RATIO_TARGETS.items():
         if wanted and f"{key}\n1w" in labels:
             x = labels.index(f"{key}\n1w")
             left.hlines(wanted, x - 0.4, x + 0.4, color="red", linewidth=2)
-    left.set_ylabel("service ÷ hand-written reference (req/s)")
+        if f"{key}\nRedis" in labels:
+            x = labels.index(f"{key}\nRedis")
+            left.hlines(REDIS_RATIO_TARGET, x - 0.4, x + 0.4, color="red", linewidth=2)
+    left.set_ylabel("service ÷ reference (Redis: limit in Redis ÷ in memory), req/s")
     left.set_title("Menus API: ratio to the reference (red: target)")
     identity = results.get("identity", {})
     if identity:

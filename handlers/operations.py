@@ -7,7 +7,7 @@ from service import metrics as counted
 from service.health import Readiness
 
 _OK = b'{"status":"ok"}'
-_READY = b'{"status":"ready"}'
+_STATUS = {"ready": b'{"status":"ready"}', "degraded": b'{"status":"degraded"}'}
 
 
 async def healthz() -> Response:
@@ -16,8 +16,8 @@ async def healthz() -> Response:
 
 async def readyz() -> Response:
     readiness: Readiness = scope["state"]["readiness"]
-    await readiness.check()  # raises the 503 problem when the database cannot be reached
-    return Response(_READY, media_type="application/json")
+    status = await readiness.check()  # raises the 503 problem when the database cannot be reached
+    return Response(_STATUS[status], media_type="application/json")
 
 
 async def metrics() -> Response:

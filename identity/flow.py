@@ -165,8 +165,9 @@ class SignInFlow:
         except Throttled as error:
             audit.record(audit.SIGN_IN, audit.FAILURE, reason="throttled", client_id=client.id)
             return Outcome(page=self._throttled(error))
-        user = self.users.authenticate(email, password)
+        user = self.users.authenticate(email, password)  # an unknown email pays for an Argon2 check too
         if user is None:
+            self.throttle.failed(email)
             account = self.users.account_id(email)
             reason = "wrong_password" if account else "unknown_account"
             audit.record(audit.SIGN_IN, audit.FAILURE, reason=reason, user_id=account, client_id=client.id)
@@ -191,7 +192,7 @@ class SignInFlow:
         if errors:
             return Outcome(page=self._sign_up_page(interaction, client, form, errors))
         try:
-            self.throttle.attempt(form.get("email"), browser.address)
+            self.throttle.signing_up(browser.address)  # never charges the account of an existing email
         except Throttled as error:
             audit.record(audit.SIGN_UP, audit.FAILURE, reason="throttled", client_id=client.id)
             return Outcome(page=self._throttled(error))

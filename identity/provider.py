@@ -26,7 +26,7 @@ from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.purge import Purger
 from identity.sessions import SessionStore
-from identity.throttle import SignInThrottle
+from identity.throttle import Counters, SignInThrottle, SqlCounters
 from identity.token_endpoint import TokenEndpoint
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.userinfo import UserInfo
@@ -43,7 +43,14 @@ class Lifetimes:
 
 
 class Provider:
-    def __init__(self, engine: Engine, issuer: Issuer, lifetimes: Lifetimes, cursor_key: bytes) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        issuer: Issuer,
+        lifetimes: Lifetimes,
+        cursor_key: bytes,
+        throttle_counters: Counters | None = None,  # the sign-in throttle's; the database's by default
+    ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine)
         self.users = UserStore(engine)
@@ -61,7 +68,7 @@ class Provider:
             consents=ConsentStore(engine),
             codes=self.codes,
             interactions=InteractionStore(engine),
-            throttle=SignInThrottle(engine),
+            throttle=SignInThrottle(throttle_counters or SqlCounters(engine)),
             interaction_ttl=lifetimes.interaction,
         )
         self.client_auth = ClientAuthenticator(engine, self.clients, issuer)

@@ -1,26 +1,46 @@
-"""Sign-in throttling: repeated failures slow an account and an address down.
+"""Sign-in throttling: guessing is slowed per network and per account, and nobody can lock a user out.
 
-Counters live in the state database, so every node sees the same ones. Every
-attempt is counted *before* the password is checked, in one atomic statement
-per counter, so concurrent guesses cannot all slip under the limit; a
-successful sign-in then takes its attempt back. Within a window an account may
-have ``account_limit`` failed attempts and an address ``address_limit``; past
-that, attempts are refused until the window ends, before any password is
-hashed. Emails are kept only as hashes here. Sign-ups count against their
-address like failures, so one address cannot create accounts without limit.
+Three counters, each over a window of ``WINDOW`` (15 minutes) from its first count:
 
-Behind a reverse proxy the address is the client's only when the proxy's
-``X-Forwarded-For`` is trusted (uvicorn's ``FORWARDED_ALLOW_IPS``); otherwise
-every client shares the proxy's address and its counter.
+- the **network** (``address``): an IPv4 address, or an IPv6 /64 (one host owns a whole /64 and could
+  rotate through it); an IPv4-mapped IPv6 address counts as its IPv4 address. Every sign-in and every
+  sign-up attempt counts, before anything else; past ``address_limit`` the attempt is refused at once,
+  before the account is looked at or charged. A successful sign-in takes its attempt back.
+- the **pair** (account, network): the attempts of one network at one account. Past ``account_limit``
+  that network is refused for that account; other networks are not.
+- the **account**: failed sign-ins from every network. At ``account_limit`` failures the account is
+  *guarded*: until the window ends, only a network that has made no attempt at it in the window is let
+  through, once (a failure there counts it as tried). The right password from a network without
+  failures still signs in: an attacker can slow the guessing at an account, never lock its owner out.
+
+Counts happen *before* the password is checked, each in one atomic statement, so concurrent guesses
+cannot all slip under a limit; the account is charged only once the password turned out wrong. An
+unknown email has the same counters as a known one (keyed by its hash), so throttling says nothing
+about which accounts exist. Sign-ups count against their network only: a sign-up with someone's
+email never charges their account.
+
+Bound: an attacker gets at most ``account_limit`` guesses at an account from each network, one more
+from each fresh network once the account is guarded, and ``address_limit`` attempts per network in
+all, per window.
+
+The counters live in the state database (every node sees the same ones) or, when
+``MENUS_RATE_LIMIT_STORAGE`` names a Redis server, in Redis, with the database as fallback while Redis
+cannot be reached. Behind a reverse proxy the address is the client's only when the proxy's
+``X-Forwarded-For`` is trusted (uvicorn's ``FORWARDED_ALLOW_IPS``); otherwise every client shares the
+proxy's address and its counter.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
+import time
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 import sqlalchemy as sa
+from limits.errors import StorageError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -28,60 +48,89 @@ from identity.clock import now, utc
 from identity.errors import Throttled
 from identity.tables import sign_in_failures
 
-ACCOUNT_LIMIT = 5  # failed sign-ins per account per window
-ADDRESS_LIMIT = 20  # failed sign-ins (and sign-ups) per client address per window
+ACCOUNT_LIMIT = 5  # failed sign-ins per account (and attempts per account from one network) per window
+ADDRESS_LIMIT = 20  # sign-in and sign-up attempts per network per window
 WINDOW = timedelta(minutes=15)
+IPV6_NETWORK = 64  # IPv6 addresses count by their /64: the smallest network one subscriber gets
+
+
+def network(address: str) -> str:
+    """The network an address counts for: IPv4 as is (also when IPv4-mapped), IPv6 by its /64."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])  # without an IPv6 zone (fe80::1%eth0)
+    except ValueError:
+        return address[:64]  # not an address ("unknown", a unix socket): counted as given
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, IPV6_NETWORK), strict=False))
+    return str(ip)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def account_key(email: str) -> str:
-    return "account:" + hashlib.sha256(email.strip().casefold().encode()).hexdigest()
+    return "account:" + _digest(email.strip().casefold())
 
 
 def address_key(address: str) -> str:
-    return "address:" + address[:64]
+    return "address:" + network(address)
 
 
-class SignInThrottle:
-    def __init__(self, engine: Engine, account_limit: int = ACCOUNT_LIMIT, address_limit: int = ADDRESS_LIMIT) -> None:
+def pair_key(email: str, address: str) -> str:
+    return "pair:" + _digest(email.strip().casefold() + "\n" + network(address))
+
+
+class Counters(Protocol):
+    """Counters that restart ``WINDOW`` after their first count."""
+
+    def add(self, key: str) -> tuple[int, int]:
+        """One more, atomically: the count and the whole seconds left in the window."""
+
+    def peek(self, key: str) -> tuple[int, int]:
+        """The count and seconds left, without counting (0, 0 when the window has passed)."""
+
+    def take_back(self, key: str) -> None:
+        """One less, never below zero."""
+
+    def clear(self, key: str) -> None: ...
+
+
+class SqlCounters:
+    """Counters in the state database's ``sign_in_failures`` table: shared by every node."""
+
+    def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._limits = {"account": account_limit, "address": address_limit}
 
-    def attempt(self, email: str, address: str) -> None:
-        """Count an attempt for the account and the address; raise ``Throttled`` past either limit."""
-        waits = [self._count(key) for key in (account_key(email), address_key(address))]
-        refused = [wait for wait in waits if wait is not None]
-        if refused:
-            raise Throttled(max(refused))
+    def add(self, key: str) -> tuple[int, int]:
+        at = now()
+        count, window_start = self._increment(key, at)
+        return count, _seconds_left(window_start, at)
 
-    def succeeded(self, email: str, address: str) -> None:
-        """A sign-in succeeded: clear the account's counter and take the address's attempt back."""
+    def peek(self, key: str) -> tuple[int, int]:
+        table, at = sign_in_failures, now()
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                sa.select(table.c.failures, table.c.window_start).where(
+                    table.c.key == key, table.c.window_start > at - WINDOW
+                )
+            ).first()
+        return (int(row.failures), _seconds_left(utc(row.window_start), at)) if row else (0, 0)
+
+    def take_back(self, key: str) -> None:
         table = sign_in_failures
         with self._engine.begin() as connection:
-            connection.execute(table.delete().where(table.c.key == account_key(email)))
             connection.execute(
-                table.update()
-                .where(table.c.key == address_key(address), table.c.failures > 0)
-                .values(failures=table.c.failures - 1)
+                table.update().where(table.c.key == key, table.c.failures > 0).values(failures=table.c.failures - 1)
             )
 
-    def signed_up(self, email: str) -> None:
-        """A sign-up succeeded: the new account starts clean; the address keeps the attempt."""
+    def clear(self, key: str) -> None:
         with self._engine.begin() as connection:
-            connection.execute(sign_in_failures.delete().where(sign_in_failures.c.key == account_key(email)))
+            connection.execute(sign_in_failures.delete().where(sign_in_failures.c.key == key))
 
-    def _count(self, key: str) -> int | None:
-        """One attempt more, atomically; the seconds to wait when the counter is past its limit, else None."""
-        limit = self._limits[key.split(":", 1)[0]]
-        at = now()
-        counted = self._increment(key, at)
-        if counted is None:
-            return None
-        failures, window_start = counted
-        if failures > limit:
-            return max(1, math.ceil((window_start + WINDOW - at).total_seconds()))
-        return None
-
-    def _increment(self, key: str, at: datetime) -> tuple[int, datetime] | None:
+    def _increment(self, key: str, at: datetime) -> tuple[int, datetime]:
         """Add one in a single UPDATE (restarting a window that has passed), or insert the first row."""
         table = sign_in_failures
         for _ in range(3):
@@ -107,4 +156,129 @@ class SignInThrottle:
                 return 1, at
             except IntegrityError:
                 continue  # another request inserted it first; count again
-        return None  # pragma: no cover - three lost races in a row
+        raise RuntimeError("the sign-in counter kept changing under three attempts")  # pragma: no cover
+
+
+def _seconds_left(window_start: datetime, at: datetime) -> int:
+    return max(1, math.ceil((window_start + WINDOW - at).total_seconds()))
+
+
+class StorageCounters:
+    """Counters in a ``limits`` storage (Redis: ``INCRBY`` and ``EXPIRE`` in one script), keyed under ``sign-in/``."""
+
+    def __init__(self, storage: Any) -> None:
+        self._storage = storage
+        self._expiry = int(WINDOW.total_seconds())
+
+    def add(self, key: str) -> tuple[int, int]:
+        count = int(self._storage.incr(_stored(key), self._expiry))
+        return count, self._left(key)
+
+    def peek(self, key: str) -> tuple[int, int]:
+        count = int(self._storage.get(_stored(key)))
+        return (count, self._left(key)) if count > 0 else (0, 0)
+
+    def take_back(self, key: str) -> None:
+        if int(self._storage.get(_stored(key))) > 0:
+            self._storage.incr(_stored(key), self._expiry, amount=-1)
+
+    def clear(self, key: str) -> None:
+        self._storage.clear(_stored(key))
+
+    def _left(self, key: str) -> int:
+        return max(1, math.ceil(float(self._storage.get_expiry(_stored(key))) - time.time()))
+
+
+def _stored(key: str) -> str:
+    return "sign-in/" + key
+
+
+class Outage(Protocol):
+    """What the service knows of its shared storage's health (``service.ratelimit.StorageHealth``)."""
+
+    def usable(self) -> bool: ...
+
+    def failed(self, error: Exception, use: str) -> None: ...
+
+    def recovered(self) -> None: ...
+
+
+class FallbackCounters:
+    """``shared`` counters (Redis), and ``fallback`` (the database) while they cannot be reached.
+
+    The throttle never fails open: while Redis is down the database counts, as it does without Redis.
+    """
+
+    def __init__(self, shared: Counters, fallback: Counters, health: Outage) -> None:
+        self._shared = shared
+        self._fallback = fallback
+        self._health = health
+
+    def add(self, key: str) -> tuple[int, int]:
+        return self._call("add", key)  # type: ignore[no-any-return]
+
+    def peek(self, key: str) -> tuple[int, int]:
+        return self._call("peek", key)  # type: ignore[no-any-return]
+
+    def take_back(self, key: str) -> None:
+        self._call("take_back", key)
+
+    def clear(self, key: str) -> None:
+        self._call("clear", key)
+
+    def _call(self, name: str, key: str) -> Any:
+        if self._health.usable():
+            try:
+                result = getattr(self._shared, name)(key)
+            except StorageError as error:
+                self._health.failed(error, "sign_in")
+            else:
+                self._health.recovered()
+                return result
+        return getattr(self._fallback, name)(key)
+
+
+class SignInThrottle:
+    def __init__(
+        self, counters: Counters | Engine, account_limit: int = ACCOUNT_LIMIT, address_limit: int = ADDRESS_LIMIT
+    ) -> None:
+        self._counters: Counters = SqlCounters(counters) if isinstance(counters, Engine) else counters
+        self.account_limit = account_limit
+        self.address_limit = address_limit
+
+    def attempt(self, email: str, address: str) -> None:
+        """Before a password is checked: raise ``Throttled`` when this network may not try this account now."""
+        self._charge_network(address)
+        tried, pair_left = self._counters.add(pair_key(email, address))
+        if tried > self.account_limit:
+            raise Throttled(pair_left)  # this network has had its guesses at this account
+        failures, account_left = self._counters.peek(account_key(email))
+        if failures >= self.account_limit and tried > 1:
+            # Guarded: only a network without attempts here in the window gets through (once).
+            raise Throttled(min(pair_left, account_left))
+
+    def failed(self, email: str) -> None:
+        """The password was wrong (or the account unknown): one failure more for the account."""
+        self._counters.add(account_key(email))
+
+    def succeeded(self, email: str, address: str) -> None:
+        """A sign-in succeeded: the network's tries at the account are forgotten and its attempt given back.
+
+        The account's failures stay until their window ends, so a guessing attacker's other networks stay
+        refused; the owner, whose network has no failures now, signs in.
+        """
+        self._counters.clear(pair_key(email, address))
+        self._counters.take_back(address_key(address))
+
+    def signing_up(self, address: str) -> None:
+        """A sign-up attempt counts against its network only (never against the account of its email)."""
+        self._charge_network(address)
+
+    def signed_up(self, email: str) -> None:
+        """A new account starts clean: guesses made at its email before it existed are forgotten."""
+        self._counters.clear(account_key(email))
+
+    def _charge_network(self, address: str) -> None:
+        attempts, left = self._counters.add(address_key(address))
+        if attempts > self.address_limit:
+            raise Throttled(left)

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -31,7 +31,7 @@ from service.menus import create_menus_app
 from service.observe import RequestObserver
 from service.operations import DOCUMENT_PREFIX, create_operations_app, is_operations_path
 from service.problems import nothing_here, to_problem
-from service.ratelimit import RateLimiter
+from service.ratelimit import RateLimiter, StorageHealth, throttle_counters
 from service.routes import RouteTemplates
 from service.schema import require_current
 from service.settings import Settings
@@ -51,6 +51,7 @@ class Dispatcher:
     engine: Engine
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
+    on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -82,6 +83,8 @@ class Dispatcher:
                 stopping.set()
                 if housekeeping is not None:
                     await housekeeping  # a purge under way finishes first
+                if self.on_shutdown is not None:
+                    await self.on_shutdown()
                 self.engine.dispose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -120,25 +123,32 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
     catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))
+    limit_storage = StorageHealth()  # the Redis of the rate limit and the sign-in throttle, as this process sees it
+    limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_storage, health=limit_storage)
     menus = create_menus_app(
         catalog=catalog,
         keys=ApiKeyStore(engine),
-        limiter=RateLimiter(settings.rate_limit_per_minute),
+        limiter=limiter,
         validate_responses=settings.validate_responses,
     )
     provider = Provider(
-        engine, Issuer(settings.issuer), lifetimes(settings), cursor_key=service_secret(engine, "directory-cursor-key")
+        engine,
+        Issuer(settings.issuer),
+        lifetimes(settings),
+        cursor_key=service_secret(engine, "directory-cursor-key"),
+        throttle_counters=throttle_counters(engine, settings.rate_limit_storage, limit_storage),
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
     dispatcher = Dispatcher(
         menus=menus,
         identity=identity,
-        operations=create_operations_app(Readiness(engine)),
+        operations=create_operations_app(Readiness(engine, limiter)),
         identity_path=provider.issuer.path,
         engine=engine,
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
+        on_shutdown=limiter.aclose,
     )
     routes = RouteTemplates(
         [

@@ -57,7 +57,7 @@ class MenusGate:
         if key_id is None:
             await send_problem(send, unauthorized(key_sent=b"authorization" in headers))
             return
-        decision = self.limiter.take(key_id)
+        decision = await self.limiter.take(key_id)
         if not decision.allowed:
             seconds = "second" if decision.retry_after == 1 else "seconds"
             problem = Problem(

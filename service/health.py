@@ -1,4 +1,4 @@
-"""Readiness: can this node reach its state database right now?"""
+"""Readiness: can this node reach its state database (and, when configured, its rate-limit Redis) right now?"""
 
 from __future__ import annotations
 
@@ -9,23 +9,29 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from service.problems import unavailable
+from service.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 READY_TIMEOUT = 3.0  # seconds a readiness probe waits for the database before answering 503
 
 
 class Readiness:
-    def __init__(self, engine: Engine, timeout: float = READY_TIMEOUT) -> None:
+    def __init__(self, engine: Engine, limiter: RateLimiter | None = None, timeout: float = READY_TIMEOUT) -> None:
         self.engine = engine
+        self.limiter = limiter
         self.timeout = timeout
 
-    async def check(self) -> None:
-        """Return when ``SELECT 1`` succeeds within ``timeout``; raise the 503 problem otherwise."""
+    async def check(self) -> str:
+        """``ready``, or ``degraded`` when the rate-limit Redis does not answer (the node still serves: the
+        menus API fails open); raise the 503 problem when ``SELECT 1`` does not succeed within ``timeout``."""
         try:
             await asyncio.wait_for(asyncio.to_thread(self._ping), self.timeout)
         except (TimeoutError, sa.exc.SQLAlchemyError) as error:
             log.warning("not ready: the database cannot be reached (%s)", type(error).__name__)
             raise unavailable() from None
+        if self.limiter is not None and not await self.limiter.reachable():
+            return "degraded"
+        return "ready"
 
     def _ping(self) -> None:
         with self.engine.connect() as connection:

@@ -11,7 +11,8 @@ from pathlib import Path
 DEFAULT_DATABASE_URL = f"sqlite:///{Path('var') / 'regional-menus.sqlite3'}"
 DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
 DEFAULT_PORT = 8000
-DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (token bucket capacity and refill)
+DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (in any 60-second moving window)
+DEFAULT_RATE_LIMIT_STORAGE = "memory://"  # rate-limit windows per process; redis://host:port/db: one for every node
 KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
 ACCESS_TOKEN_TTL = 600  # seconds an access token (and an ID token) is valid
 REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
@@ -26,6 +27,7 @@ class Settings:
     base_url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # public address of the menus API
     issuer: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # OpenID Connect issuer identifier
     rate_limit_per_minute: int = DEFAULT_RATE_LIMIT
+    rate_limit_storage: str = DEFAULT_RATE_LIMIT_STORAGE  # MENUS_RATE_LIMIT_STORAGE: memory:// or redis://…
     validate_responses: bool = False  # validate every response against the contract (on in tests)
     key_publish_delay: int = KEY_PUBLISH_DELAY
     access_token_ttl: int = ACCESS_TOKEN_TTL
@@ -44,6 +46,7 @@ class Settings:
             base_url=(env.get("MENUS_BASE_URL") or local).rstrip("/"),
             issuer=(env.get("MENUS_ISSUER") or local).rstrip("/"),
             rate_limit_per_minute=_whole(env, "MENUS_RATE_LIMIT", DEFAULT_RATE_LIMIT, minimum=1),
+            rate_limit_storage=check_storage_url(env.get("MENUS_RATE_LIMIT_STORAGE", "")),
             key_publish_delay=_whole(env, "MENUS_KEY_PUBLISH_DELAY", KEY_PUBLISH_DELAY, minimum=0),
             access_token_ttl=_whole(env, "MENUS_ACCESS_TOKEN_TTL", ACCESS_TOKEN_TTL, minimum=1),
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
@@ -53,6 +56,14 @@ class Settings:
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def check_storage_url(url: str) -> str:
+    """``memory://`` (also for an empty value) or a Redis URL; anything else is a configuration error."""
+    url = url.strip() or DEFAULT_RATE_LIMIT_STORAGE
+    if url != DEFAULT_RATE_LIMIT_STORAGE and not url.startswith(("redis://", "rediss://", "redis+unix://")):
+        raise ValueError("MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL")
+    return url
 
 
 def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:

@@ -17,7 +17,10 @@ from service.schema import upgrade
 from service.settings import Settings
 from tests.postgres import empty_every_table, throwaway_database
 
-pytest_plugins = ["tests.identity_fixtures"]  # org, user, web and browser for the identity API's tests
+pytest_plugins = [
+    "tests.identity_fixtures",  # org, user, web and browser for the identity API's tests
+    "tests.redis_db",  # redis_url: a Redis database of the test's own (per xdist worker)
+]
 
 CURSOR_KEY = b"k" * 32
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from urllib.parse import quote_plus
 
@@ -24,7 +23,6 @@ from identity.errors import (
     InvalidRequest,
     InvalidScope,
     RequestNotSupported,
-    Throttled,
     UnauthorizedClient,
     UnsupportedResponseType,
 )
@@ -36,7 +34,6 @@ from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
 from identity.sessions import SessionStore
 from identity.tables import authorization_codes, browser_sessions
-from identity.throttle import ACCOUNT_LIMIT, ADDRESS_LIMIT, SignInThrottle
 from identity.token_endpoint import single_values
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
@@ -312,63 +309,7 @@ def test_consent_covers_only_the_scopes_allowed(engine: Engine, client, org) -> 
     assert consents.covers(user.id, client[0].id, ["openid", "profile", "email"])
 
 
-# Throttling
-
-
-def test_account_is_throttled_after_repeated_failures_from_any_address(engine: Engine) -> None:
-    throttle = SignInThrottle(engine)
-    for attempt in range(ACCOUNT_LIMIT):
-        throttle.attempt("Ana@example.com", f"10.0.0.{attempt}")
-    with pytest.raises(Throttled) as raised:
-        throttle.attempt("ANA@example.com", "10.0.0.99")
-    assert 0 < raised.value.retry_after <= 15 * 60
-    throttle.attempt("bo@example.com", "10.0.0.98")  # another account is not affected
-
-
-def test_address_is_throttled_after_repeated_failures_for_any_account(engine: Engine) -> None:
-    throttle = SignInThrottle(engine)
-    for attempt in range(ADDRESS_LIMIT):
-        throttle.attempt(f"user{attempt}@example.com", "10.0.0.1")
-    with pytest.raises(Throttled):
-        throttle.attempt("new@example.com", "10.0.0.1")
-    throttle.attempt("new@example.com", "10.0.0.2")
-
-
-def test_attempts_are_counted_before_the_password_is_checked_so_concurrent_guesses_are_limited(
-    engine: Engine,
-) -> None:
-    throttle = SignInThrottle(engine)
-
-    def guess(number: int) -> bool:
-        try:
-            throttle.attempt("ana@example.com", f"10.0.1.{number}")
-        except Throttled:
-            return False
-        return True
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        allowed = list(pool.map(guess, range(40)))
-    assert allowed.count(True) == ACCOUNT_LIMIT
-
-
-def test_success_clears_the_account_counter_and_gives_the_address_its_attempt_back(engine: Engine) -> None:
-    throttle = SignInThrottle(engine, account_limit=2, address_limit=2)
-    throttle.attempt("ana@example.com", "10.0.0.1")
-    throttle.attempt("ana@example.com", "10.0.0.1")
-    throttle.succeeded("ana@example.com", "10.0.0.1")
-    throttle.attempt("ana@example.com", "10.0.0.1")  # the address had 2 attempts, one given back
-    with pytest.raises(Throttled):
-        throttle.attempt("bo@example.com", "10.0.0.1")
-
-
-def test_throttle_window_ends(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    throttle = SignInThrottle(engine)
-    for _ in range(ACCOUNT_LIMIT):
-        throttle.attempt("ana@example.com", "10.0.0.1")
-    later = clock.now() + timedelta(minutes=16)
-    monkeypatch.setattr("identity.throttle.now", lambda: later)
-    throttle.attempt("ana@example.com", "10.0.0.1")  # a new window starts at one attempt
-    throttle.attempt("ana@example.com", "10.0.0.1")
+# Throttling: tests/test_sign_in_throttle.py
 
 
 # Client authentication and token requests

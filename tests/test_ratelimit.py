@@ -1,59 +1,159 @@
-from service.ratelimit import RateLimiter
+"""The menus API's per-key rate limit (service/ratelimit.py): a moving window, in memory or in Redis, failing open."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from service import metrics
+from service.app import create_app
+from service.ratelimit import Decision, RateLimiter, StorageHealth
+from service.settings import Settings
+from tests.live import free_port
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+@pytest.fixture(params=["memory", "redis"])
+def storage(request: pytest.FixtureRequest) -> str:
+    return "memory://" if request.param == "memory" else str(request.getfixturevalue("redis_url"))
 
 
-def test_bucket_allows_the_limit_then_refuses() -> None:
-    limiter = RateLimiter(3, clock=Clock())
-    decisions = [limiter.take("k") for _ in range(4)]
+def take(limiter: RateLimiter, key: str, times: int = 1, *, close: bool = True) -> list[Decision]:
+    """``times`` requests of ``key``, on an event loop of their own (closing the limiter's connections after)."""
+
+    async def run() -> list[Decision]:
+        try:
+            return [await limiter.take(key) for _ in range(times)]
+        finally:
+            await limiter.aclose()
+
+    return asyncio.run(run())
+
+
+def test_window_allows_the_limit_then_refuses(storage: str) -> None:
+    decisions = take(RateLimiter(3, storage), "k", 4)
     assert [d.allowed for d in decisions] == [True, True, True, False]
     assert [d.remaining for d in decisions] == [2, 1, 0, 0]
+    assert all(d.limit == 3 for d in decisions)
 
 
-def test_refused_request_says_when_to_retry() -> None:
-    limiter = RateLimiter(60, clock=Clock())  # one token a second
-    for _ in range(60):
-        limiter.take("k")
-    refused = limiter.take("k")
-    assert not refused.allowed and refused.retry_after == 1
+def test_refused_request_says_when_to_retry(storage: str) -> None:
+    *_, refused = take(RateLimiter(2, storage), "k", 3)
+    assert not refused.allowed
+    assert 1 <= refused.retry_after <= 60
+    assert refused.reset == refused.retry_after  # the oldest request leaves the window then
 
 
-def test_bucket_refills_continuously() -> None:
-    clock = Clock()
-    limiter = RateLimiter(60, clock=clock)
-    for _ in range(60):
-        limiter.take("k")
-    clock.now += 2.0
-    assert limiter.take("k").allowed and limiter.take("k").allowed
-    assert not limiter.take("k").allowed
+def test_window_moves_and_admits_again(storage: str) -> None:
+    limiter = RateLimiter(2, storage, window_seconds=1)
+    assert [d.allowed for d in take(limiter, "k", 3)] == [True, True, False]
+    asyncio.run(asyncio.sleep(1.1))
+    assert take(limiter, "k")[0].allowed
 
 
-def test_reset_is_seconds_until_full() -> None:
-    clock = Clock()
-    limiter = RateLimiter(60, clock=clock)
-    for _ in range(30):
-        decision = limiter.take("k")
-    assert decision.reset == 30
+def test_keys_have_separate_windows(storage: str) -> None:
+    limiter = RateLimiter(1, storage)
+    assert take(limiter, "a")[0].allowed
+    assert take(limiter, "b")[0].allowed
+    assert not take(limiter, "a")[0].allowed
 
 
-def test_keys_have_separate_buckets() -> None:
-    limiter = RateLimiter(1, clock=Clock())
-    assert limiter.take("a").allowed
-    assert limiter.take("b").allowed
-    assert not limiter.take("a").allowed
+def test_two_limiters_on_one_redis_share_the_limit(redis_url: str) -> None:
+    """Two processes (or nodes) with the same MENUS_RATE_LIMIT_STORAGE count one window per key."""
+    first, second = RateLimiter(4, redis_url), RateLimiter(4, redis_url)
+    allowed = [d.allowed for limiter in (first, second, first, second, first, second) for d in take(limiter, "k")]
+    assert allowed == [True, True, True, True, False, False]
 
 
-def test_full_buckets_are_forgotten_when_memory_is_bounded() -> None:
-    clock = Clock()
-    limiter = RateLimiter(60, clock=clock, max_keys=2)
-    limiter.take("a")
-    limiter.take("b")
-    clock.now += 120
-    limiter.take("c")
-    assert len(limiter._buckets) == 1
+def test_unreachable_redis_fails_open_logs_once_and_counts(caplog: pytest.LogCaptureFixture) -> None:
+    errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    health = StorageHealth(retry_after=0)  # ask Redis again on every request: each one fails
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=health)  # nothing listens there
+    with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
+        decisions = take(limiter, "k", 3)
+    assert [d.allowed for d in decisions] == [True, True, True]  # over the limit of 1, and still answered
+    assert decisions[0].headers() == [
+        (b"ratelimit-limit", b"1"),
+        (b"ratelimit-remaining", b"1"),
+        (b"ratelimit-reset", b"0"),
+    ]
+    after = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    assert after == (errors or 0) + 3
+    assert len([r for r in caplog.records if "cannot be reached" in r.getMessage()]) == 1
+    assert health.down
+    assert not asyncio.run(limiter.reachable())
+
+
+def test_after_an_outage_requests_do_not_wait_for_redis_until_the_retry_time() -> None:
+    health = StorageHealth(retry_after=60)
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=health)
+    take(limiter, "k")
+    assert not health.usable()
+    errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    assert all(d.allowed for d in take(limiter, "k", 5))
+    after = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    assert after == errors  # not asked: no new error
+
+
+# Through the service
+
+
+@pytest.fixture
+def unreachable_redis_app(database_url: str, engine) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    settings = Settings(
+        database_url=database_url,
+        validate_responses=True,
+        rate_limit_per_minute=1,
+        rate_limit_storage=f"redis://127.0.0.1:{free_port()}/0",
+    )
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def test_menus_api_answers_and_readyz_says_degraded_while_redis_is_unreachable(
+    unreachable_redis_app: TestClient, api_key: str
+) -> None:
+    for _ in range(3):  # over the limit of one a minute: no limit while Redis is away
+        response = unreachable_redis_app.get("/v1/menus/regions", headers={"Authorization": f"Bearer {api_key}"})
+        assert response.status_code == 200
+        assert response.headers["ratelimit-limit"] == "1"
+    ready = unreachable_redis_app.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "degraded"}
+    scraped = unreachable_redis_app.get("/metrics").text
+    assert 'regional_menus_rate_limit_storage_errors_total{use="api_key"}' in scraped
+
+
+def test_readyz_says_ready_with_a_reachable_redis(database_url: str, engine, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(database_url=database_url, validate_responses=True, rate_limit_storage=redis_url)
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/readyz").json() == {"status": "ready"}
+
+
+def test_the_limit_in_redis_answers_429_with_retry_after(
+    database_url: str, engine, redis_url: str, api_key: str
+) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(
+        database_url=database_url, validate_responses=True, rate_limit_per_minute=2, rate_limit_storage=redis_url
+    )
+    headers = {"Authorization": f"Bearer {api_key}"}
+    with TestClient(create_app(settings)) as client:
+        statuses = [client.get("/v1/menus/regions", headers=headers) for _ in range(3)]
+    assert [r.status_code for r in statuses] == [200, 200, 429]
+    assert [r.headers["ratelimit-remaining"] for r in statuses] == ["1", "0", "0"]
+    refused = statuses[-1]
+    assert refused.json()["code"] == "rate_limited"
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+
+
+def test_rate_limit_storage_setting_takes_memory_or_redis_urls_only() -> None:
+    assert Settings.from_env({}).rate_limit_storage == "memory://"
+    assert (
+        Settings.from_env({"MENUS_RATE_LIMIT_STORAGE": "redis://cache:6379/2"}).rate_limit_storage
+        == "redis://cache:6379/2"
+    )
+    with pytest.raises(ValueError, match="MENUS_RATE_LIMIT_STORAGE"):
+        Settings.from_env({"MENUS_RATE_LIMIT_STORAGE": "memcached://cache:11211"})

@@ -1,5 +1,6 @@
--- GET the paths of a file in turn (wrk args: FILE THREADS). Thread k of n takes lines k, k+n, k+2n, ...
+-- GET the paths of a file in turn (wrk args: FILE THREADS [KEYS]). Thread k of n takes lines k, k+n, k+2n, ...
 -- so no two requests of a run are alike unless the file runs out; "WRAPPED n" counts the restarts.
+-- With KEYS (a file of API keys, one a line) each request takes the next key, as many clients would.
 local threads = {}
 local next_id = 0
 
@@ -17,6 +18,13 @@ function init(args)
   step = tonumber(args[2])
   wrapped = 0
   i = id + 1
+  keys = {}
+  if args[3] then
+    for line in io.lines(args[3]) do
+      keys[#keys + 1] = {Authorization = "Bearer " .. line}
+    end
+  end
+  k = id
 end
 
 function request()
@@ -26,6 +34,10 @@ function request()
   end
   local path = paths[i]
   i = i + step
+  if #keys > 0 then
+    k = k % #keys + 1
+    return wrk.format(nil, path, keys[k])
+  end
   return wrk.format(nil, path)
 end
 
