@@ -152,15 +152,16 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
             ("operations.yaml", "", DOCUMENT_PREFIX.rstrip("/")),
         ]
     )
-    cors = CrossOrigin(dispatcher, origins=settings.cors_origins, selected=cross_origin_paths(provider.issuer.path))
-    return RequestObserver(cors, routes)
+    return RequestObserver(dispatcher, routes)
 
 
-def documented(app: ASGIApp, settings: Settings, name: str, prefix: str, server_url: str) -> Documentation:
-    """``app`` behind its document ``name`` as written, served at ``{prefix}/openapi.json`` with ``server_url``."""
+def documented(app: ASGIApp, settings: Settings, name: str, prefix: str, server_url: str) -> ASGIApp:
+    """``app`` behind its document ``name`` as written (at ``{prefix}/openapi.json``, with ``server_url``) and CORS."""
     origin = "/".join(server_url.split("/", 3)[:3])
     document = ServedDocument.build(name, server_url)
-    return Documentation(app, prefix=prefix, document=document, enabled=settings.docs, api_origin=origin)
+    documentation = Documentation(app, prefix=prefix, document=document, enabled=settings.docs, api_origin=origin)
+    issuer_path = prefix if name == "identity.yaml" else None
+    return CrossOrigin(documentation, origins=settings.cors_origins, selected=cross_origin_paths(issuer_path))
 
 
 def lifetimes(settings: Settings) -> Lifetimes:

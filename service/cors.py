@@ -32,17 +32,18 @@ EXPOSE_HEADERS = (
 PREFLIGHT_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
 
 
-def cross_origin_paths(issuer_path: str) -> Callable[[str], bool]:
-    """The paths that answer CORS: everything under ``/v1``, the documents, discovery, JWKS and userinfo."""
-    exact = {
-        f"{issuer_path}/.well-known/openid-configuration",
-        f"{issuer_path}/jwks",
-        f"{issuer_path}/oauth2/userinfo",
-        f"{issuer_path}/openapi.json",
-        f"{issuer_path}/openapi.yaml",
-        "/ops/openapi.json",
-        "/ops/openapi.yaml",
-    }
+def cross_origin_paths(issuer_path: str | None) -> Callable[[str], bool]:
+    """The paths that answer CORS: everything under ``/v1``, the documents, and (given the issuer's path, for the
+    identity API) discovery, JWKS and userinfo."""
+    exact = {"/ops/openapi.json", "/ops/openapi.yaml"}
+    if issuer_path is not None:
+        exact = {
+            f"{issuer_path}/.well-known/openid-configuration",
+            f"{issuer_path}/jwks",
+            f"{issuer_path}/oauth2/userinfo",
+            f"{issuer_path}/openapi.json",
+            f"{issuer_path}/openapi.yaml",
+        }
 
     def answers_cors(path: str) -> bool:
         return path in exact or path == "/v1" or path.startswith("/v1/")
