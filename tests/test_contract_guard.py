@@ -9,7 +9,18 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.contract_guard import DIFF, DOCUMENTS, RELEASED, WORKING, check, compare, last_release, main, release
+from tools.contract_guard import (
+    DIFF,
+    DOCUMENTS,
+    RELEASED,
+    WORKING,
+    check,
+    compare,
+    last_release,
+    main,
+    parameter_breaks,
+    release,
+)
 
 pytestmark = pytest.mark.skipif(not DIFF.exists(), reason="run `npm ci` first: openapi-diff")
 
@@ -90,3 +101,40 @@ def test_release_keeps_every_document_and_never_overwrites_a_release(tmp_path: P
 def test_the_guard_command_exits_0_on_the_working_documents(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 0
     assert "menus.yaml: no breaking change since" in capsys.readouterr().out
+
+
+def working_menus() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((WORKING / "menus.yaml").read_text(encoding="utf-8"))
+    return document
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d["paths"]["/menus/regions"]["get"]["parameters"].append(
+            {"name": "kind", "in": "query", "required": True, "schema": {"type": "string"}}),
+         "request.parameter.required.add at paths./menus/regions.get.parameters.kind"),
+        (lambda d: d["components"]["schemas"]["Course"]["enum"].remove("rice"),
+         "request.parameter.enum.remove at paths./menus/dishes.get.parameters.course"),
+        (lambda d: d["components"]["parameters"]["maxSpice"]["schema"].update(maximum=4),
+         "request.parameter.maximum.narrow at paths./menus/dishes.get.parameters.max_spice"),
+        (lambda d: d["components"]["parameters"]["q"]["schema"].update(maxLength=50),
+         "request.parameter.maxLength.narrow at paths./menus/random.get.parameters.q"),
+        (lambda d: d["paths"]["/menus/regions"]["get"]["parameters"].pop(0),
+         "request.parameter.remove at paths./menus/regions.get.parameters.country"),
+    ],
+)  # fmt: skip
+def test_parameter_rules_made_stricter_are_breaking(change: Any, expected: str) -> None:
+    """openapi-diff does not look at parameters; the guard's own parameter check does."""
+    working = working_menus()
+    change(working)
+    assert expected in parameter_breaks(working_menus(), working)
+
+
+def test_parameter_rules_made_looser_are_not_breaking() -> None:
+    working = working_menus()
+    working["components"]["schemas"]["Course"]["enum"].append("brunch")
+    working["components"]["parameters"]["maxSpice"]["schema"].update(maximum=6)
+    working["paths"]["/menus/regions"]["get"]["parameters"].append({"name": "kind", "in": "query"})
+    working["paths"]["/menus/dishes"]["get"]["parameters"].pop()  # If-None-Match: an unknown header is ignored
+    assert parameter_breaks(working_menus(), working) == []

@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 
 from service.app import create_app
 from service.openapi import authored
+from service.routes import UNMATCHED, RouteTemplates
 from service.settings import Settings
 
 BASE_URL = "https://menus.example.com"
@@ -114,3 +115,10 @@ def test_docs_setting_reads_on_and_off_only() -> None:
     assert Settings.from_env({}).docs is True
     with pytest.raises(ValueError, match="MENUS_DOCS must be on or off"):
         Settings.from_env({"MENUS_DOCS": "no"})
+
+
+def test_both_forms_of_each_document_are_routes_of_their_own_for_metrics_and_logs() -> None:
+    routes = RouteTemplates([("menus.yaml", "/v1", "/v1"), ("operations.yaml", "", "/ops")])
+    for path in ("/v1/openapi.json", "/v1/openapi.yaml", "/ops/openapi.json", "/ops/openapi.yaml"):
+        assert routes.template(path) == path
+    assert routes.template("/v1/openapi.yml") == UNMATCHED

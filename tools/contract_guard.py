@@ -2,7 +2,8 @@
 
 Each release keeps its documents in ``openapi/released/<release>/`` (``release`` below copies them there). The
 guard compares every document of the last release with the working one using openapi-diff (Atlassian's
-OpenAPI diff tool, from npm, pinned in package-lock.json), and fails on a breaking change (an operation, a
+OpenAPI diff tool, from npm, pinned in package-lock.json; it does not look at the rules of parameters, so
+``parameter_breaks`` adds those), and fails on a breaking change (an operation, a
 parameter value or a response field taken away, a new required input, a narrower rule...) unless the working
 document's ``info.version`` went up a major version. ``tox -e lint`` runs it.
 
@@ -21,6 +22,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -88,11 +90,87 @@ def compare(released: Path, working: Path, diff: Path = DIFF) -> Verdict:
                 for d in change.get("sourceSpecEntityDetails", []) + change.get("destinationSpecEntityDetails", [])
             ]
             breaking.append(f"{change['code']} at {', '.join(dict.fromkeys(where)) or '?'}")
-    return Verdict(working.name, breaking, _version(released), _version(working))
+    old, new = _load(released), _load(working)
+    breaking += parameter_breaks(old, new)
+    return Verdict(working.name, breaking, str(old["info"]["version"]), str(new["info"]["version"]))
 
 
-def _version(document: Path) -> str:
-    return str(yaml.safe_load(document.read_text(encoding="utf-8"))["info"]["version"])
+def _load(document: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(document.read_text(encoding="utf-8"))
+    return loaded
+
+
+# openapi-diff 0.24 compares paths, operations, request bodies and responses, but not the rules of parameters;
+# these are the parameter changes that break a client that worked with the released document.
+_NARROWER = {"minimum": max, "minLength": max, "maximum": min, "maxLength": min}
+
+
+def parameter_breaks(released: dict[str, Any], working: dict[str, Any]) -> list[str]:
+    """Breaking changes to the parameters of operations in both documents (a removed operation is openapi-diff's).
+
+    A new required parameter; a query or path parameter taken away (the menus API's strict validation refuses an
+    unknown one); an enum where any value went, or an enum value taken away; a bound made narrower; a parameter
+    that became required.
+    """
+    found: list[str] = []
+    for path, item in released.get("paths", {}).items():
+        for method in _METHODS & set(item):
+            now = working.get("paths", {}).get(path, {}).get(method)
+            if now is None:
+                continue
+            where = f"paths.{path}.{method}.parameters"
+            before = _parameters(released, item, item[method])
+            after = _parameters(working, working["paths"][path], now)
+            for key, parameter in after.items():
+                if key not in before and parameter.get("required"):
+                    found.append(f"request.parameter.required.add at {where}.{key[1]}")
+            for key, parameter in before.items():
+                if key not in after:
+                    if key[0] in ("query", "path"):  # an unknown header or cookie is ignored
+                        found.append(f"request.parameter.remove at {where}.{key[1]}")
+                    continue
+                if after[key].get("required") and not parameter.get("required"):
+                    found.append(f"request.parameter.required.set at {where}.{key[1]}")
+                old = _schema(released, parameter.get("schema", {}))
+                new = _schema(working, after[key].get("schema", {}))
+                if "enum" in new and ("enum" not in old or not set(old["enum"]) <= set(new["enum"])):
+                    found.append(f"request.parameter.enum.remove at {where}.{key[1]}")
+                for bound, tighter in _NARROWER.items():
+                    if bound in new and (bound not in old or tighter(old[bound], new[bound]) != old[bound]):
+                        found.append(f"request.parameter.{bound}.narrow at {where}.{key[1]}")
+    return found
+
+
+_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+
+def _parameters(
+    document: dict[str, Any], item: dict[str, Any], operation: dict[str, Any]
+) -> dict[tuple[str, str], Any]:
+    """An operation's parameters (its path's first, the operation's over them), ``$ref`` resolved, by (in, name)."""
+    parameters = {}
+    for parameter in [*item.get("parameters", []), *operation.get("parameters", [])]:
+        resolved = _resolve(document, parameter)
+        parameters[(resolved["in"], resolved["name"])] = resolved
+    return parameters
+
+
+def _schema(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    resolved = _resolve(document, schema)
+    return (
+        resolved
+        if "allOf" not in resolved
+        else {k: v for part in resolved["allOf"] for k, v in _schema(document, part).items()}
+    )
+
+
+def _resolve(document: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        target: Any = document
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        node = target
+    return node
 
 
 def check(released: Path, working: Path = WORKING) -> list[Verdict]:
