@@ -23,12 +23,15 @@ from data.catalog import load_catalog
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from service.api_keys import ApiKeyStore
+from service.cors import CrossOrigin, cross_origin_paths
 from service.db import make_engine, service_secret
+from service.documentation import Documentation
 from service.gate import send_problem
 from service.health import Readiness
 from service.identity import create_identity_app
 from service.menus import create_menus_app
 from service.observe import RequestObserver
+from service.openapi import ServedDocument
 from service.operations import DOCUMENT_PREFIX, create_operations_app, is_operations_path
 from service.problems import nothing_here, to_problem
 from service.ratelimit import RateLimiter, StorageHealth, throttle_counters
@@ -141,9 +144,11 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
     dispatcher = Dispatcher(
-        menus=menus,
-        identity=identity,
-        operations=create_operations_app(Readiness(engine, limiter)),
+        menus=documented(menus, settings, "menus.yaml", "/v1", settings.base_url + "/v1"),
+        identity=documented(identity, settings, "identity.yaml", provider.issuer.path, settings.issuer),
+        operations=documented(
+            create_operations_app(Readiness(engine, limiter)), settings, "operations.yaml", "/ops", settings.base_url
+        ),
         identity_path=provider.issuer.path,
         engine=engine,
         purge=provider.purger.purge,
@@ -158,6 +163,15 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
         ]
     )
     return RequestObserver(dispatcher, routes)
+
+
+def documented(app: ASGIApp, settings: Settings, name: str, prefix: str, server_url: str) -> ASGIApp:
+    """``app`` behind its document ``name`` as written (at ``{prefix}/openapi.json``, with ``server_url``) and CORS."""
+    origin = "/".join(server_url.split("/", 3)[:3])
+    document = ServedDocument.build(name, server_url)
+    documentation = Documentation(app, prefix=prefix, document=document, enabled=settings.docs, api_origin=origin)
+    issuer_path = prefix if name == "identity.yaml" else None
+    return CrossOrigin(documentation, origins=settings.cors_origins, selected=cross_origin_paths(issuer_path))
 
 
 def lifetimes(settings: Settings) -> Lifetimes:

@@ -24,6 +24,7 @@ from service.problems import Problem, nothing_here, unauthorized
 from service.ratelimit import Decision, RateLimiter
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
+NO_STORE = (b"cache-control", b"no-store")  # /random: a cache must never replay a random pick
 IF_NONE_MATCH_MAX = 1024  # the contract's maxLength of If-None-Match: longer ones must still reach validation
 
 
@@ -46,6 +47,7 @@ class MenusGate:
         self.answers = answers if answers is not None else AnswerCache()
         self.prefix = prefix
         self.if_none_match_max = if_none_match_max
+        self.random = prefix + "/random"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
@@ -55,7 +57,7 @@ class MenusGate:
         token = _bearer_token(headers.get(b"authorization"))
         key_id = self.keys.authenticate(token) if token else None  # a database error becomes 503 in _guarded
         if key_id is None:
-            await send_problem(send, unauthorized(key_sent=b"authorization" in headers))
+            await send_problem(send, unauthorized(_scheme(headers.get(b"authorization"))))
             return
         decision = await self.limiter.take(key_id)
         if not decision.allowed:
@@ -81,6 +83,9 @@ class MenusGate:
                 await send_ok(send, answer, decision, if_none_match)
                 return
         scope.setdefault("state", {})["catalog"] = self.catalog
+        if scope["path"] == self.random:
+            await self.app(scope, receive, _Caching(send, decision, None, no_store=True))
+            return
         store = self.answers if key is not None else None
         await self.app(scope, receive, _Caching(send, decision, if_none_match, store, key))
 
@@ -96,7 +101,8 @@ class MenusGate:
 class _Caching:
     """Wraps ``send``: adds rate-limit headers to every answer, ETag and caching to 200s, and 304s.
 
-    A 200 is kept in ``store`` under ``key`` when both are given.
+    A 200 is kept in ``store`` under ``key`` when both are given. With ``no_store`` a 200 goes out as it
+    comes, with ``Cache-Control: no-store`` and without an ETag.
     """
 
     def __init__(
@@ -106,8 +112,11 @@ class _Caching:
         if_none_match: bytes | None,
         store: AnswerCache | None = None,
         key: CacheKey | None = None,
+        *,
+        no_store: bool = False,
     ) -> None:
         self.send = send
+        self.no_store = no_store
         self.decision = decision
         self.if_none_match = if_none_match
         self.store = store
@@ -117,10 +126,11 @@ class _Caching:
 
     async def __call__(self, message: Message) -> None:
         if message["type"] == "http.response.start":
-            if message["status"] == 200:
+            if message["status"] == 200 and not self.no_store:
                 self.start = message
                 return
-            message = {**message, "headers": list(message.get("headers", [])) + self.decision.headers()}
+            extra = [NO_STORE] if message["status"] == 200 else []  # no_store: no ETag, never a 304
+            message = {**message, "headers": list(message.get("headers", [])) + self.decision.headers() + extra}
         elif message["type"] == "http.response.body" and self.start is not None:
             self.body.append(message.get("body", b""))
             if message.get("more_body", False):
@@ -173,6 +183,13 @@ def _bearer_token(value: bytes | None) -> str | None:
     scheme, _, token = value.decode("latin-1").strip().partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
+
+
+def _scheme(value: bytes | None) -> str | None:
+    """The authentication scheme of an ``Authorization`` header, lower case; None without one."""
+    if not value or not value.strip():
+        return None
+    return value.decode("latin-1").strip().partition(" ")[0].lower()
 
 
 def _matches(if_none_match: bytes, etag: bytes) -> bool:

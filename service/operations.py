@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from service.health import Readiness
 from service.openapi import declared_methods, spec_path
 from service.problems import connexion_handler
+from service.validation import ContractParameterValidator
 
 PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # what the dispatcher sends here, with everything under /ops/
 DOCUMENT_PREFIX = "/ops/"
@@ -27,6 +28,7 @@ def create_operations_app(readiness: Readiness) -> ASGIApp:
         spec_path("operations.yaml"),
         base_path="",
         strict_validation=True,
+        validator_map={"parameter": ContractParameterValidator},  # the menus API's voice for parameter errors
         swagger_ui_options=SwaggerUIOptions(spec_path="/ops/openapi.json", swagger_ui_path="/ops/ui"),
     )
     handler = connexion_handler(declared_methods("operations.yaml", ""))

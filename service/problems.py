@@ -87,13 +87,24 @@ def invalid_parameters(errors: Iterable[tuple[str, str]]) -> Problem:
     return Problem(400, "invalid_parameter", detail, invalid_params=errors)
 
 
-def unauthorized(key_sent: bool) -> Problem:
-    if key_sent:
+def unauthorized(scheme: str | None) -> Problem:
+    """401 for the menus API; ``scheme`` is the one the request used (lower case), None when it sent none.
+
+    RFC 6750 §3.1: ``error="invalid_token"`` only when a bearer token was sent and refused; a request
+    without credentials, or with another scheme (Basic…), gets the bare challenge.
+    """
+    if scheme == "bearer":
         challenge = 'Bearer realm="menus", error="invalid_token"'
         detail = "The API key is malformed, unknown or revoked."
-    else:
+    elif scheme is None:
         challenge = 'Bearer realm="menus"'
         detail = "This API needs an API key: send 'Authorization: Bearer <API_KEY>'."
+    else:
+        challenge = 'Bearer realm="menus"'
+        detail = (
+            f"This API takes an API key in the Bearer scheme, not {scheme[:20]!r}: "
+            "send 'Authorization: Bearer <API_KEY>'."
+        )
     return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": challenge})
 
 

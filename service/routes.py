@@ -34,7 +34,8 @@ class RouteTemplates:
                     self._patterns.append((re.compile(regex), full))
                 else:
                     self._exact[full] = full
-            self._exact[f"{document_prefix}/openapi.json"] = f"{document_prefix}/openapi.json"
+            for document_path in (f"{document_prefix}/openapi.json", f"{document_prefix}/openapi.yaml"):
+                self._exact[document_path] = document_path
             self._prefixes.append((f"{document_prefix}/ui", f"{document_prefix}/ui/"))
         self.template = lru_cache(maxsize=CACHED_PATHS)(self._template)
 

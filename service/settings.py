@@ -19,6 +19,7 @@ REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
 SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentials are asked again
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
 PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more (identity/purge.py); 0: never
+CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/cors.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,8 @@ class Settings:
     session_ttl: int = SESSION_TTL
     interaction_ttl: int = INTERACTION_TTL
     purge_interval: int = PURGE_INTERVAL
+    cors_origins: tuple[str, ...] = CORS_ORIGINS
+    docs: bool = True  # serve the OpenAPI documents and Swagger UI (MENUS_DOCS=off: every one is 404)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -52,6 +55,8 @@ class Settings:
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
             session_ttl=_whole(env, "MENUS_SESSION_TTL", SESSION_TTL, minimum=60),
             purge_interval=_whole(env, "MENUS_PURGE_INTERVAL", PURGE_INTERVAL, minimum=0),
+            cors_origins=_origins(env.get("MENUS_CORS_ORIGINS", ",".join(CORS_ORIGINS))),
+            docs=_switch(env, "MENUS_DOCS", default=True),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -71,3 +76,20 @@ def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int
     if not value.isascii() or not value.isdigit() or int(value) < minimum:
         raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
     return int(value)
+
+
+def _origins(value: str) -> tuple[str, ...]:
+    """``MENUS_CORS_ORIGINS``: ``*``, or origins separated by commas or spaces (``https://a.example``); empty: none."""
+    origins = tuple(origin.rstrip("/") for origin in value.replace(",", " ").split())
+    for origin in origins:
+        scheme, _, rest = origin.partition("://")
+        if origin != "*" and (scheme not in ("http", "https") or not rest or "/" in rest):
+            raise ValueError(f"MENUS_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) or *")
+    return origins
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    value = env.get(name, "on" if default else "off").strip().lower()
+    if value not in ("on", "off"):
+        raise ValueError(f"{name} must be on or off, got {value!r}")
+    return value == "on"

@@ -3,7 +3,10 @@
 Replaces Connexion's parameter validator (which builds a fresh JSON Schema
 validator for every parameter of every request and reports no parameter name)
 with one that compiles each parameter's schema once, reports every invalid
-parameter by name, and refuses repeated and unknown query parameters.
+parameter of a request at once, by name and in words (an enum refusal lists the
+allowed values, a pattern refusal says what the value must look like), and
+refuses repeated and unknown query parameters. The menus and operations APIs
+both use it: one voice for every parameter error.
 
 Each simple schema (a string or integer with bounds, an enum, a pattern) is
 also compiled into a plain Python check that accepts exactly what it can prove
@@ -33,7 +36,7 @@ from connexion.middleware.response_validation import (
 from connexion.operations import AbstractOperation
 from connexion.validators.parameter import ParameterValidator
 from jsonschema import Draft4Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 
 from service.problems import invalid_parameters
 
@@ -95,6 +98,12 @@ class _Compiled:
     def __init__(self, parameters: dict[str, list[dict[str, Any]]]) -> None:
         query = parameters.get("query", [])
         self.declared = frozenset(param["name"] for param in query)
+        names = ", ".join(param["name"] for param in query)
+        self.unknown = (
+            f"not a parameter of this operation; it takes {names}"
+            if names
+            else "not a parameter of this operation, which takes none"
+        )
         self.integers = frozenset(p["name"] for p in query if p.get("schema", p).get("type") == "integer")
         # Typing query values from our own parse is exact only when every query parameter is a plain scalar.
         self.plain_query = all(p.get("schema", p).get("type") in ("string", "integer") for p in query)
@@ -134,12 +143,11 @@ class ContractParameterValidator(ParameterValidator):
             if name in seen and name in declared:
                 errors.append((name, "sent more than once; send it once"))
             elif self.strict_validation and name not in declared and name not in seen:
-                errors.append((name, "not a parameter of this operation"))
+                errors.append((name, rules.unknown))
             elif name in integers and not _INTEGER.fullmatch(raw):
-                errors.append((name, f"{raw[:40]!r} is not a whole number"))
+                errors.append((name, f"{_shown(raw)} is not a whole number"))
             seen[name] = int(raw) if name in integers and _INTEGER.fullmatch(raw) else raw
-        if errors:
-            raise invalid_parameters(errors)
+        reported = {name for name, _ in errors}  # each parameter once, with its first fault
 
         sources = {
             "query": seen if rules.plain_query else request.query_params,
@@ -153,6 +161,8 @@ class ContractParameterValidator(ParameterValidator):
                 continue
             for param in params:
                 name = param["name"]
+                if name in reported:
+                    continue
                 value = values.get(name.replace("-", "_") if where == "path" else name)
                 if value is None:
                     if param.get("required"):
@@ -163,7 +173,7 @@ class ContractParameterValidator(ParameterValidator):
                     continue
                 error = best_match(_validator(param).iter_errors(value))
                 if error is not None:
-                    errors.append((name, _reason(error.message)))
+                    errors.append((name, reason(error)))
         if errors:
             raise invalid_parameters(errors)
         if rules.plain_query:
@@ -181,11 +191,42 @@ def _arguments(rules: _Compiled, query: dict[str, Any], path: dict[str, Any]) ->
     return arguments
 
 
-def _reason(message: str) -> str:
-    """Shorten jsonschema's enum message, which would list every allowed value."""
-    if " is not one of " in message:
-        return message.split(" is not one of ", 1)[0] + " is not one of the allowed values"
-    return message
+# What each pattern of the contracts means, in words: a refusal names the rule, not a regular expression.
+PATTERN_WORDS = {
+    "^[a-z0-9]+(-[a-z0-9]+)*$": (
+        "is not a slug: lower-case letters a-z and digits, in words joined by single hyphens (like creme-brulee)"
+    ),
+    "^[A-Za-z]{2}$": "is not a two-letter country code (like IN or fr)",
+    "^[A-Z]{2}$": "is not a two-letter upper-case country code (like IN)",
+    "\\S": "has nothing but white space; send at least one search term",
+    "^[A-Za-z0-9_-]+$": "is not a cursor: send a next_cursor back exactly as it came",
+}
+_TYPE_WORDS = {"integer": "a whole number", "string": "a string", "number": "a number", "boolean": "true or false"}
+
+
+def reason(error: ValidationError) -> str:
+    """jsonschema's refusal of one value, in the contract's words: an enum names its values, a pattern its rule."""
+    value, rule = error.instance, error.validator_value
+    if error.validator == "enum":
+        return f"{_shown(value)} is not one of: {', '.join(str(allowed) for allowed in rule)}"
+    if error.validator == "pattern":
+        return f"{_shown(value)} {PATTERN_WORDS.get(rule, f'does not have the required form ({rule})')}"
+    if error.validator == "minLength":
+        return f"{_shown(value)} is too short: at least {rule} character{'s' if rule != 1 else ''}"
+    if error.validator == "maxLength":
+        return f"{_shown(value)} is too long: at most {rule} characters"
+    if error.validator == "minimum":
+        return f"{_shown(value)} is less than the minimum of {rule}"
+    if error.validator == "maximum":
+        return f"{_shown(value)} is greater than the maximum of {rule}"
+    if error.validator == "type" and isinstance(rule, str):
+        return f"{_shown(value)} is not {_TYPE_WORDS.get(rule, rule)}"
+    return str(error.message)
+
+
+def _shown(value: Any) -> str:
+    """A value as quoted in a message: at most 40 characters of what the client sent."""
+    return repr(value[:40] + "…" if len(value) > 40 else value) if isinstance(value, str) else repr(value)
 
 
 # Response headers that the gate adds outside Connexion, after response validation has run.

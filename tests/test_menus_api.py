@@ -175,7 +175,7 @@ def test_missing_key_is_401_with_bearer_challenge(anonymous: TestClient) -> None
     assert response.headers["www-authenticate"] == 'Bearer realm="menus"'
 
 
-@pytest.mark.parametrize("value", ["Bearer rmk_" + "A" * 43, "Bearer nonsense", "Basic dXNlcjpwYXNz", "Bearer"])
+@pytest.mark.parametrize("value", ["Bearer rmk_" + "A" * 43, "Bearer nonsense", "Bearer"])
 def test_wrong_key_is_401_invalid_token(anonymous: TestClient, value: str) -> None:
     response = anonymous.get("/v1/menus/regions", headers={"Authorization": value})
     problem(response, 401, "unauthorized")

@@ -52,8 +52,9 @@ def run_schemathesis(
     command = [schemathesis(), *(["--config-file", config] if config else []), "run", url, *options,
                "--checks", "all", "-n", examples, "--generation-deterministic",
                "--report", "junit", "--report-dir", report_dir]  # fmt: skip
+    hooks = {"SCHEMATHESIS_HOOKS": "tests.schemathesis_hooks"}  # text/html pages validated as strings
     return subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}
+        command, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, **hooks, **(env or {})}
     )
 
 

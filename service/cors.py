@@ -1,0 +1,73 @@
+"""Cross-origin access (CORS) for the public, read-only endpoints, with Starlette's ``CORSMiddleware``.
+
+A browser page on another origin (a hosted Swagger UI or Redoc, a browser app, a JavaScript SDK) may
+call the menus API, read the three OpenAPI documents, and read discovery, the JWKS and userinfo. The
+token, introspection, revocation, directory and page endpoints never answer CORS: they take client
+credentials or cookies, and a browser on another origin has no business sending either.
+
+Preflights are answered here, before the menus API's key check (a browser never sends credentials on
+a preflight, Fetch §4.8). No cookies are involved: ``Authorization`` is allowed as a request header,
+and credentials mode is off, so ``Access-Control-Allow-Origin`` may be ``*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+ALLOW_METHODS = ("GET", "HEAD", "POST")  # POST: userinfo (OpenID Connect Core §5.3.1)
+ALLOW_HEADERS = ("Authorization", "If-None-Match", "X-Request-ID")
+EXPOSE_HEADERS = (
+    "ETag",
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "Retry-After",
+    "X-Request-ID",
+    "WWW-Authenticate",
+    "Allow",
+)
+PREFLIGHT_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
+
+
+def cross_origin_paths(issuer_path: str | None) -> Callable[[str], bool]:
+    """The paths that answer CORS: everything under ``/v1``, the documents, and (given the issuer's path, for the
+    identity API) discovery, JWKS and userinfo."""
+    exact = {"/ops/openapi.json", "/ops/openapi.yaml"}
+    if issuer_path is not None:
+        exact = {
+            f"{issuer_path}/.well-known/openid-configuration",
+            f"{issuer_path}/jwks",
+            f"{issuer_path}/oauth2/userinfo",
+            f"{issuer_path}/openapi.json",
+            f"{issuer_path}/openapi.yaml",
+        }
+
+    def answers_cors(path: str) -> bool:
+        return path in exact or path == "/v1" or path.startswith("/v1/")
+
+    return answers_cors
+
+
+class CrossOrigin:
+    """Sends the requests to ``selected`` paths through ``CORSMiddleware``; the others reach ``app`` untouched."""
+
+    def __init__(self, app: ASGIApp, *, origins: Sequence[str], selected: Callable[[str], bool]) -> None:
+        self.app = app
+        self.selected = selected
+        self.cors = CORSMiddleware(
+            app,
+            allow_origins=list(origins),
+            allow_methods=ALLOW_METHODS,
+            allow_headers=ALLOW_HEADERS,
+            expose_headers=EXPOSE_HEADERS,
+            max_age=PREFLIGHT_MAX_AGE,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.selected(scope["path"]):
+            await self.cors(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
