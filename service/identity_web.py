@@ -138,7 +138,7 @@ def outcome(result: Outcome, issuer: Issuer) -> Response:
             path=issuer.cookie_path,
             secure=issuer.secure,
             httponly=True,
-            samesite="Lax",
+            samesite="Lax",  # type: ignore[arg-type]  # its usual spelling; Starlette takes any case
         )
     return response
 

@@ -13,8 +13,9 @@ from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from service.contracts import specification
 from service.health import Readiness
-from service.openapi import declared_methods, spec_path
+from service.openapi import declared_methods
 from service.problems import connexion_handler
 
 PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # what the dispatcher sends here, with everything under /ops/
@@ -24,7 +25,7 @@ DOCUMENT_PREFIX = "/ops/"
 def create_operations_app(readiness: Readiness) -> ASGIApp:
     app = connexion.AsyncApp(__name__)
     app.add_api(
-        spec_path("operations.yaml"),
+        specification("operations.yaml"),
         base_path="",
         strict_validation=True,
         swagger_ui_options=SwaggerUIOptions(spec_path="/ops/openapi.json", swagger_ui_path="/ops/ui"),

@@ -1,15 +1,23 @@
-"""Fixtures chain settings → store → app → client."""
+"""Fixtures chain settings → store → app → client.
+
+Every fixture is safe under pytest-xdist: databases live in each test's ``tmp_path`` or are throw-away
+PostgreSQL databases with random names, servers take free ports, and each worker has its own Redis
+database number (``redis_url``).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog, load_catalog
+from identity import passwords
 from service.api_keys import ApiKeyStore
 from service.app import create_app
 from service.db import make_engine
@@ -20,6 +28,53 @@ from tests.postgres import empty_every_table, throwaway_database
 pytest_plugins = ["tests.identity_fixtures"]  # org, user, web and browser for the identity API's tests
 
 CURSOR_KEY = b"k" * 32
+# Argon2id at its lowest cost: the tests that are not about hashing sign in thousands of times. A hash made
+# with it still verifies as any Argon2id hash does (its parameters are in the hash itself).
+FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+PRODUCTION_HASHING = (passwords._hasher, passwords._DUMMY_HASH)  # as the module made them, before any patch
+REDIS_SERVER = os.environ.get("MENUS_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing() -> Iterator[None]:
+    """Every test in this process hashes passwords at the lowest cost, unless it asks for
+    ``production_password_hashing``. Servers the tests start (``tests/live.py``) keep the real parameters."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(passwords, "_hasher", FAST_HASHER)
+        patch.setattr(passwords, "_DUMMY_HASH", FAST_HASHER.hash("not a real password"))
+        yield
+
+
+@pytest.fixture
+def production_password_hashing(monkeypatch: pytest.MonkeyPatch) -> PasswordHasher:
+    """The module's own hasher (OWASP's parameters) for the tests about hashing itself."""
+    hasher, dummy = PRODUCTION_HASHING
+    monkeypatch.setattr(passwords, "_hasher", hasher)
+    monkeypatch.setattr(passwords, "_DUMMY_HASH", dummy)
+    return hasher
+
+
+@pytest.fixture(scope="session")
+def redis_db(worker_id: str) -> int:
+    """This xdist worker's own Redis database number (1 for the main process or gw0, 2 for gw1, …; 0 is left
+    alone), so that workers never see each other's keys."""
+    return 1 if worker_id == "master" else 1 + int(worker_id.removeprefix("gw"))
+
+
+@pytest.fixture
+def redis_url(redis_db: int) -> str:
+    """A Redis URL on this worker's database, emptied before the test (``MENUS_TEST_REDIS_URL`` names the server)."""
+    import redis
+
+    url = f"{REDIS_SERVER}/{redis_db}"
+    connection = redis.Redis.from_url(url)
+    try:
+        connection.flushdb()
+    except redis.exceptions.ConnectionError as error:
+        pytest.fail(f"Redis at {REDIS_SERVER} cannot be reached ({error}); the Redis tests need it")
+    finally:
+        connection.close()
+    return url
 
 
 @pytest.fixture(scope="session")
@@ -75,8 +130,8 @@ def api_key(keys: ApiKeyStore) -> str:
 
 
 @pytest.fixture
-def app(settings: Settings, engine: Engine):  # type: ignore[no-untyped-def]
-    return create_app(settings)
+def app(settings: Settings, engine: Engine, catalog: Catalog):  # type: ignore[no-untyped-def]
+    return create_app(settings, catalog=catalog)  # the dataset loaded once per process, keyed by this database
 
 
 @pytest.fixture
