@@ -8,10 +8,12 @@ database number (``redis_url``).
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
@@ -111,10 +113,26 @@ def settings(database_url: str) -> Settings:
     return Settings(database_url=database_url, validate_responses=True)
 
 
-@pytest.fixture
-def engine(settings: Settings) -> Iterator[Engine]:
-    engine = make_engine(settings.database_url)
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An SQLite database at the current schema, made once per process: a test's own database starts as a
+    copy of it (running every migration takes about 0.2 s; copying the file, a millisecond)."""
+    path = tmp_path_factory.mktemp("migrated") / "state.sqlite3"
+    engine = make_engine(f"sqlite:///{path}")
     upgrade(engine)
+    with engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the file itself
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def engine(settings: Settings, migrated_sqlite: Path) -> Iterator[Engine]:
+    url = sa.make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
+        shutil.copyfile(migrated_sqlite, url.database)
+    engine = make_engine(settings.database_url)
+    upgrade(engine)  # nothing to do on the copy; a PostgreSQL database may need it
     yield engine
     engine.dispose()
 
