@@ -172,6 +172,19 @@ class ClientStore:
             rows = connection.execute(sa.select(clients).order_by(clients.c.created_at, clients.c.id)).all()
         return [_client(row) for row in rows]
 
+    def new_secret(self, client_id: str) -> str:
+        """Replace the secret of a client_secret_* client; the old one stops working at once. Shown this once."""
+        secret = "cs_" + secrets.token_urlsafe(32)
+        with self._engine.begin() as connection:
+            changed = connection.execute(
+                clients.update()
+                .where(clients.c.id == client_id, clients.c.auth_method != "private_key_jwt")
+                .values(secret_hash=hash_secret(secret))
+            )
+            if changed.rowcount == 0:
+                raise UnknownRecord(client_id)
+        return secret
+
     def delete(self, client_id: str) -> None:
         """Delete the client and, in the same transaction, revoke every token issued to it."""
         at = now()

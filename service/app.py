@@ -19,7 +19,7 @@ from datetime import timedelta
 from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from data.catalog import load_catalog
+from data.catalog import Catalog, load_catalog
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from service.api_keys import ApiKeyStore
@@ -121,11 +121,15 @@ async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> 
         await send_problem(send, to_problem(error))
 
 
-def create_app(settings: Settings | None = None) -> RequestObserver:
+def create_app(settings: Settings | None = None, *, catalog: Catalog | None = None) -> RequestObserver:
+    """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
+    it signs its cursors with this database's key all the same. The contracts are parsed once per process
+    (``service.contracts``)."""
     settings = settings or Settings.from_env()
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
-    catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))
+    cursor_key = service_secret(engine, "menus-cursor-key")
+    catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
     limit_storage = StorageHealth()  # the Redis of the rate limit and the sign-in throttle, as this process sees it
     limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_storage, health=limit_storage)
     menus = create_menus_app(

@@ -1,7 +1,9 @@
 """The ``regional-menus`` command line (DESIGN §4).
 
-Every command takes ``--database-url`` and ``--json`` after its name; bad input
-is a one-line error on stderr with exit status 2, and nothing half-written.
+Every command takes ``--database-url`` after its name, and every command but ``serve`` takes ``--json``.
+Text output is a table with a header line; ``--json`` output is JSON. Bad input is one line on stderr
+(``{"error": …}`` under ``--json``) with exit status 2, and nothing half-written. Every database error
+names the database: the default is ``./var/regional-menus.sqlite3``, made absolute.
 """
 
 from __future__ import annotations
@@ -9,12 +11,16 @@ from __future__ import annotations
 import functools
 import json
 import os
+import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import click
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity.clients import AUTH_METHODS, GRANTS, SCOPES, ClientStore
@@ -25,35 +31,65 @@ from identity.organizations import OrganizationStore
 from identity.purge import Purger
 from identity.users import ROLES, UserStore
 from service.api_keys import ApiKeyStore, UnknownApiKey
-from service.db import make_engine
+from service.db import MissingDriver, make_engine
 from service.demo import prepare as prepare_demo
 from service.logs import configure as configure_logging
 from service.logs import configure_command
 from service.schema import SchemaOutOfDate, current, head, require_current, upgrade
-from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
+from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, default_database_url
+
+_database_url_option = click.option(
+    "--database-url",
+    default=lambda: os.environ.get("MENUS_DATABASE_URL") or default_database_url(),
+    show_default="MENUS_DATABASE_URL, else SQLite in ./var/regional-menus.sqlite3 of the current folder",
+    help="SQLAlchemy URL of the state database.",
+)
+
+
+def database_name(url: str) -> str:
+    """How messages name a database: an SQLite file by its absolute path, any other by its URL without password."""
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        return repr(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        return str(Path(parsed.database).absolute())
+    return parsed.render_as_string(hide_password=True)
+
+
+@contextmanager
+def _opened(database_url: str, *, schema_current: bool) -> Iterator[Engine]:
+    """An engine on ``database_url`` (at the current schema if ``schema_current``); any database error becomes
+    one line naming the database."""
+    name = database_name(database_url)
+    try:
+        engine = make_engine(database_url)
+    except sa.exc.ArgumentError:
+        _fail(f"{name} is not a database URL (for example sqlite:///var/menus.sqlite3)")
+    except (MissingDriver, ImportError) as error:
+        _fail(f"{name}: {error}")
+    try:
+        if schema_current:
+            require_current(engine)
+        yield engine
+    except SchemaOutOfDate as error:
+        _fail(f"{name}: {error}")
+    except sa.exc.DBAPIError as error:
+        reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else type(error.orig).__name__
+        _fail(f"{name}: the database cannot be used: {reason}")
+    finally:
+        engine.dispose()
 
 
 def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--database-url``: the command gets an engine, on a database at the current schema if ``schema_current``."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        @click.option(
-            "--database-url",
-            default=lambda: os.environ.get("MENUS_DATABASE_URL") or Settings().database_url,
-            show_default="MENUS_DATABASE_URL, else SQLite in ./var/",
-            help="SQLAlchemy URL of the state database.",
-        )
+        @_database_url_option
         @functools.wraps(command)
         def wrapper(*args: Any, database_url: str, **kwargs: Any) -> Any:
-            engine = make_engine(database_url)
-            try:
-                if schema_current:
-                    require_current(engine)
+            with _opened(database_url, schema_current=schema_current) as engine:
                 return command(*args, engine=engine, **kwargs)
-            except SchemaOutOfDate as error:
-                _fail(str(error))
-            finally:
-                engine.dispose()
 
         return wrapper
 
@@ -72,12 +108,40 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> Any:
     raise BadInput(message)
 
 
 def _print(as_json: bool, document: Any, text: str) -> None:
     click.echo(json.dumps(document, ensure_ascii=False, indent=2) if as_json else text)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Aligned columns under a header line (the header alone when there are no rows)."""
+    cells = [list(headers), *[["" if value is None else str(value) for value in row] for row in rows]]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(headers))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse at once, before any data is touched, when another process listens on ``host:port``."""
+    if port == 0:
+        return  # any free port
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as error:
+        _fail(f"cannot listen on {host!r}: {error.strerror}")
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(address)
+        except OSError as error:
+            _fail(
+                f"cannot listen on {host}:{port}: {error.strerror} (is the service already running there?); "
+                "nothing was changed"
+            )
 
 
 @click.group()
@@ -106,26 +170,28 @@ def main() -> None:
     is_flag=True,
     help="Bring the schema up to date, create demo data (API key, org, user, client), print how to use it.",
 )
-@_any_schema_database_option
-def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, demo: bool, engine: Engine) -> None:
+@_database_url_option
+def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, demo: bool, database_url: str) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
     from service import multiprocess
     from service.server import Listen, run_single, run_workers
 
-    settings = Settings.from_env(port=port).with_changes(database_url=str(engine.url.render_as_string(False)))
-    if demo:
-        upgrade(engine)
-        click.echo(prepare_demo(engine, settings))
-    require_current(engine)
-    listen = Listen(host, port, forwarded_allow_ips)
-    configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.server)
-    if workers is None:
-        if multiprocess.ENV in os.environ:  # an operator's metrics directory: start it empty
-            multiprocess.prepare_directory()
-        run_single(_app(settings), listen)
-    else:
-        engine.dispose()  # the workers open their own connections after the fork
-        run_workers(functools.partial(_app, settings), listen, workers)
+    _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
+    with _opened(database_url, schema_current=False) as engine:
+        settings = Settings.from_env(port=port).with_changes(database_url=engine.url.render_as_string(False))
+        if demo:
+            upgrade(engine)
+            click.echo(prepare_demo(engine, settings).instructions)
+        require_current(engine)
+        listen = Listen(host, port, forwarded_allow_ips)
+        configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.server)
+        if workers is None:
+            if multiprocess.ENV in os.environ:  # an operator's metrics directory: start it empty
+                multiprocess.prepare_directory()
+            run_single(_app(settings), listen)
+        else:
+            engine.dispose()  # the workers open their own connections after the fork
+            run_workers(functools.partial(_app, settings), listen, workers)
 
 
 def _app(settings: Settings) -> Any:
@@ -157,7 +223,8 @@ def db_current(as_json: bool, engine: Engine) -> None:
     """Print the database's schema revision and the one this version needs."""
     at, needed = current(engine), head()
     state = "current" if at == needed else "behind: run `regional-menus db upgrade`"
-    _print(as_json, {"revision": at, "head": needed, "current": at == needed}, f"{at or 'none'}\t{needed}\t{state}")
+    text = _table(["REVISION", "NEEDED", "STATE"], [[at or "none", needed, state]])
+    _print(as_json, {"revision": at, "head": needed, "current": at == needed}, text)
 
 
 @db_group.command("purge")
@@ -167,7 +234,7 @@ def db_purge(as_json: bool, engine: Engine) -> None:
     """Delete expired records now (a running service does it every MENUS_PURGE_INTERVAL seconds)."""
     settings = Settings.from_env()
     deleted = Purger(engine, timedelta(seconds=settings.refresh_token_ttl)).purge()
-    _print(as_json, deleted, "\n".join(f"{table}\t{count}" for table, count in deleted.items()))
+    _print(as_json, deleted, _table(["TABLE", "DELETED"], list(deleted.items())))
 
 
 @main.group("api-keys")
@@ -185,7 +252,8 @@ def api_keys_create(name: str, as_json: bool, engine: Engine) -> None:
         record, key = ApiKeyStore(engine).create(name)
     except ValueError as error:
         _fail(str(error))
-    _print(as_json, {"id": record.id, "name": record.name, "key": key}, f"{record.id}\t{record.name}\t{key}")
+    text = _table(["ID", "NAME", "KEY (shown once)"], [[record.id, record.name, key]])
+    _print(as_json, {"id": record.id, "name": record.name, "key": key}, text)
 
 
 @api_keys_group.command("list")
@@ -194,8 +262,8 @@ def api_keys_create(name: str, as_json: bool, engine: Engine) -> None:
 def api_keys_list(as_json: bool, engine: Engine) -> None:
     """List keys (never the keys themselves)."""
     records = ApiKeyStore(engine).list()
-    lines = [f"{r.id}\t{r.name}\t{'revoked' if r.revoked_at else 'active'}" for r in records]
-    _print(as_json, [r.as_dict() for r in records], "\n".join(lines))
+    rows = [[r.id, r.name, "revoked" if r.revoked_at else "active"] for r in records]
+    _print(as_json, [r.as_dict() for r in records], _table(["ID", "NAME", "STATE"], rows))
 
 
 @api_keys_group.command("revoke")
@@ -208,7 +276,11 @@ def api_keys_revoke(key_id: str, as_json: bool, engine: Engine) -> None:
         record = ApiKeyStore(engine).revoke(key_id)
     except UnknownApiKey:
         _fail(f"no API key has the id {key_id!r}")
-    _print(as_json, record.as_dict(), f"{record.id}\trevoked")
+    _print(as_json, record.as_dict(), _table(["ID", "NAME", "STATE"], [[record.id, record.name, "revoked"]]))
+
+
+ORG_HEADERS = ["ID", "SLUG", "NAME"]
+USER_HEADERS = ["ID", "EMAIL", "NAME", "ORGS (id:role)"]
 
 
 @main.group("orgs")
@@ -223,7 +295,7 @@ def orgs_group() -> None:
 def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
     """Create an organization."""
     org = OrganizationStore(engine).create(name)
-    _print(as_json, org.as_dict(), f"{org.id}\t{org.slug}\t{org.name}")
+    _print(as_json, org.as_dict(), _table(ORG_HEADERS, [[org.id, org.slug, org.name]]))
 
 
 @orgs_group.command("list")
@@ -232,7 +304,7 @@ def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
 def orgs_list(as_json: bool, engine: Engine) -> None:
     """List organizations."""
     orgs = OrganizationStore(engine).list()
-    _print(as_json, [o.as_dict() for o in orgs], "\n".join(f"{o.id}\t{o.slug}\t{o.name}" for o in orgs))
+    _print(as_json, [o.as_dict() for o in orgs], _table(ORG_HEADERS, [[o.id, o.slug, o.name] for o in orgs]))
 
 
 @main.group("users")
@@ -254,7 +326,7 @@ def users_create(
     """Create a user in one or more organizations; the password is read from standard input."""
     password = sys.stdin.readline().rstrip("\r\n")
     user = UserStore(engine).create(email, name, password, [(org_id, role) for org_id in org_ids])
-    _print(as_json, user.as_dict(), f"{user.id}\t{user.email}\t{user.name}")
+    _print(as_json, user.as_dict(), _table(USER_HEADERS, [_user_row(user)]))
 
 
 @users_group.command("list")
@@ -263,8 +335,11 @@ def users_create(
 def users_list(as_json: bool, engine: Engine) -> None:
     """List users and their organizations."""
     users = UserStore(engine).list()
-    lines = [f"{u.id}\t{u.email}\t{u.name}\t{','.join(m.org.id for m in u.memberships)}" for u in users]
-    _print(as_json, [u.as_dict() for u in users], "\n".join(lines))
+    _print(as_json, [u.as_dict() for u in users], _table(USER_HEADERS, [_user_row(u) for u in users]))
+
+
+def _user_row(user: Any) -> list[str]:
+    return [user.id, user.email, user.name, ",".join(f"{m.org.id}:{m.role}" for m in user.memberships)]
 
 
 @main.group("clients")
@@ -319,7 +394,8 @@ def clients_create(
         jwks=jwks,
     )
     document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
-    _print(as_json, document, f"{client.id}\t{client.name}" + (f"\t{secret}" if secret else ""))
+    text = _table(["ID", "NAME", "SECRET (shown once)"], [[client.id, client.name, secret or "none (private_key_jwt)"]])
+    _print(as_json, document, text)
 
 
 @clients_group.command("list")
@@ -328,8 +404,8 @@ def clients_create(
 def clients_list(as_json: bool, engine: Engine) -> None:
     """List clients (never their secrets)."""
     clients = ClientStore(engine).list()
-    lines = [f"{c.id}\t{c.org_id}\t{c.auth_method}\t{c.name}" for c in clients]
-    _print(as_json, [c.as_dict() for c in clients], "\n".join(lines))
+    rows = [[c.id, c.org_id, c.auth_method, c.name] for c in clients]
+    _print(as_json, [c.as_dict() for c in clients], _table(["ID", "ORG", "AUTH METHOD", "NAME"], rows))
 
 
 @clients_group.command("delete")
@@ -342,7 +418,10 @@ def clients_delete(client_id: str, as_json: bool, engine: Engine) -> None:
         ClientStore(engine).delete(client_id)
     except UnknownRecord:
         _fail(f"no client has the id {client_id!r}")
-    _print(as_json, {"client_id": client_id, "deleted": True}, f"{client_id}\tdeleted")
+    _print(as_json, {"client_id": client_id, "deleted": True}, _table(["ID", "STATE"], [[client_id, "deleted"]]))
+
+
+KEY_HEADERS = ["KID", "STATE", "SIGNS FROM"]
 
 
 @main.group("keys")
@@ -365,7 +444,8 @@ def _signing_keys(engine: Engine) -> SigningKeys:
 def keys_rotate(as_json: bool, engine: Engine) -> None:
     """Publish a new key now; it signs after MENUS_KEY_PUBLISH_DELAY seconds, when the current key retires."""
     info = _signing_keys(engine).rotate()
-    _print(as_json, info.as_dict(now()), f"{info.kid}\tsigns from {info.signs_from.isoformat()}")
+    at = now()
+    _print(as_json, info.as_dict(at), _table(KEY_HEADERS, [[info.kid, info.state(at), info.signs_from.isoformat()]]))
 
 
 @keys_group.command("list")
@@ -375,20 +455,28 @@ def keys_list(as_json: bool, engine: Engine) -> None:
     """List signing keys and their states (published, signing, retired, expired)."""
     at = now()
     infos = _signing_keys(engine).list()
-    _print(as_json, [i.as_dict(at) for i in infos], "\n".join(f"{i.kid}\t{i.state(at)}" for i in infos))
+    rows = [[i.kid, i.state(at), i.signs_from.isoformat()] for i in infos]
+    _print(as_json, [i.as_dict(at) for i in infos], _table(KEY_HEADERS, rows))
 
 
 def run(args: list[str] | None = None) -> None:
-    """Entry point: any bad input is one line on stderr and exit status 2."""
+    """Entry point: any bad input is one line on stderr (``{"error": …}`` under ``--json``) and exit status 2."""
+    arguments = sys.argv[1:] if args is None else args
     try:
-        main.main(args=args, prog_name="regional-menus", standalone_mode=False)
+        main.main(args=arguments, prog_name="regional-menus", standalone_mode=False)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.Abort:
         sys.exit(130)
     except click.ClickException as error:
-        click.echo(f"regional-menus: error: {error.format_message()}", err=True)
-        sys.exit(2)
+        _error(error.format_message(), as_json="--json" in arguments)
     except InvalidInput as error:  # the identity domain's refusal of bad input
-        click.echo(f"regional-menus: error: {error}", err=True)
-        sys.exit(2)
+        _error(str(error), as_json="--json" in arguments)
+
+
+def _error(message: str, *, as_json: bool) -> None:
+    line = message.replace("\n", " ")
+    click.echo(
+        json.dumps({"error": line}, ensure_ascii=False) if as_json else f"regional-menus: error: {line}", err=True
+    )
+    sys.exit(2)

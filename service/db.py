@@ -6,6 +6,7 @@ for several nodes. Queries are SQLAlchemy Core, the same on both engines.
 
 from __future__ import annotations
 
+import importlib.util
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,10 @@ service_secrets = sa.Table(
 )
 
 
+class MissingDriver(RuntimeError):
+    """The database URL names a driver that is not installed; the message names the extra that installs it."""
+
+
 def make_engine(url: str) -> Engine:
     """Create the engine for ``url``; for SQLite, create its folder and set durable pragmas.
 
@@ -40,6 +45,11 @@ def make_engine(url: str) -> Engine:
         engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    if parsed.get_driver_name() == "psycopg" and importlib.util.find_spec("psycopg") is None:
+        raise MissingDriver(
+            "PostgreSQL needs the psycopg driver, which the 'postgres' extra installs: "
+            "pip install 'regional-menus[postgres]' (uv sync --extra postgres in a checkout)"
+        )
     # pre-ping: a connection the server dropped (restart, failover) is replaced, not handed to a request.
     # connect_timeout: while the server is unreachable, requests get 503 within seconds, not a hang.
     return sa.create_engine(

@@ -1,13 +1,15 @@
 """Demo data for ``serve --demo``: an API key, an organization, a user and a first-party client.
 
-Keys and client secrets are stored only as hashes, so the demo API key and the
-demo client are made afresh on every demo start (their predecessors revoked or
-deleted); the organization and the user are created once.
+The organization, the user and the client are created once and keep their ids across restarts, so an app
+configured with the demo client keeps working. Keys and client secrets are stored only as hashes and so
+cannot be printed again: each demo start makes a new API key (revoking the previous demo key) and gives
+the client a new secret, and prints both.
 """
 
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from sqlalchemy.engine import Engine
@@ -30,12 +32,26 @@ REDIRECT_URI = "http://127.0.0.1:8400/callback"  # nothing listens: the code is 
 SIGNED_OUT_URI = "http://127.0.0.1:8400/signed-out"
 
 
-def prepare(engine: Engine, settings: Settings) -> str:
-    """Create what is missing and return the instructions to print."""
+@dataclass(frozen=True)
+class Demo:
+    org_id: str
+    user_id: str
+    client_id: str  # the same on every start
+    client_secret: str  # new on every start
+    api_key: str  # new on every start
+    instructions: str  # what to print
+
+
+def prepare(engine: Engine, settings: Settings) -> Demo:
+    """Create what is missing, renew the key and the client's secret, and say how to use them."""
     key = _api_key(ApiKeyStore(engine))
     org_id = _organization(OrganizationStore(engine))
-    _user(UserStore(engine), org_id)
+    user_id = _user(UserStore(engine), org_id)
     client_id, secret = _client(ClientStore(engine), org_id)
+    return Demo(org_id, user_id, client_id, secret, key, _instructions(settings, key, client_id, secret))
+
+
+def _instructions(settings: Settings, key: str, client_id: str, secret: str) -> str:
     issuer = Issuer(settings.issuer)
     verifier = secrets.token_urlsafe(48)
     query = urlencode(
@@ -57,7 +73,8 @@ def prepare(engine: Engine, settings: Settings) -> str:
         f"  Browse:  {settings.base_url}/v1/ui/ (menus) and {issuer.url}/ui/ (identity)\n"
         "\nSign in from a browser:\n"
         f"  User:    {USER_EMAIL} / {USER_PASSWORD}\n"
-        f"  Client:  {client_id} (secret, shown once: {secret})\n"
+        f"  Client:  {client_id} (the same on every start)\n"
+        f"  Secret:  {secret} (new on every start, shown once)\n"
         f"  1. Open  {issuer.endpoint(AUTHORIZATION_PATH)}?{query}\n"
         f"  2. Sign in. The browser then goes to {REDIRECT_URI}?code=…; nothing listens there,\n"
         "     so copy the code from the address bar.\n"
@@ -82,15 +99,18 @@ def _organization(organizations: OrganizationStore) -> str:
     return organizations.create(ORG_NAME).id
 
 
-def _user(users: UserStore, org_id: str) -> None:
-    if not any(user.email == USER_EMAIL for user in users.list()):
-        users.create(USER_EMAIL, USER_NAME, USER_PASSWORD, [(org_id, "owner")])
+def _user(users: UserStore, org_id: str) -> str:
+    for user in users.list():
+        if user.email == USER_EMAIL:
+            return user.id
+    return users.create(USER_EMAIL, USER_NAME, USER_PASSWORD, [(org_id, "owner")]).id
 
 
 def _client(clients: ClientStore, org_id: str) -> tuple[str, str]:
+    """The demo client, created once; a new secret on every start (only its hash is kept)."""
     for existing in clients.list():
-        if existing.name == CLIENT_NAME and existing.org_id == org_id:
-            clients.delete(existing.id)
+        if existing.name == CLIENT_NAME and existing.org_id == org_id and existing.auth_method == "client_secret_basic":
+            return existing.id, clients.new_secret(existing.id)
     client, secret = clients.create(
         name=CLIENT_NAME,
         org_id=org_id,

@@ -34,7 +34,8 @@ from identity.pages import message
 from identity.provider import Provider
 from service import identity_web as web
 from service.async_app import AsyncApp
-from service.openapi import declared_methods, spec_path
+from service.contracts import specification
+from service.openapi import declared_methods
 from service.problems import connexion_handler
 
 MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
@@ -44,7 +45,7 @@ def create_identity_app(provider: Provider, *, validate_responses: bool = False)
     issuer = provider.issuer
     app = AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
-        spec_path("identity.yaml"),
+        specification("identity.yaml"),
         base_path=issuer.path,  # "" for an issuer at the root: "/" breaks every operation
         strict_validation=False,  # OAuth and OpenID Connect: unknown parameters are ignored
         validate_responses=validate_responses,

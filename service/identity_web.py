@@ -20,7 +20,6 @@ from sqlalchemy.exc import DBAPIError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, Response
 from starlette.types import Message, Receive
-from werkzeug.http import dump_cookie
 
 from identity.errors import BearerError, ErrorPage, InvalidClient, OAuthError
 from identity.flow import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser, Outcome
@@ -131,17 +130,16 @@ def outcome(result: Outcome, issuer: Issuer) -> Response:
         assert result.location is not None
         response = Response(status_code=302, headers={"Location": result.location, "Cache-Control": "no-store"})
     for cookie in result.cookies:
-        # Werkzeug's cookie writer, as Flask used: RFC 6265 attributes in their usual case (SameSite=Lax).
-        value = dump_cookie(
+        # Starlette's cookie writer (RFC 6265 attributes; names are case-insensitive, so its "expires" is fine).
+        response.set_cookie(
             cookie.name,
             cookie.value,
             expires=cookie.expires,
             path=issuer.cookie_path,
             secure=issuer.secure,
             httponly=True,
-            samesite="Lax",
+            samesite="Lax",  # type: ignore[arg-type]  # its usual spelling; Starlette takes any case
         )
-        response.headers.append("Set-Cookie", value)
     return response
 
 

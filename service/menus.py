@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import yaml
 from connexion.exceptions import ProblemException
 from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.response_validation import ResponseValidationMiddleware
@@ -16,8 +15,9 @@ from data.errors import CatalogError
 from service.answer_cache import AnswerCache
 from service.api_keys import ApiKeyStore
 from service.async_app import AsyncApp
+from service.contracts import document, specification
 from service.gate import MenusGate
-from service.openapi import declared_methods, spec_path
+from service.openapi import declared_methods
 from service.problems import connexion_handler
 from service.ratelimit import RateLimiter
 from service.validation import ContractParameterValidator, ContractResponseValidation
@@ -42,7 +42,7 @@ def create_menus_app(
 ) -> ASGIApp:
     app = AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
-        spec_path("menus.yaml"),
+        specification("menus.yaml"),
         base_path=BASE_PATH,
         strict_validation=True,
         validate_responses=validate_responses,
@@ -64,6 +64,5 @@ def create_menus_app(
 
 def _if_none_match_max() -> int:
     """The contract's longest If-None-Match: a longer one bypasses the answer cache so validation refuses it."""
-    with open(spec_path("menus.yaml"), encoding="utf-8") as stream:
-        parameters = yaml.safe_load(stream)["components"]["parameters"]
+    parameters = document("menus.yaml")["components"]["parameters"]
     return int(parameters["ifNoneMatch"]["schema"]["maxLength"])

@@ -13,8 +13,9 @@ from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from service.contracts import specification
 from service.health import Readiness
-from service.openapi import declared_methods, spec_path
+from service.openapi import declared_methods
 from service.problems import connexion_handler
 from service.validation import ContractParameterValidator
 
@@ -25,7 +26,7 @@ DOCUMENT_PREFIX = "/ops/"
 def create_operations_app(readiness: Readiness) -> ASGIApp:
     app = connexion.AsyncApp(__name__)
     app.add_api(
-        spec_path("operations.yaml"),
+        specification("operations.yaml"),
         base_path="",
         strict_validation=True,
         validator_map={"parameter": ContractParameterValidator},  # the menus API's voice for parameter errors

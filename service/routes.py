@@ -11,9 +11,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-import yaml
-
-from service.openapi import spec_path
+from service.contracts import document as contract
 
 UNMATCHED = "unmatched"
 CACHED_PATHS = 4096  # distinct raw paths whose template is remembered (bounded: paths are chosen by clients)
@@ -53,5 +51,4 @@ class RouteTemplates:
 
 
 def _templates(document: str) -> list[str]:
-    with open(spec_path(document), encoding="utf-8") as stream:
-        return list(yaml.safe_load(stream)["paths"])
+    return list(contract(document)["paths"])

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-# Where state lives when MENUS_DATABASE_URL is unset: SQLite in ./var/ of the working directory.
-DEFAULT_DATABASE_URL = f"sqlite:///{Path('var') / 'regional-menus.sqlite3'}"
+# Where state lives when MENUS_DATABASE_URL is unset: SQLite in ./var/ of the working directory, made absolute
+# when read (default_database_url()), so that every message names the file whichever folder it is read from.
+DEFAULT_DATABASE_PATH = Path("var") / "regional-menus.sqlite3"
 DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
 DEFAULT_PORT = 8000
 DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (in any 60-second moving window)
@@ -22,9 +23,14 @@ PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more
 CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/cors.py)
 
 
+def default_database_url() -> str:
+    """SQLite in ``./var/regional-menus.sqlite3`` of the current folder, as an absolute path."""
+    return f"sqlite:///{DEFAULT_DATABASE_PATH.absolute()}"
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
-    database_url: str = DEFAULT_DATABASE_URL
+    database_url: str = field(default_factory=default_database_url)
     base_url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # public address of the menus API
     issuer: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # OpenID Connect issuer identifier
     rate_limit_per_minute: int = DEFAULT_RATE_LIMIT
@@ -45,7 +51,7 @@ class Settings:
         env = os.environ if env is None else env
         local = f"http://{DEFAULT_HOST}:{port}"
         return cls(
-            database_url=env.get("MENUS_DATABASE_URL") or DEFAULT_DATABASE_URL,
+            database_url=env.get("MENUS_DATABASE_URL") or default_database_url(),
             base_url=(env.get("MENUS_BASE_URL") or local).rstrip("/"),
             issuer=(env.get("MENUS_ISSUER") or local).rstrip("/"),
             rate_limit_per_minute=_whole(env, "MENUS_RATE_LIMIT", DEFAULT_RATE_LIMIT, minimum=1),

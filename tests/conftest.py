@@ -1,15 +1,24 @@
-"""Fixtures chain settings → store → app → client."""
+"""Fixtures chain settings → store → app → client.
+
+Every fixture is safe under pytest-xdist: databases live in each test's ``tmp_path`` or are throw-away
+PostgreSQL databases with random names, servers take free ports, and each worker has its own Redis
+database number (``redis_url``).
+"""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog, load_catalog
+from identity import passwords
 from service.api_keys import ApiKeyStore
 from service.app import create_app
 from service.db import make_engine
@@ -23,6 +32,29 @@ pytest_plugins = [
 ]
 
 CURSOR_KEY = b"k" * 32
+# Argon2id at its lowest cost: the tests that are not about hashing sign in thousands of times. A hash made
+# with it still verifies as any Argon2id hash does (its parameters are in the hash itself).
+FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+PRODUCTION_HASHING = (passwords._hasher, passwords._DUMMY_HASH)  # as the module made them, before any patch
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing() -> Iterator[None]:
+    """Every test in this process hashes passwords at the lowest cost, unless it asks for
+    ``production_password_hashing``. Servers the tests start (``tests/live.py``) keep the real parameters."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(passwords, "_hasher", FAST_HASHER)
+        patch.setattr(passwords, "_DUMMY_HASH", FAST_HASHER.hash("not a real password"))
+        yield
+
+
+@pytest.fixture
+def production_password_hashing(monkeypatch: pytest.MonkeyPatch) -> PasswordHasher:
+    """The module's own hasher (OWASP's parameters) for the tests about hashing itself."""
+    hasher, dummy = PRODUCTION_HASHING
+    monkeypatch.setattr(passwords, "_hasher", hasher)
+    monkeypatch.setattr(passwords, "_DUMMY_HASH", dummy)
+    return hasher
 
 
 @pytest.fixture(scope="session")
@@ -59,10 +91,26 @@ def settings(database_url: str) -> Settings:
     return Settings(database_url=database_url, validate_responses=True)
 
 
-@pytest.fixture
-def engine(settings: Settings) -> Iterator[Engine]:
-    engine = make_engine(settings.database_url)
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An SQLite database at the current schema, made once per process: a test's own database starts as a
+    copy of it (running every migration takes about 0.2 s; copying the file, a millisecond)."""
+    path = tmp_path_factory.mktemp("migrated") / "state.sqlite3"
+    engine = make_engine(f"sqlite:///{path}")
     upgrade(engine)
+    with engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the file itself
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def engine(settings: Settings, migrated_sqlite: Path) -> Iterator[Engine]:
+    url = sa.make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
+        shutil.copyfile(migrated_sqlite, url.database)
+    engine = make_engine(settings.database_url)
+    upgrade(engine)  # nothing to do on the copy; a PostgreSQL database may need it
     yield engine
     engine.dispose()
 
@@ -78,8 +126,8 @@ def api_key(keys: ApiKeyStore) -> str:
 
 
 @pytest.fixture
-def app(settings: Settings, engine: Engine):  # type: ignore[no-untyped-def]
-    return create_app(settings)
+def app(settings: Settings, engine: Engine, catalog: Catalog):  # type: ignore[no-untyped-def]
+    return create_app(settings, catalog=catalog)  # the dataset loaded once per process, keyed by this database
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""A Redis database of the test's own on the machine's Redis (127.0.0.1:6379), started by nobody here.
+"""A Redis database of the test's own on the machine's Redis (``MENUS_TEST_REDIS_URL``, else 127.0.0.1:6379).
 
 Each pytest-xdist worker gets its own database number (``REDIS_BASE_DB`` + the worker's index), flushed
 before and after each test that uses it, so parallel workers never see each other's counters.
@@ -12,8 +12,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-REDIS_HOST = "127.0.0.1"
-REDIS_PORT = 6379
+REDIS_SERVER = os.environ.get("MENUS_TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")  # scripts/test sets it
 REDIS_BASE_DB = 8  # databases 8 and up are the tests'; 0 to 7 are left to whoever else uses this Redis
 
 
@@ -27,12 +26,16 @@ def worker_database() -> int:
 
 @pytest.fixture
 def redis_url() -> Iterator[str]:
-    """``redis://127.0.0.1:6379/<8 + worker index>``, empty at the start and flushed at the end."""
+    """``<MENUS_TEST_REDIS_URL>/<8 + worker index>``, empty at the start and flushed at the end."""
     database = worker_database()
-    connection = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=database, socket_timeout=2)
+    url = f"{REDIS_SERVER}/{database}"
+    connection = redis.Redis.from_url(url, socket_timeout=2)
     try:
-        connection.flushdb()
-        yield f"redis://{REDIS_HOST}:{REDIS_PORT}/{database}"
+        try:
+            connection.flushdb()
+        except redis.exceptions.ConnectionError as error:
+            pytest.fail(f"Redis at {REDIS_SERVER} cannot be reached ({error}); the Redis tests need it")
+        yield url
         connection.flushdb()
     finally:
         connection.close()

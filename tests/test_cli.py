@@ -1,17 +1,25 @@
-"""The command line (DESIGN §4): JSON output, one-line errors with exit 2, nothing half-written."""
+"""The command line (DESIGN §4): tables with headers or JSON, one-line errors with exit 2 naming the database,
+nothing half-written, and ``serve`` that checks its port before it touches anything."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import socket
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 
-from service.db import make_engine
+from identity.clients import ClientStore
+from service.api_keys import ApiKeyStore
+from service.db import MissingDriver, make_engine
+from service.demo import prepare
 from service.schema import head, upgrade
+from service.settings import Settings
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +82,96 @@ def test_commands_refuse_a_database_without_the_schema_and_name_the_upgrade_comm
     url = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
     done = cli(tmp_path, *command, "--database-url", url)
     assert done.returncode == 2
-    assert done.stderr == "regional-menus: error: the database has no schema yet: run `regional-menus db upgrade`\n"
+    assert done.stderr == (
+        f"regional-menus: error: {tmp_path / 'empty.sqlite3'}: the database has no schema yet: "
+        "run `regional-menus db upgrade`\n"
+    )
+
+
+def test_the_default_database_is_var_of_the_current_folder_named_by_its_absolute_path(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = cli(elsewhere, "api-keys", "list")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"regional-menus: error: {elsewhere / 'var' / 'regional-menus.sqlite3'}: ")
+
+
+def test_a_relative_sqlite_url_is_named_by_its_absolute_path(tmp_path: Path) -> None:
+    done = cli(tmp_path, "orgs", "list", "--database-url", "sqlite:///relative.sqlite3")
+    assert done.returncode == 2 and f"{tmp_path / 'relative.sqlite3'}: the database has no schema yet" in done.stderr
+
+
+def test_an_unreachable_database_is_one_line_naming_it_without_its_password(tmp_path: Path) -> None:
+    url = "postgresql+psycopg://menus:s3cret@127.0.0.1:1/menus"  # nothing listens on port 1
+    done = cli(tmp_path, "api-keys", "list", "--database-url", url)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert "postgresql+psycopg://menus:***@127.0.0.1:1/menus: the database cannot be used:" in done.stderr
+    assert "s3cret" not in done.stderr
+
+
+def test_a_postgresql_url_without_psycopg_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a))
+    with pytest.raises(MissingDriver, match=r"pip install 'regional-menus\[postgres\]'"):
+        make_engine("postgresql+psycopg://menus@127.0.0.1/menus")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("api-keys", "create", "--json"), "Missing option '--name'."),
+        (("api-keys", "revoke", "key_unknown", "--json"), "no API key has the id 'key_unknown'"),
+        (("orgs", "create", "--name", " ", "--json"), None),
+    ],
+)
+def test_json_errors_are_one_json_object_on_stderr_with_exit_2(
+    tmp_path: Path, args: tuple[str, ...], message: str | None
+) -> None:
+    done = cli(tmp_path, *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1
+    error = json.loads(done.stderr)
+    assert set(error) == {"error"} and error["error"]
+    assert message is None or error["error"] == message
+
+
+def test_text_output_is_a_table_with_a_header_line(tmp_path: Path) -> None:
+    assert cli(tmp_path, "api-keys", "list").stdout.split() == ["ID", "NAME", "STATE"]
+    created_key = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "partner").stdout)
+    header, row = cli(tmp_path, "api-keys", "list").stdout.splitlines()
+    assert header.split() == ["ID", "NAME", "STATE"] and row.split() == [created_key["id"], "partner", "active"]
+    assert row.index("partner") == header.index("NAME")  # aligned under its heading
+    header, row = cli(tmp_path, "orgs", "create", "--name", "Acme Foods").stdout.splitlines()
+    assert header.split() == ["ID", "SLUG", "NAME"] and row.split()[1:] == ["acme-foods", "Acme", "Foods"]
+
+
+def test_serve_on_a_busy_port_fails_before_touching_any_data(tmp_path: Path) -> None:
+    """A second ``serve --demo`` must not replace the running demo's key and secret, nor make a database."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = cli(fresh, "serve", "--demo", "--port", str(port))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"regional-menus: error: cannot listen on 127.0.0.1:{port}: ")
+    assert "nothing was changed" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert list(fresh.iterdir()) == []  # no var/, no database
+
+
+def test_demo_keeps_its_organization_user_and_client_id_and_renews_only_key_and_secret(engine: Engine) -> None:
+    settings = Settings(database_url=str(engine.url))
+    first, second = prepare(engine, settings), prepare(engine, settings)
+    assert (second.org_id, second.user_id, second.client_id) == (first.org_id, first.user_id, first.client_id)
+    assert second.api_key != first.api_key and second.client_secret != first.client_secret
+    assert second.api_key in second.instructions and second.client_secret in second.instructions
+    keys = ApiKeyStore(engine)
+    assert keys.authenticate(first.api_key) is None and keys.authenticate(second.api_key) is not None
+    client = ClientStore(engine).get(second.client_id)
+    assert client is not None and client.verify_secret(second.client_secret)
+    assert not client.verify_secret(first.client_secret)
+    assert [c.id for c in ClientStore(engine).list()] == [second.client_id]
 
 
 def test_serve_refuses_a_schema_behind_this_version_and_names_the_upgrade_command(tmp_path: Path) -> None:

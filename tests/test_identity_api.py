@@ -414,7 +414,7 @@ def test_each_interaction_is_bound_to_the_browser_by_its_own_cookie(visitor: Tes
     interaction = dict(parse_qsl(urlsplit(to_page(response, "sign-in")).query))["interaction"]
     cookie = response.headers["set-cookie"]
     assert cookie.startswith(f"rm_ia_{interaction}=")
-    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie and "Expires=" in cookie
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie and "expires=" in cookie.lower()
 
 
 def test_a_finished_interaction_deletes_its_cookie(browser: TestClient, web: Registered, user: User) -> None:

@@ -41,6 +41,7 @@ def test_organization_slugs_are_unique(engine: Engine) -> None:
     assert [store.create("Café Crème").slug for _ in range(3)] == ["cafe-creme", "cafe-creme-2", "cafe-creme-3"]
 
 
+@pytest.mark.usefixtures("production_password_hashing")
 def test_user_password_is_stored_as_argon2id_hash(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", PASSWORD, [(org.id, "owner")])
     with engine.connect() as connection:

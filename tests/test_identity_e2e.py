@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -247,6 +248,20 @@ def test_prompt_create_signs_up_a_new_user_and_organization(provider: Provider) 
     org = {o["id"]: o for o in p.service.cli_json("orgs", "list")}[cleo["orgs"][0]["id"]]
     assert org["id"] not in (p.acme["id"], p.beta["id"])
     assert_identity(p, rp, token, request, cleo, org)
+
+
+def test_serve_hashes_passwords_with_argon2id_at_owasp_parameters(provider: Provider) -> None:
+    """The tests hash at the lowest cost in their own process (tests/conftest.py); ``serve`` never does."""
+    p = provider
+    browser, rp = Browser(p.issuer), relying_party(p)
+    request = authorize(p, rp, prompt="create")
+    page = expect_page(browser.go(request.url), "/sign-up")
+    landing = browser.submit(page, name="Dan", email="dan@example.com", password=PASSWORD, organization="Dan's")
+    expect_callback(landing)
+    database = p.service.workdir / "var" / "regional-menus.sqlite3"
+    with sqlite3.connect(database) as connection:
+        (stored,) = connection.execute("SELECT password_hash FROM users WHERE email = 'dan@example.com'").fetchone()
+    assert stored.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
 
 
 def test_select_account_lets_a_user_of_two_organizations_choose(provider: Provider) -> None:

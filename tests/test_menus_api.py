@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from starlette.testclient import TestClient
 
+from data.catalog import Catalog
 from service.api_keys import ApiKeyStore
 from service.app import create_app
+from service.db import make_engine
+from service.schema import upgrade
 from service.settings import Settings
 
 PROBLEM = "application/problem+json"
@@ -167,6 +172,24 @@ def test_cursor_survives_a_restart(settings: Settings, api_key: str) -> None:
         cursor = first.get("/v1/menus/dishes", params={"limit": 3}).json()["next_cursor"]
     with TestClient(create_app(settings), headers=headers) as second:
         assert second.get("/v1/menus/dishes", params={"limit": 3, "cursor": cursor}).status_code == 200
+
+
+def test_a_prebuilt_catalog_signs_cursors_with_each_databases_own_key(
+    settings: Settings, api_key: str, catalog: Catalog, tmp_path: Path
+) -> None:
+    """Tests share one loaded dataset (``create_app(catalog=…)``); cursors stay bound to the database's key."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    with TestClient(create_app(settings, catalog=catalog), headers=headers) as first:
+        cursor = first.get("/v1/menus/dishes", params={"limit": 3}).json()["next_cursor"]
+    with TestClient(create_app(settings), headers=headers) as loaded_afresh:  # the same database
+        assert loaded_afresh.get("/v1/menus/dishes", params={"limit": 3, "cursor": cursor}).status_code == 200
+    other = settings.with_changes(database_url=f"sqlite:///{tmp_path / 'other.sqlite3'}")
+    engine = make_engine(other.database_url)
+    upgrade(engine)
+    other_key = ApiKeyStore(engine).create("other")[1]
+    engine.dispose()
+    with TestClient(create_app(other, catalog=catalog), headers={"Authorization": f"Bearer {other_key}"}) as second:
+        problem(second.get("/v1/menus/dishes", params={"limit": 3, "cursor": cursor}), 400, "invalid_cursor")
 
 
 def test_missing_key_is_401_with_bearer_challenge(anonymous: TestClient) -> None:
