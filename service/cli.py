@@ -280,7 +280,14 @@ def clients_group() -> None:
 @click.option("--auth-method", type=click.Choice(AUTH_METHODS), required=True, help="Token endpoint auth method.")
 @click.option("--jwks-file", type=click.File("r"), help="Public JWKS of the client (private_key_jwt).")
 @click.option("--grant", "grants", multiple=True, type=click.Choice(GRANTS), help="Allowed grant; repeat for several.")
-@click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Allowed scope; repeat for several.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    type=click.Choice(SCOPES),
+    help="Allowed scope; repeat for several. Without --scope: openid profile email offline_access for a sign-in "
+    "client, and no application scope: members:read (reading every member's email) only when given.",
+)
 @click.option("--first-party", is_flag=True, help="Skip the consent page unless prompt=consent.")
 @click.option("--pkce", type=click.Choice(["required", "optional"]), default="required", show_default=True)
 @_json_option

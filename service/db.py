@@ -6,6 +6,7 @@ for several nodes. Queries are SQLAlchemy Core, the same on both engines.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +37,7 @@ def make_engine(url: str) -> Engine:
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            private_file(Path(parsed.database))
         engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
@@ -45,6 +46,19 @@ def make_engine(url: str) -> Engine:
     return sa.create_engine(
         url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT}, hide_parameters=True
     )
+
+
+def private_file(path: Path) -> None:
+    """Create ``path``'s folder (0700) and the empty file (0600) when missing: state is for this user alone.
+
+    SQLite gives its -wal and -shm files the database file's mode. A folder or file that already exists
+    keeps its mode (the folder may be a shared one the operator chose, such as /tmp).
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
 
 
 def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]

@@ -266,17 +266,31 @@ def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issue
 # Sessions
 
 
-def test_every_sign_in_starts_a_new_session_and_ends_the_browsers_previous_one(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+def test_signing_in_again_as_the_same_user_renews_the_session_with_a_new_secret(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     sessions = SessionStore(engine, timedelta(hours=1))
     first, first_secret = sessions.start(user.id, None)
     second, second_secret = sessions.start(user.id, None, replacing=first_secret)
-    assert first.id != second.id and first_secret != second_secret
+    assert first.id == second.id and first_secret != second_secret
+    assert second.auth_time >= first.auth_time
     assert sessions.current(first_secret) is None
     assert sessions.current(second_secret) == second
+    assert not sessions.ended(first.id)
     with engine.connect() as connection:
         hashes = list(connection.scalars(sa.select(browser_sessions.c.secret_hash)))
     assert first_secret not in hashes and second_secret not in hashes
+
+
+def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    users = UserStore(engine)
+    ana = users.create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    bo = users.create("bo@example.com", "Bo", "password-123", [(org.id, "member")])
+    sessions = SessionStore(engine, timedelta(hours=1))
+    first, first_secret = sessions.start(ana.id, None)
+    second, second_secret = sessions.start(bo.id, None, replacing=first_secret)
+    assert first.id != second.id
+    assert sessions.ended(first.id) and sessions.current(first_secret) is None
+    assert sessions.current(second_secret) == second
 
 
 def test_ended_session_is_no_longer_current(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
