@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy.engine import Engine
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import load_catalog
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from service.api_keys import ApiKeyStore
+from service.body_limit import NO_BODY, BodyLimit, describe
 from service.db import make_engine, service_secret
 from service.gate import send_problem
 from service.health import Readiness
@@ -30,7 +32,7 @@ from service.identity import create_identity_app
 from service.menus import create_menus_app
 from service.observe import RequestObserver
 from service.operations import DOCUMENT_PREFIX, create_operations_app, is_operations_path
-from service.problems import nothing_here, to_problem
+from service.problems import MEDIA_TYPE, content_too_large, nothing_here, to_problem
 from service.ratelimit import RateLimiter
 from service.routes import RouteTemplates
 from service.schema import require_current
@@ -132,9 +134,9 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
     dispatcher = Dispatcher(
-        menus=menus,
+        menus=BodyLimit(menus, NO_BODY, _problem_too_large),
         identity=identity,
-        operations=create_operations_app(Readiness(engine)),
+        operations=BodyLimit(create_operations_app(Readiness(engine)), NO_BODY, _problem_too_large),
         identity_path=provider.issuer.path,
         engine=engine,
         purge=provider.purger.purge,
@@ -148,6 +150,11 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
         ]
     )
     return RequestObserver(dispatcher, routes)
+
+
+def _problem_too_large(_: Scope, limit: int) -> Response:
+    problem = content_too_large(describe(limit))
+    return Response(problem.body(), status_code=413, media_type=MEDIA_TYPE)
 
 
 def lifetimes(settings: Settings) -> Lifetimes:

@@ -16,6 +16,7 @@ thread, since signing in and up hashes a password with Argon2 for tens of millis
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable
 
@@ -34,10 +35,14 @@ from identity.pages import message
 from identity.provider import Provider
 from service import identity_web as web
 from service.async_app import AsyncApp
+from service.body_limit import IDENTITY_FORM_LIMIT, BodyLimit
 from service.openapi import declared_methods, spec_path
 from service.problems import connexion_handler
 
 MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
+# Connexion logs each invalid form at ERROR with the offending value (a client secret, a token, a 60 KiB state):
+# a client's mistake is no server error, and the request's own log line already records the 400.
+logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
 
 
 def create_identity_app(provider: Provider, *, validate_responses: bool = False) -> ASGIApp:
@@ -69,7 +74,12 @@ def create_identity_app(provider: Provider, *, validate_responses: bool = False)
     handler = _connexion_errors(provider, connexion_handler(declared_methods("identity.yaml", issuer.path)))
     for error in (ProblemException, HTTPException, Exception):
         app.add_error_handler(error, handler)
-    return IdentityEntry(app, provider)
+    base = issuer.path
+    return BodyLimit(
+        IdentityEntry(app, provider),
+        IDENTITY_FORM_LIMIT,
+        lambda scope, limit: web.too_large(str(scope["path"])[len(base) :], limit),
+    )
 
 
 def _connexion_errors(
@@ -115,7 +125,13 @@ def _plain(detail: str) -> str:
     """Connexion's validation detail without its jsonschema dump, in the words of RFC 6749 §5.2."""
     detail = detail.split("\n\n", 1)[0]
     missing = re.fullmatch(r"'([^']+)' is a required property", detail)
-    return describable(f"The parameter {missing.group(1)} is missing." if missing else detail)
+    if missing:
+        return f"The parameter {describable(missing.group(1))} is missing."
+    too_long = re.fullmatch(r".* is too long(?: - '([^']+)')?", detail, re.DOTALL)
+    if too_long:  # jsonschema's message quotes the whole value: never echo it (it may be a secret, or 1 MB)
+        name = too_long.group(1)
+        return f"The parameter {describable(name)} is too long." if name else "A parameter is too long."
+    return describable(detail)
 
 
 class IdentityEntry:

@@ -27,6 +27,7 @@ from identity.flow import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser, Ou
 from identity.issuer import Issuer
 from identity.pages import CONTENT_SECURITY_POLICY, Page, message
 from identity.provider import Provider
+from service.body_limit import describe
 from service.problems import UNAVAILABLE_RETRY_AFTER
 
 log = logging.getLogger("service.identity")
@@ -184,6 +185,15 @@ def server_error(error: Exception, path: str) -> Response:
         return page(rendered)
     code = "temporarily_unavailable" if unavailable else "server_error"
     return json({"error": code, "error_description": text}, status, {**NO_STORE, **retry})
+
+
+def too_large(path: str, limit: int) -> Response:
+    """413 in the endpoint's own form (``path`` below the issuer's path): a page, or an OAuth-style JSON error."""
+    text = describe(limit)
+    if kind_of(path) == "browser":
+        return page(message("Request too large", text, status=413))
+    headers = NO_STORE if kind_of(path) == "client" else {"Cache-Control": "no-store"}
+    return json({"error": "invalid_request", "error_description": text}, 413, dict(headers))
 
 
 def as_connexion(response: Response) -> ConnexionResponse:

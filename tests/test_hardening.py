@@ -8,6 +8,10 @@ provider's API tests (``tests/test_identity_part2.py``).
 
 from __future__ import annotations
 
+import contextlib
+import re
+import select
+import socket
 import stat
 import time
 from collections.abc import Iterator
@@ -26,6 +30,7 @@ from identity.users import User, UserStore
 from service.cli import main
 from service.db import make_engine
 from tests import test_identity_part2 as part2
+from tests.live import live_service
 from tests.test_identity_part2 import PASSWORD, Registered, assert_oauth_error, introspect, refresh, user_tokens
 
 
@@ -235,3 +240,171 @@ def test_state_folder_is_private_to_the_user_and_the_database_file_too(tmp_path:
     for path in database.parent.iterdir():
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
+
+# Request bodies: capped while read, 413 in each endpoint's own form
+
+
+BIG_FORM = b"grant_type=client_credentials&pad=" + b"a" * (64 * 1024)
+
+
+def chunks_of(body: bytes, size: int = 8192) -> Iterator[bytes]:
+    for start in range(0, len(body), size):
+        yield body[start : start + size]
+
+
+@pytest.mark.parametrize("path", ["/oauth2/token", "/oauth2/introspect", "/oauth2/revoke"])
+def test_form_over_64_kib_at_a_client_endpoint_is_413_oauth_json(http: TestClient, path: str) -> None:
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for response in (
+        http.post(path, content=BIG_FORM, headers=form),  # Content-Length over the cap: refused at once
+        http.post(path, content=chunks_of(BIG_FORM), headers=form),  # chunked: cut once the cap is crossed
+    ):
+        assert response.status_code == 413, response.text
+        assert response.json()["error"] == "invalid_request"
+        assert response.headers["cache-control"] == "no-store"
+        assert response.headers["connection"] == "close"
+
+
+@pytest.mark.parametrize("path", ["/sign-in", "/sign-up", "/consent", "/oauth2/authorize", "/oauth2/end-session"])
+def test_form_over_64_kib_at_a_page_is_a_413_error_page(http: TestClient, path: str) -> None:
+    response = http.post(path, content=BIG_FORM, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 413
+    assert response.headers["content-type"].startswith("text/html")
+    assert "Request too large" in response.text
+    assert response.headers["x-frame-options"] == "DENY"
+
+
+def test_form_within_64_kib_sent_chunked_is_read_as_usual(http: TestClient, engine: Engine, acme: Organization) -> None:
+    reporter = part2.register(engine, acme, "Reporter", grants=["client_credentials"], scopes=["members:read"])
+    body = b"grant_type=client_credentials&pad=" + b"a" * 30000
+    response = http.post(
+        "/oauth2/token",
+        content=chunks_of(body),
+        headers={**reporter.basic, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("path", ["/v1/menus/regions", "/healthz"])
+def test_a_body_sent_to_the_menus_or_operations_api_is_a_413_problem(http: TestClient, path: str) -> None:
+    for content in (b"x" * 10, chunks_of(b"x" * 10)):
+        response = http.request("GET", path, content=content)
+        assert response.status_code == 413, response.text
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.json()["code"] == "content_too_large"
+
+
+FIFTY_MB = 50 * 1024 * 1024
+
+
+def resident_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+
+
+def send_fifty_mb(port: int, path: str, *, chunked: bool) -> bytes:
+    """Send 50 MB of form (declared up front, or chunked), stopping once the server has answered; its answer."""
+    framing = b"Transfer-Encoding: chunked" if chunked else f"Content-Length: {FIFTY_MB}".encode()
+    head = b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n%s\r\n\r\n"
+    piece = b"a" * 16384
+    frame = b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(head % (path.encode(), framing) + (b"4\r\npad=\r\n" if chunked else b"pad="))
+        sent = 0
+        while sent < FIFTY_MB and not select.select([connection], [], [], 0)[0]:
+            try:
+                connection.sendall(frame)
+            except OSError:  # the server answered and closed: the rest is never read
+                break
+            sent += len(piece)
+        answer = b""
+        with contextlib.suppress(OSError):
+            while chunk := connection.recv(65536):
+                answer += chunk
+    return answer
+
+
+def test_fifty_megabytes_of_form_are_refused_with_413_and_never_held_in_memory(tmp_path: Path) -> None:
+    with live_service(tmp_path) as service:
+        assert service.process is not None
+        port = int(service.url.rsplit(":", 1)[1])
+        before = resident_kib(service.process.pid)
+        answers = {
+            (path, chunked): send_fifty_mb(port, path, chunked=chunked)
+            for path in ("/oauth2/token", "/sign-in", "/oauth2/revoke")
+            for chunked in (False, True)
+        }
+        grown = resident_kib(service.process.pid) - before
+    for (path, _), answer in answers.items():
+        assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+        expected = b"text/html" if path == "/sign-in" else b"application/json"
+        assert expected in answer.split(b"\r\n\r\n", 1)[0]
+    print(f"\nresident memory of the server: {before} KiB before, grown by {grown} KiB after six 50 MB bodies")
+    assert grown < 8 * 1024, f"the server grew by {grown} KiB"
+
+
+# Every parameter has a length bound in the contract, and it holds
+
+
+def test_one_megabyte_state_at_end_session_is_refused_without_a_redirect(http: TestClient) -> None:
+    posted = http.post("/oauth2/end-session", data={"state": "s" * 1024 * 1024})  # over the 64 KiB body cap
+    got = http.get("/oauth2/end-session", params={"state": "s" * 60_000})  # httpx sends at most 64 KiB of URL
+    assert (posted.status_code, got.status_code) == (413, 400)
+    for response in (got, posted):
+        assert "location" not in response.headers
+        assert response.headers["content-type"].startswith("text/html")
+        assert len(response.content) < 16 * 1024 and "sss" not in response.text
+
+
+def test_state_over_2048_characters_at_end_session_is_a_400_page_that_does_not_echo_it(
+    http: TestClient, planner: Registered
+) -> None:
+    for response in (
+        http.get("/oauth2/end-session", params={"client_id": planner.id, "state": "s" * 2049}),
+        http.post("/oauth2/end-session", data={"client_id": planner.id, "state": "s" * 2049}),
+    ):
+        assert response.status_code == 400, response.text
+        assert "location" not in response.headers and "sss" not in response.text
+
+
+def test_over_long_client_secret_is_invalid_request_and_never_echoed_or_logged(
+    http: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "cs_" + "x" * 3000
+    response = http.post(
+        "/oauth2/token",
+        data={"grant_type": "client_credentials", "client_id": "cli_x", "client_secret": secret},
+    )
+    assert_oauth_error(response, "invalid_request")
+    assert response.json()["error_description"] == "The parameter client_secret is too long."
+    assert "xxxxxxxx" not in caplog.text
+
+
+def test_every_string_parameter_of_the_identity_contract_has_a_length_bound() -> None:
+    import yaml
+
+    document = yaml.safe_load((Path(__file__).parents[1] / "openapi" / "identity.yaml").read_text())
+
+    def resolved(node: Any) -> Any:
+        while isinstance(node, dict) and "$ref" in node:
+            target: Any = document
+            for part in node["$ref"].split("/")[1:]:
+                target = target[part]
+            node = target
+        return node
+
+    unbounded = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            fields: list[tuple[str, Any]] = []
+            for parameter in map(resolved, operation.get("parameters", [])):
+                fields.append((parameter["name"], resolved(parameter["schema"])))
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                for name, schema in resolved(media["schema"])["properties"].items():
+                    fields.append((name, resolved(schema)))
+            for name, schema in fields:
+                stated = re.search(r"[0-9,]+ characters", " ".join(schema.get("description", "").split()))
+                bounded = "maxLength" in schema or "enum" in schema or stated is not None  # handler-checked
+                if schema.get("type") == "string" and not bounded:
+                    unbounded.append(f"{method.upper()} {path} {name}")
+    assert unbounded == []
