@@ -36,6 +36,7 @@ from service.problems import MEDIA_TYPE, content_too_large, nothing_here, to_pro
 from service.ratelimit import RateLimiter
 from service.routes import RouteTemplates
 from service.schema import require_current
+from service.secret_keys import open_sealer, reseal
 from service.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -121,6 +122,8 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
     settings = settings or Settings.from_env()
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
+    sealer = open_sealer(engine, settings.secret_keys, settings.database_url)
+    reseal(engine, sealer, rotate=False)  # a database from before sealing: its clear rows sealed (once; CAS per row)
     catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))
     menus = create_menus_app(
         catalog=catalog,
@@ -129,7 +132,11 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
         validate_responses=settings.validate_responses,
     )
     provider = Provider(
-        engine, Issuer(settings.issuer), lifetimes(settings), cursor_key=service_secret(engine, "directory-cursor-key")
+        engine,
+        Issuer(settings.issuer),
+        lifetimes(settings),
+        cursor_key=service_secret(engine, "directory-cursor-key"),
+        sealer=sealer,
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)

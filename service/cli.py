@@ -23,6 +23,7 @@ from identity.errors import InvalidInput, UnknownRecord
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.purge import Purger
+from identity.sealing import Sealer, SealingError, new_key
 from identity.users import ROLES, UserStore
 from service.api_keys import ApiKeyStore, UnknownApiKey
 from service.db import make_engine
@@ -30,7 +31,8 @@ from service.demo import prepare as prepare_demo
 from service.logs import configure as configure_logging
 from service.logs import configure_command
 from service.schema import SchemaOutOfDate, current, head, require_current, upgrade
-from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings
+from service.secret_keys import open_sealer, reseal
+from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, secret_keys_from
 
 
 def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -363,7 +365,16 @@ def _signing_keys(engine: Engine) -> SigningKeys:
         engine,
         publish_delay=timedelta(seconds=settings.key_publish_delay),
         verify_window=timedelta(seconds=settings.access_token_ttl),
+        sealer=_sealer(engine),
     )
+
+
+def _sealer(engine: Engine) -> Sealer:
+    """The sealer of MENUS_SECRET_KEYS, or of the key file beside the database."""
+    try:
+        return open_sealer(engine, secret_keys_from(os.environ), engine.url.render_as_string(hide_password=False))
+    except ValueError as error:
+        raise BadInput(str(error)) from None
 
 
 @keys_group.command("rotate")
@@ -383,6 +394,36 @@ def keys_list(as_json: bool, engine: Engine) -> None:
     at = now()
     infos = _signing_keys(engine).list()
     _print(as_json, [i.as_dict(at) for i in infos], "\n".join(f"{i.kid}\t{i.state(at)}" for i in infos))
+
+
+@main.group("secrets")
+def secrets_group() -> None:
+    """Signing keys and service secrets at rest: sealed with MENUS_SECRET_KEYS (else the key file)."""
+
+
+@secrets_group.command("rotate")
+@_json_option
+@_database_option
+def secrets_rotate(as_json: bool, engine: Engine) -> None:
+    """Seal every signing key and service secret again with the first key of MENUS_SECRET_KEYS.
+
+    Rows still in clear (a database from before sealing) are sealed too. Afterwards, the other keys can be
+    removed from MENUS_SECRET_KEYS. Safe to run while the service runs, and to run again.
+    """
+    try:
+        done = reseal(engine, _sealer(engine), rotate=True)
+    except SealingError as error:
+        raise BadInput(str(error)) from None
+    text = f"sealed with the first key: {done.signing_keys} signing keys, {done.service_secrets} service secrets"
+    _print(as_json, done.as_dict(), text)
+
+
+@secrets_group.command("new-key")
+@_json_option
+def secrets_new_key(as_json: bool) -> None:
+    """Print a new key for MENUS_SECRET_KEYS (put it first to seal with it; keep the old ones after it)."""
+    key = new_key()
+    _print(as_json, {"key": key}, key)
 
 
 def run(args: list[str] | None = None) -> None:

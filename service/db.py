@@ -1,4 +1,4 @@
-"""The state database: one SQLAlchemy engine, the shared metadata, and service secrets.
+"""The state database: one SQLAlchemy engine, the shared metadata, and service secrets (sealed at rest).
 
 SQLite (the default) runs in WAL mode, synchronous=FULL, with foreign keys on; PostgreSQL is used
 for several nodes. Queries are SQLAlchemy Core, the same on both engines.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
+
+from identity.sealing import Sealer
 
 CONNECT_TIMEOUT = 5  # seconds to wait for PostgreSQL to accept a connection
 
@@ -103,19 +106,45 @@ def commit_without_waiting(engine: Engine) -> Iterator[Connection]:
                 raise
 
 
+_sealers: weakref.WeakKeyDictionary[Engine, Sealer] = weakref.WeakKeyDictionary()
+
+
+def seal_with(engine: Engine, sealer: Sealer) -> None:
+    """The sealer of the service secrets stored through ``engine`` (``service.secret_keys.open_sealer``)."""
+    _sealers[engine] = sealer
+
+
+def sealer_of(engine: Engine) -> Sealer:
+    """The engine's sealer; for an engine nobody gave one, the keys of the environment (or the key file)."""
+    sealer = _sealers.get(engine)
+    if sealer is None:
+        from service.secret_keys import load_sealer  # service.secret_keys builds on this module
+        from service.settings import secret_keys_from
+
+        url = engine.url.render_as_string(hide_password=False)
+        sealer = _sealers[engine] = load_sealer(secret_keys_from(os.environ), url)
+    return sealer
+
+
 def service_secret(engine: Engine, name: str, size: int = 32) -> bytes:
-    """Return the shared secret ``name``, creating it on first use; every node reads the same one."""
+    """Return the shared secret ``name``, creating it on first use; every node reads the same one.
+
+    Stored sealed with the operator's keys (``identity.sealing``); a value from before sealing is read as it
+    is, and sealed at the next start or ``secrets rotate``.
+    """
+    sealer = sealer_of(engine)
     with engine.begin() as connection:
         value = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
     if value is not None:
-        return bytes(value)
+        return sealer.open(bytes(value))
     try:
         with engine.begin() as connection:
-            connection.execute(service_secrets.insert().values(name=name, value=secrets.token_bytes(size)))
+            sealed = sealer.seal(secrets.token_bytes(size))
+            connection.execute(service_secrets.insert().values(name=name, value=sealed))
     except IntegrityError:
         pass  # another node created it first; read theirs
     with engine.begin() as connection:
         stored = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
     if stored is None:
         raise RuntimeError(f"the service secret {name!r} could not be created")
-    return bytes(stored)
+    return sealer.open(bytes(stored))

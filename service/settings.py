@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -18,6 +19,8 @@ REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
 SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentials are asked again
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
 PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more (identity/purge.py); 0: never
+# MENUS_SECRET_KEYS: Fernet keys sealing signing keys and service secrets at rest (service/secret_keys.py), comma-
+# separated, the first seals and all open; unset: a key file made once beside the SQLite database (./var/secret-keys).
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,7 @@ class Settings:
     session_ttl: int = SESSION_TTL
     interaction_ttl: int = INTERACTION_TTL
     purge_interval: int = PURGE_INTERVAL
+    secret_keys: tuple[str, ...] = ()  # MENUS_SECRET_KEYS; () means the key file
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -49,6 +53,7 @@ class Settings:
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
             session_ttl=_whole(env, "MENUS_SESSION_TTL", SESSION_TTL, minimum=60),
             purge_interval=_whole(env, "MENUS_PURGE_INTERVAL", PURGE_INTERVAL, minimum=0),
+            secret_keys=secret_keys_from(env),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -60,3 +65,19 @@ def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int
     if not value.isascii() or not value.isdigit() or int(value) < minimum:
         raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
     return int(value)
+
+
+def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:
+    """MENUS_SECRET_KEYS: comma-separated Fernet keys (32 bytes, URL-safe base64); the first seals."""
+    keys = tuple(key.strip() for key in env.get("MENUS_SECRET_KEYS", "").split(",") if key.strip())
+    for position, key in enumerate(keys, 1):
+        try:
+            valid = len(base64.urlsafe_b64decode(key.encode("ascii"))) == 32
+        except (ValueError, UnicodeEncodeError):
+            valid = False
+        if not valid:  # never the key itself in the message
+            raise ValueError(
+                f"MENUS_SECRET_KEYS: key {position} is not 32 bytes of URL-safe base64 "
+                "(make one with 'regional-menus secrets new-key')"
+            )
+    return keys

@@ -34,6 +34,7 @@ from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
+from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore
 from identity.tables import authorization_codes, browser_sessions
 from identity.throttle import ACCOUNT_LIMIT, ADDRESS_LIMIT, SignInThrottle
@@ -256,7 +257,7 @@ def test_another_clients_attempt_neither_uses_up_the_code_nor_reports_a_replay(e
 
 def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issued(engine: Engine) -> None:
     tokens = TokenService(
-        engine, SigningKeys(engine, timedelta(0), timedelta(minutes=10)), Issuer("http://127.0.0.1:8000"),
+        engine, SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()])), Issuer("http://127.0.0.1:8000"),
         timedelta(minutes=10), timedelta(days=1),
     )  # fmt: skip
     tokens.revoke_grant("grt_1")  # the replay's revocation ran before the exchange issued anything
@@ -446,7 +447,7 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
 ) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10))
+    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
     keys.ensure()
     tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
     store = RefreshTokenStore(engine)
