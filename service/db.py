@@ -20,6 +20,9 @@ from sqlalchemy.exc import IntegrityError
 from identity.sealing import Sealer
 
 CONNECT_TIMEOUT = 5  # seconds to wait for PostgreSQL to accept a connection
+POOL_SIZE = 5  # connections each process keeps open (SQLAlchemy's default, stated here)
+MAX_OVERFLOW = 10  # more connections it may open at busy times (SQLAlchemy's default, stated here)
+POOL_CAPACITY = POOL_SIZE + MAX_OVERFLOW  # the most connections in use at once: the client endpoints' thread limit
 
 metadata = sa.MetaData()
 
@@ -41,13 +44,23 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             private_file(Path(parsed.database))
-        engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
+        pool = (
+            {"pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
+            if parsed.database not in (None, "", ":memory:")
+            else {}
+        )
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True, **pool)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     # pre-ping: a connection the server dropped (restart, failover) is replaced, not handed to a request.
     # connect_timeout: while the server is unreachable, requests get 503 within seconds, not a hang.
     return sa.create_engine(
-        url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT}, hide_parameters=True
+        url,
+        pool_pre_ping=True,
+        connect_args={"connect_timeout": CONNECT_TIMEOUT},
+        hide_parameters=True,
+        pool_size=POOL_SIZE,
+        max_overflow=MAX_OVERFLOW,
     )
 
 

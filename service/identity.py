@@ -8,10 +8,11 @@ here into each endpoint's documented form: an HTML page for browser
 endpoints, an OAuth error for client endpoints, an RFC 6750 error for
 resource endpoints.
 
-Handlers are coroutines on the server's event loop. The client and resource endpoints (token,
-introspection, revocation, userinfo, directory, discovery, JWKS) do their few indexed queries and one
-RSA operation there, as the menus API's key check does; the browser pages hand their work to a
-thread, since signing in and up hashes a password with Argon2 for tens of milliseconds.
+Handlers are coroutines on the server's event loop. The token, introspection and revocation endpoints
+hand their SQL (commits that wait for the disk included) and RSA signing to worker threads, at most as
+many at once as the database pool has connections; the browser pages hand theirs to a thread too, since
+signing in and up hashes a password with Argon2 for tens of milliseconds. The resource endpoints
+(userinfo, directory, discovery, JWKS) only read, with keys cached, on the loop.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 
+import anyio
 import orjson
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
@@ -36,6 +38,7 @@ from identity.provider import Provider
 from service import identity_web as web
 from service.async_app import AsyncApp
 from service.body_limit import IDENTITY_FORM_LIMIT, BodyLimit
+from service.db import POOL_CAPACITY
 from service.openapi import declared_methods, spec_path
 from service.problems import connexion_handler
 
@@ -45,7 +48,9 @@ MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not Se
 logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
 
 
-def create_identity_app(provider: Provider, *, validate_responses: bool = False) -> ASGIApp:
+def create_identity_app(
+    provider: Provider, *, validate_responses: bool = False, client_threads: int = POOL_CAPACITY
+) -> ASGIApp:
     issuer = provider.issuer
     app = AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
@@ -76,7 +81,7 @@ def create_identity_app(provider: Provider, *, validate_responses: bool = False)
         app.add_error_handler(error, handler)
     base = issuer.path
     return BodyLimit(
-        IdentityEntry(app, provider),
+        IdentityEntry(app, provider, anyio.CapacityLimiter(client_threads)),
         IDENTITY_FORM_LIMIT,
         lambda scope, limit: web.too_large(str(scope["path"])[len(base) :], limit),
     )
@@ -140,14 +145,16 @@ class IdentityEntry:
     RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
     validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
 
-    def __init__(self, app: ASGIApp, provider: Provider) -> None:
+    def __init__(self, app: ASGIApp, provider: Provider, client_threads: anyio.CapacityLimiter) -> None:
         self.app = app
         self.provider = provider
+        self.client_threads = client_threads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             state = scope.setdefault("state", {})
             state["provider"] = self.provider
+            state["client_threads"] = self.client_threads
             if scope["method"] == "POST":
                 receive = state["body"] = web.BodyRecorder(receive)
         if scope["type"] != "http" or scope["method"] != "HEAD":

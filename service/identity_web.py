@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio.to_thread
 import orjson
 from connexion import context
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
@@ -31,6 +32,7 @@ from service.body_limit import describe
 from service.problems import UNAVAILABLE_RETRY_AFTER
 
 log = logging.getLogger("service.identity")
+T = TypeVar("T")
 
 ProblemHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse]
 
@@ -57,6 +59,14 @@ PUBLIC_CACHE = {"Cache-Control": "public, max-age=300"}  # discovery and JWKS: s
 def provider() -> Provider:
     """The provider of the app serving this request (put in the request's state by ``create_identity_app``)."""
     return context.scope["state"]["provider"]  # type: ignore[no-any-return]
+
+
+async def off_the_loop(call: Callable[..., T], *args: Any) -> T:
+    """Run the domain's blocking work (its SQL, commits that wait for the disk, RSA signing) in a worker thread,
+    so that one slow commit never holds every request of the worker. At most as many at once as the database
+    pool has connections (the request's ``client_threads`` limiter): more would only wait there."""
+    limiter = context.scope["state"]["client_threads"]
+    return await anyio.to_thread.run_sync(call, *args, limiter=limiter)
 
 
 def current() -> Request:

@@ -13,8 +13,10 @@ import re
 import select
 import socket
 import stat
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +32,11 @@ from starlette.testclient import TestClient
 
 from identity import clock
 from identity.clients import redirect_uri_matches
+from identity.introspection import TokenInspector
 from identity.organizations import Organization, OrganizationStore
 from identity.sealing import Sealer, SealingError, new_key
 from identity.tables import signing_keys
+from identity.token_endpoint import TokenEndpoint
 from identity.users import User, UserStore
 from service.app import create_app
 from service.cli import main
@@ -520,3 +524,41 @@ def test_a_wrong_secret_key_is_a_clear_error_naming_the_setting_and_never_the_ke
     )
     assert result.exit_code == 2 and "does not open with any key of MENUS_SECRET_KEYS" in result.output
     assert wrong not in result.output
+
+
+# The client endpoints' SQL and RSA run off the event loop
+
+
+@pytest.mark.parametrize(
+    ("domain", "method", "path"),
+    [
+        (TokenEndpoint, "exchange", "/oauth2/token"),
+        (TokenInspector, "introspect", "/oauth2/introspect"),
+        (TokenInspector, "revoke", "/oauth2/revoke"),
+    ],
+)
+def test_client_endpoint_work_runs_in_a_thread_while_the_loop_answers_others(
+    app: Any, engine: Engine, acme: Organization, monkeypatch: pytest.MonkeyPatch, domain: Any, method: str, path: str
+) -> None:
+    reporter = part2.register(engine, acme, "Reporter", grants=["client_credentials"], scopes=["members:read"])
+    entered, release = threading.Event(), threading.Event()
+    original = getattr(domain, method)
+
+    def held(self: Any, *args: Any) -> Any:  # a commit that waits for a slow disk
+        entered.set()
+        release.wait(10)
+        return original(self, *args)
+
+    monkeypatch.setattr(domain, method, held)
+    form = {"grant_type": "client_credentials", "token": "t"}
+    with TestClient(app) as http, ThreadPoolExecutor(1) as pool:
+        try:
+            pending = pool.submit(http.post, path, data=form, headers=reporter.basic)
+            assert entered.wait(10)
+            started = time.monotonic()
+            assert http.get("/jwks").status_code == 200  # answered while the other request's work waits
+            waited = time.monotonic() - started
+        finally:
+            release.set()
+        assert pending.result(10).status_code == 200
+    assert waited < 5, f"/jwks waited {waited:.1f} s for the event loop"
