@@ -109,7 +109,7 @@ def test_private_key_jwt_client_has_jwks_and_no_secret(engine: Engine, org) -> N
     client, secret = ClientStore(engine).create(
         name="Server", org_id=org.id, auth_method="private_key_jwt", grants=["client_credentials"], jwks=jwks
     )
-    assert secret is None and client.jwks == jwks and client.scopes == ("members:read",)
+    assert secret is None and client.jwks == jwks and client.scopes == ()  # no application scope unless asked
 
 
 @pytest.mark.parametrize(
@@ -186,10 +186,11 @@ def test_deleting_an_unknown_client_is_an_error(engine: Engine) -> None:
         ClientStore(engine).delete("cli_missing")
 
 
+SEALER = Sealer([new_key()])  # every node of a deployment shares the keys
+
+
 def keys(engine: Engine, delay: int = 120) -> SigningKeys:
-    return SigningKeys(
-        engine, publish_delay=timedelta(seconds=delay), verify_window=timedelta(hours=1), sealer=Sealer([new_key()])
-    )
+    return SigningKeys(engine, publish_delay=timedelta(seconds=delay), verify_window=timedelta(hours=1), sealer=SEALER)
 
 
 def test_first_start_creates_one_signing_key(engine: Engine) -> None:
