@@ -317,10 +317,11 @@ def resident_kib(pid: int) -> int:
 
 
 def send_fifty_mb(port: int, path: str, *, chunked: bool) -> bytes:
-    """Send 50 MB of form (declared up front, or chunked), stopping once the server has answered; its answer."""
+    """Send 50 MB of form fields (declared up front, or chunked), stopping once the server has answered; its
+    answer."""
     framing = b"Transfer-Encoding: chunked" if chunked else f"Content-Length: {FIFTY_MB}".encode()
     head = b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n%s\r\n\r\n"
-    piece = b"a" * 16384
+    piece = b"&p=" + b"a" * 16381  # many fields, each well under the form parser's 1 MiB limit
     frame = b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece
     with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
         connection.sendall(head % (path.encode(), framing) + (b"4\r\npad=\r\n" if chunked else b"pad="))
