@@ -437,6 +437,6 @@ def run(args: list[str] | None = None) -> None:
     except click.ClickException as error:
         click.echo(f"regional-menus: error: {error.format_message()}", err=True)
         sys.exit(2)
-    except InvalidInput as error:  # the identity domain's refusal of bad input
+    except (InvalidInput, SealingError) as error:  # the identity domain's refusal of bad input or of the keys
         click.echo(f"regional-menus: error: {error}", err=True)
         sys.exit(2)
