@@ -1,15 +1,14 @@
 """A cap on every request body, enforced while it is read (RFC 9110 §15.5.14, 413 Content Too Large).
 
 A request whose ``Content-Length`` is over the cap is refused at once, before a byte of its body is read.
-A request without a ``Content-Length`` but with a ``Transfer-Encoding`` (chunked) is read here, chunk by
-chunk, up to the cap: it is cut as soon as the cap is crossed, and otherwise replayed to the app as a
-body of known length. Either
-way the server holds at most the cap (and the server's own read buffer) of any body in memory. A request
-with neither header has no body (RFC 9112 §6.3) and passes straight through, as does one within its cap.
+A request with a ``Transfer-Encoding`` (chunked; it overrides any ``Content-Length``, RFC 9112 §6.3) is read
+here chunk by chunk, up to the cap: it is cut as soon as the cap is crossed, and otherwise replayed to the
+app as a body of known length. Either way the server holds at most the cap (and the server's own read
+buffer) of any body in memory. A request with neither header has no body and passes straight through, as
+does one within its cap. Neither Starlette nor uvicorn offers such a cap, hence this small middleware.
 
 The answer is the endpoint's own error form (``too_large`` builds it) and closes the connection, so the
-rest of the body is never read.
-"""
+rest of the body is never read."""
 
 from __future__ import annotations
 
