@@ -11,6 +11,7 @@ from starlette.types import Receive, Scope, Send
 from service.answer_cache import Answer, AnswerCache, cache_key
 from service.api_keys import ApiKeyStore
 from service.app import Dispatcher, create_app
+from service.body_limit import BodyLimit
 from service.gate import MenusGate
 from service.observe import RequestObserver
 from service.settings import Settings
@@ -23,7 +24,7 @@ PER_REQUEST = {"ratelimit-remaining", "ratelimit-reset", "date", "x-request-id"}
 def gate_of(app: RequestObserver) -> MenusGate:
     dispatcher = app.app  # create_app's observer wraps the dispatcher
     assert isinstance(dispatcher, Dispatcher)
-    gate = dispatcher.menus
+    gate = dispatcher.menus.app if isinstance(dispatcher.menus, BodyLimit) else dispatcher.menus  # the body cap first
     assert isinstance(gate, MenusGate)
     return gate
 
