@@ -26,6 +26,7 @@ from bench.servers import Server, Workspace, free_port, reference_command, servi
 from bench.signins import SignInTarget, measure
 from bench.workload import TYPICAL, region_paths, unique_mix, write_lines
 from data.catalog import load_catalog
+from identity.sealing import new_key
 from service.db import make_engine, service_secret
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.seconds, args.warmup, args.repeats = 2.0, 1.0, 1
     args.out.mkdir(parents=True, exist_ok=True)
+    # One key for this process, the servers and the commands: they all open the service secrets (the cursor key).
+    os.environ.setdefault("MENUS_SECRET_KEYS", new_key())
 
     with tempfile.TemporaryDirectory(prefix="bench-") as folder:
         workspace = Workspace(Path(folder), args.database_url or f"sqlite:///{folder}/state.sqlite3")

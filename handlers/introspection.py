@@ -2,10 +2,12 @@
 
 from starlette.responses import Response
 
-from service.identity_web import NO_STORE, current, form_pairs, json, provider
+from service.identity_web import NO_STORE, current, form_pairs, json, off_the_loop, provider
 
 
 async def introspect() -> Response:
     request = current()
-    answer = provider().inspector.introspect(await form_pairs(request), request.headers.get("Authorization"))
+    answer = await off_the_loop(
+        provider().inspector.introspect, await form_pairs(request), request.headers.get("Authorization")
+    )
     return json(answer, headers=NO_STORE)

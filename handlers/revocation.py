@@ -2,10 +2,10 @@
 
 from starlette.responses import Response
 
-from service.identity_web import NO_STORE, current, form_pairs, provider
+from service.identity_web import NO_STORE, current, form_pairs, off_the_loop, provider
 
 
 async def revoke() -> Response:
     request = current()
-    provider().inspector.revoke(await form_pairs(request), request.headers.get("Authorization"))
+    await off_the_loop(provider().inspector.revoke, await form_pairs(request), request.headers.get("Authorization"))
     return Response(status_code=200, headers=NO_STORE)  # the body is empty; it has no media type

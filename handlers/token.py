@@ -2,10 +2,12 @@
 
 from starlette.responses import Response
 
-from service.identity_web import NO_STORE, current, form_pairs, json, provider
+from service.identity_web import NO_STORE, current, form_pairs, json, off_the_loop, provider
 
 
 async def exchange() -> Response:
     request = current()
-    tokens = provider().token_endpoint.exchange(await form_pairs(request), request.headers.get("Authorization"))
+    tokens = await off_the_loop(
+        provider().token_endpoint.exchange, await form_pairs(request), request.headers.get("Authorization")
+    )
     return json(tokens, headers=NO_STORE)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from identity.clients import APPLICATION_SCOPES, Client, ClientStore
+from identity.clients import APPLICATION_SCOPES, Client, ClientStore, redirect_uri_matches
 from identity.errors import (
     ErrorPage,
     InvalidRequest,
@@ -115,10 +115,11 @@ def check_client(draft: _Draft, clients: ClientStore) -> None:
 
 
 def check_redirect_uri(draft: _Draft, clients: ClientStore) -> None:
-    """RFC 6749 §3.1.2.3 and OpenID Connect Core §3.1.2.1: an exact match with a registered URI."""
+    """RFC 6749 §3.1.2.3 and OpenID Connect Core §3.1.2.1: an exact match with a registered URI
+    (RFC 8252 §7.3: a loopback IP literal's port may differ)."""
     assert draft.client is not None
     uris = draft.params.get("redirect_uri", [])
-    if len(uris) != 1 or uris[0] not in draft.client.redirect_uris:
+    if len(uris) != 1 or not any(redirect_uri_matches(uri, uris[0]) for uri in draft.client.redirect_uris):
         raise ErrorPage(
             "Unregistered redirect URI",
             "The sign-in request's redirect_uri is missing or is not registered for this application.",

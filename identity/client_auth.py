@@ -31,6 +31,8 @@ from identity.tables import client_assertions
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256")
+# RFC 7518 §3.1: the key type (and curve) each assertion algorithm verifies with.
+KEY_TYPE_OF = {"RS256": ("RSA", None), "PS256": ("RSA", None), "ES256": ("EC", "P-256")}
 # An assertion may not claim to live longer than this: an hour (Authlib's default lifetime, and
 # Okta's limit), plus a minute for clock skew. Its jti is remembered until it expires.
 MAX_ASSERTION_LIFETIME = timedelta(hours=1, minutes=1)
@@ -113,9 +115,12 @@ class ClientAuthenticator:
             raise InvalidClient()
         audiences = [self._issuer.url, self._issuer.endpoint(TOKEN_PATH)]
         assert client.jwks is not None
+        kty, curve = KEY_TYPE_OF[algorithm]
         for jwk in client.jwks["keys"]:
             if header.get("kid") and jwk.get("kid") != header.get("kid"):
                 continue
+            if jwk.get("kty") != kty or (curve is not None and jwk.get("crv") != curve):
+                continue  # without a kid, only the keys this algorithm can verify with are tried
             try:
                 key = jwt.PyJWK(jwk, algorithm=algorithm)
                 claims: dict[str, Any] = jwt.decode(
@@ -129,8 +134,8 @@ class ClientAuthenticator:
                 if not isinstance(claims["aud"], str):
                     raise InvalidClient()  # draft-ietf-oauth-rfc7523bis: one audience, as a string
                 return claims
-            except (jwt.InvalidTokenError, jwt.PyJWKError, ValueError, TypeError):
-                continue
+            except (jwt.PyJWTError, ValueError, TypeError):
+                continue  # InvalidKeyError, InvalidSignatureError, PyJWKError…: this key does not verify it
         raise InvalidClient()
 
     def _spend(self, client_id: str, jti: str, expires: datetime) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ APPLICATION_SCOPES = frozenset({"members:read"})  # client_credentials only
 DEFAULT_GRANTS = ("authorization_code", "refresh_token")
 DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# RFC 8252 §7.3 and §8.3: a loopback IP literal, with or without a port (never the name localhost).
+_LOOPBACK_NETLOC = re.compile(r"(127\.0\.0\.1|\[::1\])(?::[0-9]{1,5})?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,27 @@ def check_redirect_uri(uri: str) -> str:
     if parts.scheme not in ("http", "https") and "." in parts.scheme:
         return uri  # RFC 8252 §7.1 private-use URI scheme, e.g. com.example.app:/callback
     raise InvalidInput(f"redirect URI {uri!r} must use https (http only on a loopback address)")
+
+
+def redirect_uri_matches(registered: str, presented: str) -> bool:
+    """RFC 6749 §3.1.2.3: an exact match, except that RFC 8252 §7.3 lets a native app registered with a
+    loopback IP literal (``http://127.0.0.1/callback``, ``http://[::1]/callback``) use any port on it.
+    Scheme, address, path and query still match exactly; ``localhost`` is matched exactly (RFC 8252 §8.3)."""
+    if presented == registered:
+        return True
+    return _without_loopback_port(registered) == _without_loopback_port(presented) is not None
+
+
+def _without_loopback_port(uri: str) -> str | None:
+    """The URI with its port dropped when it is an http URI on a loopback IP literal, else None."""
+    parts = urlsplit(uri)
+    match = _LOOPBACK_NETLOC.fullmatch(parts.netloc)
+    if parts.scheme != "http" or match is None or parts.fragment:
+        return None
+    port = parts.netloc[match.end(1) + 1 :]
+    if port and not 0 < int(port) < 65536:
+        return None
+    return parts._replace(netloc=match.group(1)).geturl()
 
 
 def check_jwks(jwks: Any) -> dict[str, Any]:
@@ -204,8 +228,9 @@ _BY_ID = sa.select(clients).where(clients.c.id == sa.bindparam("client_id"))
 
 
 def _default_scopes(grants: Sequence[str]) -> tuple[str, ...]:
-    user_scopes = DEFAULT_SCOPES if "authorization_code" in grants else ()
-    return user_scopes + (("members:read",) if "client_credentials" in grants else ())
+    """Least privilege: a sign-in client gets the user scopes; no client gets an application scope
+    (``members:read``, every member's email) unless it is registered with it."""
+    return DEFAULT_SCOPES if "authorization_code" in grants else ()
 
 
 def _row(client: Client) -> dict[str, Any]:

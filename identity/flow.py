@@ -343,7 +343,7 @@ class SignInFlow:
     def _signed_in(
         self, interaction: Interaction, client: Client, browser: Browser, user: User, org_id: str | None
     ) -> Outcome:
-        """Start a new session (a new id: no fixation), remembering the organization of the previous one.
+        """Start or renew the session (a new secret: no fixation), remembering the organization of the previous one.
 
         ``org_id`` is given for a sign-up (the new organization); after a sign-in the organization
         is the previous session's, if it was the same user's, or is chosen next.

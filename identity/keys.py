@@ -4,7 +4,7 @@ A rotated-in key is published in the JWKS ``publish_delay`` before it signs, so
 relying parties that cache the JWKS already know it when its first token
 arrives. The key it replaces stops signing then, and stays published for
 ``verify_window`` (the longest token lifetime) so tokens it signed still verify.
-Key ids are RFC 7638 thumbprints.
+Key ids are RFC 7638 thumbprints. Private keys are stored sealed (``identity.sealing``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from sqlalchemy.engine import Engine
 
 from identity import audit
 from identity.clock import now, utc
+from identity.sealing import Sealer
 from identity.tables import signing_keys
 
 ALGORITHM = "RS256"
@@ -70,7 +71,7 @@ class _Candidate:
     """A key that signs now or will: read from the table, judged against the clock at each use."""
 
     kid: str
-    private_pem: str
+    private_pem: str  # sealed (or clear, in a database from before sealing)
     signs_from: datetime
     retired_at: datetime | None
 
@@ -79,8 +80,9 @@ class _Candidate:
 
 
 class SigningKeys:
-    def __init__(self, engine: Engine, publish_delay: timedelta, verify_window: timedelta) -> None:
+    def __init__(self, engine: Engine, publish_delay: timedelta, verify_window: timedelta, *, sealer: Sealer) -> None:
         self._engine = engine
+        self._sealer = sealer
         self._publish_delay = publish_delay
         self._verify_window = verify_window
         self._private: dict[str, rsa.RSAPrivateKey] = {}  # loading a PEM costs milliseconds; keep the objects
@@ -125,7 +127,8 @@ class SigningKeys:
             raise LookupError("no signing key signs now; run 'regional-menus keys rotate'")
         key = self._private.get(signing.kid)
         if key is None:
-            loaded = serialization.load_pem_private_key(signing.private_pem.encode(), password=None)
+            pem = self._sealer.open(signing.private_pem.encode())
+            loaded = serialization.load_pem_private_key(pem, password=None)
             assert isinstance(loaded, rsa.RSAPrivateKey)
             key = self._private[signing.kid] = loaded
         return signing.kid, key
@@ -171,6 +174,27 @@ class SigningKeys:
                 for row in connection.execute(query)
             ]
 
+    def reseal(self, *, rotate: bool) -> int:
+        """Seal the private keys stored in clear (with ``rotate``, every key again with the first of the keys);
+        how many rows changed. Each row changes only if nobody changed it meanwhile: several nodes may run this
+        at once, and running it again changes nothing."""
+        changed = 0
+        with self._engine.connect() as connection:
+            rows = connection.execute(sa.select(signing_keys.c.kid, signing_keys.c.private_pem)).all()
+        for row in rows:
+            resealed = self._sealer.resealed(row.private_pem.encode(), rotate=rotate)
+            if resealed is None:
+                continue
+            with self._engine.begin() as connection:
+                result = connection.execute(
+                    signing_keys.update()
+                    .where(signing_keys.c.kid == row.kid, signing_keys.c.private_pem == row.private_pem)
+                    .values(private_pem=resealed.decode())
+                )
+            changed += result.rowcount
+        self._candidates_read = -math.inf
+        return changed
+
     def _create(self, signs_from: datetime) -> KeyInfo:
         private = rsa.generate_private_key(public_exponent=65537, key_size=KEY_SIZE)
         jwk = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
@@ -178,12 +202,13 @@ class SigningKeys:
         jwk.update(kid=kid, use="sig", alg=ALGORITHM)
         pem = private.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ).decode()
+        )
+        sealed = self._sealer.seal(pem).decode()
         created = now()
         with self._engine.begin() as connection:
             connection.execute(
                 signing_keys.insert().values(
-                    kid=kid, private_pem=pem, public_jwk=jwk, created_at=created, signs_from=signs_from
+                    kid=kid, private_pem=sealed, public_jwk=jwk, created_at=created, signs_from=signs_from
                 )
             )
         self._private[kid] = private

@@ -25,6 +25,7 @@ from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.purge import Purger
+from identity.sealing import Sealer
 from identity.sessions import SessionStore
 from identity.throttle import Counters, SignInThrottle, SqlCounters
 from identity.token_endpoint import TokenEndpoint
@@ -49,13 +50,16 @@ class Provider:
         issuer: Issuer,
         lifetimes: Lifetimes,
         cursor_key: bytes,
+        sealer: Sealer,
         throttle_counters: Counters | None = None,  # the sign-in throttle's; the database's by default
     ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine)
         self.users = UserStore(engine)
         self.clients = ClientStore(engine)
-        self.keys = SigningKeys(engine, lifetimes.key_publish_delay, verify_window=lifetimes.access_token)
+        self.keys = SigningKeys(
+            engine, lifetimes.key_publish_delay, verify_window=lifetimes.access_token, sealer=sealer
+        )
         self.sessions = SessionStore(engine, lifetimes.session)
         self.codes = CodeStore(engine)
         self.refresh_tokens = RefreshTokenStore(engine)

@@ -2,8 +2,9 @@
 
 The browser holds a 256-bit random secret in a cookie; the database keeps only
 its SHA-256 hash and a public id, the ``sid`` claim of the tokens issued in the
-session. Every sign-in starts a new session (a new id and secret: no session
-fixation) and ends the one the browser had.
+session. Every sign-in gives the browser a new secret (no session fixation). Signing
+in again as the same user renews the browser's session (same ``sid``, new
+``auth_time``); signing in as someone else ends it and starts a new one.
 """
 
 from __future__ import annotations
@@ -39,18 +40,42 @@ class SessionStore:
         self.lifetime = lifetime
 
     def start(self, user_id: str, org_id: str | None, replacing: str | None = None) -> tuple[BrowserSession, str]:
-        """Start a session after a sign-in; end the browser's previous one. Returns it and its cookie secret."""
+        """Start a session after a sign-in; returns it and its new cookie secret.
+
+        ``replacing`` is the browser's cookie secret. Signing in again as the same user (``prompt=login``,
+        ``max_age``) renews that session: a new secret (no fixation) and ``auth_time``, the same ``sid``, so
+        the grants made in it live on (a replaced session is not a sign-out; only signing out ends them).
+        Signing in as someone else ends the browser's previous session, as a sign-out would.
+        """
         secret = secrets.token_urlsafe(32)
         at = now()
-        session = BrowserSession(new_id("ses"), user_id, org_id, at, at + self.lifetime)
+        expires_at = at + self.lifetime
         with self._engine.begin() as connection:
             if replacing:
-                connection.execute(
-                    browser_sessions.update()
-                    .where(browser_sessions.c.secret_hash == hash_secret(replacing))
-                    .where(browser_sessions.c.ended_at.is_(None))
-                    .values(ended_at=at)
-                )
+                old_hash = hash_secret(replacing)
+                previous = connection.execute(
+                    sa.select(browser_sessions.c.id, browser_sessions.c.user_id).where(
+                        browser_sessions.c.secret_hash == old_hash,
+                        browser_sessions.c.ended_at.is_(None),
+                        browser_sessions.c.expires_at > at,
+                    )
+                ).first()
+                if previous is not None and previous.user_id == user_id:
+                    renewed = connection.execute(
+                        browser_sessions.update()
+                        .where(browser_sessions.c.id == previous.id, browser_sessions.c.secret_hash == old_hash)
+                        .values(secret_hash=hash_secret(secret), org_id=org_id, auth_time=at, expires_at=expires_at)
+                    )
+                    if renewed.rowcount == 1:  # else a concurrent sign-in renewed it first: start another
+                        return BrowserSession(previous.id, user_id, org_id, at, expires_at), secret
+                else:
+                    connection.execute(
+                        browser_sessions.update()
+                        .where(browser_sessions.c.secret_hash == old_hash)
+                        .where(browser_sessions.c.ended_at.is_(None))
+                        .values(ended_at=at)
+                    )
+            session = BrowserSession(new_id("ses"), user_id, org_id, at, expires_at)
             connection.execute(
                 browser_sessions.insert().values(
                     id=session.id,

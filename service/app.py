@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy.engine import Engine
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from service.api_keys import ApiKeyStore
+from service.body_limit import NO_BODY, BodyLimit, describe
 from service.cors import CrossOrigin, cross_origin_paths
 from service.db import make_engine, service_secret
 from service.documentation import Documentation
@@ -33,10 +35,11 @@ from service.menus import create_menus_app
 from service.observe import RequestObserver
 from service.openapi import ServedDocument
 from service.operations import DOCUMENT_PREFIX, create_operations_app, is_operations_path
-from service.problems import nothing_here, to_problem
+from service.problems import MEDIA_TYPE, content_too_large, nothing_here, to_problem
 from service.ratelimit import RateLimiter, StorageHealth, throttle_counters
 from service.routes import RouteTemplates
 from service.schema import require_current
+from service.secret_keys import open_sealer, reseal
 from service.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -128,6 +131,8 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
     settings = settings or Settings.from_env()
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
+    sealer = open_sealer(engine, settings.secret_keys, settings.database_url)
+    reseal(engine, sealer, rotate=False)  # a database from before sealing: its clear rows sealed (once; CAS per row)
     cursor_key = service_secret(engine, "menus-cursor-key")
     catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
     limit_storage = StorageHealth()  # the Redis of the rate limit and the sign-in throttle, as this process sees it
@@ -143,15 +148,22 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
         Issuer(settings.issuer),
         lifetimes(settings),
         cursor_key=service_secret(engine, "directory-cursor-key"),
+        sealer=sealer,
         throttle_counters=throttle_counters(engine, settings.rate_limit_storage, limit_storage),
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
     dispatcher = Dispatcher(
-        menus=documented(menus, settings, "menus.yaml", "/v1", settings.base_url + "/v1"),
+        menus=documented(
+            BodyLimit(menus, NO_BODY, _problem_too_large), settings, "menus.yaml", "/v1", settings.base_url + "/v1"
+        ),
         identity=documented(identity, settings, "identity.yaml", provider.issuer.path, settings.issuer),
         operations=documented(
-            create_operations_app(Readiness(engine, limiter)), settings, "operations.yaml", "/ops", settings.base_url
+            BodyLimit(create_operations_app(Readiness(engine, limiter)), NO_BODY, _problem_too_large),
+            settings,
+            "operations.yaml",
+            "/ops",
+            settings.base_url,
         ),
         identity_path=provider.issuer.path,
         engine=engine,
@@ -176,6 +188,11 @@ def documented(app: ASGIApp, settings: Settings, name: str, prefix: str, server_
     documentation = Documentation(app, prefix=prefix, document=document, enabled=settings.docs, api_origin=origin)
     issuer_path = prefix if name == "identity.yaml" else None
     return CrossOrigin(documentation, origins=settings.cors_origins, selected=cross_origin_paths(issuer_path))
+
+
+def _problem_too_large(_: Scope, limit: int) -> Response:
+    problem = content_too_large(describe(limit))
+    return Response(problem.body(), status_code=413, media_type=MEDIA_TYPE)
 
 
 def lifetimes(settings: Settings) -> Lifetimes:

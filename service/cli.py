@@ -29,6 +29,7 @@ from identity.errors import InvalidInput, UnknownRecord
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.purge import Purger
+from identity.sealing import Sealer, SealingError, new_key
 from identity.users import ROLES, UserStore
 from service.api_keys import ApiKeyStore, UnknownApiKey
 from service.db import MissingDriver, make_engine
@@ -36,7 +37,8 @@ from service.demo import prepare as prepare_demo
 from service.logs import configure as configure_logging
 from service.logs import configure_command
 from service.schema import SchemaOutOfDate, current, head, require_current, upgrade
-from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, default_database_url
+from service.secret_keys import open_sealer, reseal
+from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, default_database_url, secret_keys_from
 
 _database_url_option = click.option(
     "--database-url",
@@ -355,7 +357,14 @@ def clients_group() -> None:
 @click.option("--auth-method", type=click.Choice(AUTH_METHODS), required=True, help="Token endpoint auth method.")
 @click.option("--jwks-file", type=click.File("r"), help="Public JWKS of the client (private_key_jwt).")
 @click.option("--grant", "grants", multiple=True, type=click.Choice(GRANTS), help="Allowed grant; repeat for several.")
-@click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), help="Allowed scope; repeat for several.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    type=click.Choice(SCOPES),
+    help="Allowed scope; repeat for several. Without --scope: openid profile email offline_access for a sign-in "
+    "client, and no application scope: members:read (reading every member's email) only when given.",
+)
 @click.option("--first-party", is_flag=True, help="Skip the consent page unless prompt=consent.")
 @click.option("--pkce", type=click.Choice(["required", "optional"]), default="required", show_default=True)
 @_json_option
@@ -435,7 +444,16 @@ def _signing_keys(engine: Engine) -> SigningKeys:
         engine,
         publish_delay=timedelta(seconds=settings.key_publish_delay),
         verify_window=timedelta(seconds=settings.access_token_ttl),
+        sealer=_sealer(engine),
     )
+
+
+def _sealer(engine: Engine) -> Sealer:
+    """The sealer of MENUS_SECRET_KEYS, or of the key file beside the database."""
+    try:
+        return open_sealer(engine, secret_keys_from(os.environ), engine.url.render_as_string(hide_password=False))
+    except ValueError as error:
+        raise BadInput(str(error)) from None
 
 
 @keys_group.command("rotate")
@@ -459,6 +477,36 @@ def keys_list(as_json: bool, engine: Engine) -> None:
     _print(as_json, [i.as_dict(at) for i in infos], _table(KEY_HEADERS, rows))
 
 
+@main.group("secrets")
+def secrets_group() -> None:
+    """Signing keys and service secrets at rest: sealed with MENUS_SECRET_KEYS (else the key file)."""
+
+
+@secrets_group.command("rotate")
+@_json_option
+@_database_option
+def secrets_rotate(as_json: bool, engine: Engine) -> None:
+    """Seal every signing key and service secret again with the first key of MENUS_SECRET_KEYS.
+
+    Rows still in clear (a database from before sealing) are sealed too. Afterwards, the other keys can be
+    removed from MENUS_SECRET_KEYS. Safe to run while the service runs, and to run again.
+    """
+    try:
+        done = reseal(engine, _sealer(engine), rotate=True)
+    except SealingError as error:
+        raise BadInput(str(error)) from None
+    text = f"sealed with the first key: {done.signing_keys} signing keys, {done.service_secrets} service secrets"
+    _print(as_json, done.as_dict(), text)
+
+
+@secrets_group.command("new-key")
+@_json_option
+def secrets_new_key(as_json: bool) -> None:
+    """Print a new key for MENUS_SECRET_KEYS (put it first to seal with it; keep the old ones after it)."""
+    key = new_key()
+    _print(as_json, {"key": key}, key)
+
+
 def run(args: list[str] | None = None) -> None:
     """Entry point: any bad input is one line on stderr (``{"error": …}`` under ``--json``) and exit status 2."""
     arguments = sys.argv[1:] if args is None else args
@@ -470,7 +518,7 @@ def run(args: list[str] | None = None) -> None:
         sys.exit(130)
     except click.ClickException as error:
         _error(error.format_message(), as_json="--json" in arguments)
-    except InvalidInput as error:  # the identity domain's refusal of bad input
+    except (InvalidInput, SealingError) as error:  # the identity domain's refusal of bad input or of the keys
         _error(str(error), as_json="--json" in arguments)
 
 

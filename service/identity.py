@@ -8,17 +8,20 @@ here into each endpoint's documented form: an HTML page for browser
 endpoints, an OAuth error for client endpoints, an RFC 6750 error for
 resource endpoints.
 
-Handlers are coroutines on the server's event loop. The client and resource endpoints (token,
-introspection, revocation, userinfo, directory, discovery, JWKS) do their few indexed queries and one
-RSA operation there, as the menus API's key check does; the browser pages hand their work to a
-thread, since signing in and up hashes a password with Argon2 for tens of milliseconds.
+Handlers are coroutines on the server's event loop. The token, introspection and revocation endpoints
+hand their SQL (commits that wait for the disk included) and RSA signing to worker threads, at most as
+many at once as the database pool has connections; the browser pages hand theirs to a thread too, since
+signing in and up hashes a password with Argon2 for tens of milliseconds. The resource endpoints
+(userinfo, directory, discovery, JWKS) only read, with keys cached, on the loop.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable
 
+import anyio
 import orjson
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
@@ -34,14 +37,21 @@ from identity.pages import message
 from identity.provider import Provider
 from service import identity_web as web
 from service.async_app import AsyncApp
+from service.body_limit import IDENTITY_FORM_LIMIT, BodyLimit
 from service.contracts import specification
+from service.db import POOL_CAPACITY
 from service.openapi import declared_methods
 from service.problems import connexion_handler
 
 MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
+# Connexion logs each invalid form at ERROR with the offending value (a client secret, a token, a 60 KiB state):
+# a client's mistake is no server error, and the request's own log line already records the 400.
+logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
 
 
-def create_identity_app(provider: Provider, *, validate_responses: bool = False) -> ASGIApp:
+def create_identity_app(
+    provider: Provider, *, validate_responses: bool = False, client_threads: int = POOL_CAPACITY
+) -> ASGIApp:
     issuer = provider.issuer
     app = AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
@@ -70,7 +80,12 @@ def create_identity_app(provider: Provider, *, validate_responses: bool = False)
     handler = _connexion_errors(provider, connexion_handler(declared_methods("identity.yaml", issuer.path)))
     for error in (ProblemException, HTTPException, Exception):
         app.add_error_handler(error, handler)
-    return IdentityEntry(app, provider)
+    base = issuer.path
+    return BodyLimit(
+        IdentityEntry(app, provider, anyio.CapacityLimiter(client_threads)),
+        IDENTITY_FORM_LIMIT,
+        lambda scope, limit: web.too_large(str(scope["path"])[len(base) :], limit),
+    )
 
 
 def _connexion_errors(
@@ -116,7 +131,13 @@ def _plain(detail: str) -> str:
     """Connexion's validation detail without its jsonschema dump, in the words of RFC 6749 §5.2."""
     detail = detail.split("\n\n", 1)[0]
     missing = re.fullmatch(r"'([^']+)' is a required property", detail)
-    return describable(f"The parameter {missing.group(1)} is missing." if missing else detail)
+    if missing:
+        return f"The parameter {describable(missing.group(1))} is missing."
+    too_long = re.fullmatch(r".* is too long(?: - '([^']+)')?", detail, re.DOTALL)
+    if too_long:  # jsonschema's message quotes the whole value: never echo it (it may be a secret, or 1 MB)
+        name = too_long.group(1)
+        return f"The parameter {describable(name)} is too long." if name else "A parameter is too long."
+    return describable(detail)
 
 
 class IdentityEntry:
@@ -125,14 +146,16 @@ class IdentityEntry:
     RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
     validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
 
-    def __init__(self, app: ASGIApp, provider: Provider) -> None:
+    def __init__(self, app: ASGIApp, provider: Provider, client_threads: anyio.CapacityLimiter) -> None:
         self.app = app
         self.provider = provider
+        self.client_threads = client_threads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             state = scope.setdefault("state", {})
             state["provider"] = self.provider
+            state["client_threads"] = self.client_threads
             if scope["method"] == "POST":
                 receive = state["body"] = web.BodyRecorder(receive)
         if scope["type"] != "http" or scope["method"] != "HEAD":

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio.to_thread
 import orjson
 from connexion import context
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
@@ -26,9 +27,11 @@ from identity.flow import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser, Ou
 from identity.issuer import Issuer
 from identity.pages import CONTENT_SECURITY_POLICY, Page, message
 from identity.provider import Provider
+from service.body_limit import describe
 from service.problems import UNAVAILABLE_RETRY_AFTER
 
 log = logging.getLogger("service.identity")
+T = TypeVar("T")
 
 ProblemHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse]
 
@@ -55,6 +58,14 @@ PUBLIC_CACHE = {"Cache-Control": "public, max-age=300"}  # discovery and JWKS: s
 def provider() -> Provider:
     """The provider of the app serving this request (put in the request's state by ``create_identity_app``)."""
     return context.scope["state"]["provider"]  # type: ignore[no-any-return]
+
+
+async def off_the_loop(call: Callable[..., T], *args: Any) -> T:
+    """Run the domain's blocking work (its SQL, commits that wait for the disk, RSA signing) in a worker thread,
+    so that one slow commit never holds every request of the worker. At most as many at once as the database
+    pool has connections (the request's ``client_threads`` limiter): more would only wait there."""
+    limiter = context.scope["state"]["client_threads"]
+    return await anyio.to_thread.run_sync(call, *args, limiter=limiter)
 
 
 def current() -> Request:
@@ -182,6 +193,15 @@ def server_error(error: Exception, path: str) -> Response:
         return page(rendered)
     code = "temporarily_unavailable" if unavailable else "server_error"
     return json({"error": code, "error_description": text}, status, {**NO_STORE, **retry})
+
+
+def too_large(path: str, limit: int) -> Response:
+    """413 in the endpoint's own form (``path`` below the issuer's path): a page, or an OAuth-style JSON error."""
+    text = describe(limit)
+    if kind_of(path) == "browser":
+        return page(message("Request too large", text, status=413))
+    headers = NO_STORE if kind_of(path) == "client" else {"Cache-Control": "no-store"}
+    return json({"error": "invalid_request", "error_description": text}, 413, dict(headers))
 
 
 def as_connexion(response: Response) -> ConnexionResponse:

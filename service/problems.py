@@ -29,6 +29,7 @@ TITLES = {
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "rate_limited": "Too many requests",
+    "content_too_large": "Content too large",
     "internal_error": "Internal error",
     "service_unavailable": "Service unavailable",
 }
@@ -110,6 +111,11 @@ def unauthorized(scheme: str | None) -> Problem:
 
 def nothing_here() -> Problem:
     return Problem(404, "not_found", "There is nothing at this path.")
+
+
+def content_too_large(detail: str) -> Problem:
+    """RFC 9110 §15.5.14: the body is over the cap (``service.body_limit``); no menus operation takes one."""
+    return Problem(413, "content_too_large", detail)
 
 
 def unavailable() -> Problem:

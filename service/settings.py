@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,10 @@ def default_database_url() -> str:
     return f"sqlite:///{DEFAULT_DATABASE_PATH.absolute()}"
 
 
+# MENUS_SECRET_KEYS: Fernet keys sealing signing keys and service secrets at rest (service/secret_keys.py), comma-
+# separated, the first seals and all open; unset: a key file made once beside the SQLite database (./var/secret-keys).
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     database_url: str = field(default_factory=default_database_url)
@@ -44,6 +49,7 @@ class Settings:
     purge_interval: int = PURGE_INTERVAL
     cors_origins: tuple[str, ...] = CORS_ORIGINS
     docs: bool = True  # serve the OpenAPI documents and Swagger UI (MENUS_DOCS=off: every one is 404)
+    secret_keys: tuple[str, ...] = ()  # MENUS_SECRET_KEYS; () means the key file
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -63,6 +69,7 @@ class Settings:
             purge_interval=_whole(env, "MENUS_PURGE_INTERVAL", PURGE_INTERVAL, minimum=0),
             cors_origins=_origins(env.get("MENUS_CORS_ORIGINS", ",".join(CORS_ORIGINS))),
             docs=_switch(env, "MENUS_DOCS", default=True),
+            secret_keys=secret_keys_from(env),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -99,3 +106,19 @@ def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
     if value not in ("on", "off"):
         raise ValueError(f"{name} must be on or off, got {value!r}")
     return value == "on"
+
+
+def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:
+    """MENUS_SECRET_KEYS: comma-separated Fernet keys (32 bytes, URL-safe base64); the first seals."""
+    keys = tuple(key.strip() for key in env.get("MENUS_SECRET_KEYS", "").split(",") if key.strip())
+    for position, key in enumerate(keys, 1):
+        try:
+            valid = len(base64.urlsafe_b64decode(key.encode("ascii"))) == 32
+        except (ValueError, UnicodeEncodeError):
+            valid = False
+        if not valid:  # never the key itself in the message
+            raise ValueError(
+                f"MENUS_SECRET_KEYS: key {position} is not 32 bytes of URL-safe base64 "
+                "(make one with 'regional-menus secrets new-key')"
+            )
+    return keys

@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 from identity import audit
 from identity.keys import SigningKeys
 from identity.organizations import Organization
+from identity.sealing import Sealer, new_key
 from identity.throttle import ACCOUNT_LIMIT
 from identity.users import User
 from service.api_keys import ApiKeyStore
@@ -243,7 +244,7 @@ def test_sign_out_is_audited_with_the_user_and_session(
 
 
 def test_key_rotation_is_audited_with_the_new_kid(engine: Engine, audited: pytest.LogCaptureFixture) -> None:
-    info = SigningKeys(engine, timedelta(seconds=60), timedelta(seconds=60)).rotate()
+    info = SigningKeys(engine, timedelta(seconds=60), timedelta(seconds=60), sealer=Sealer([new_key()])).rotate()
     assert only(audited) == {"event": "key_rotated", "outcome": "success", "kid": info.kid}
 
 

@@ -17,6 +17,7 @@ from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.passwords import verify_password
+from identity.sealing import Sealer, new_key
 from identity.tables import clients, users
 from identity.tokens import TokenService
 from identity.users import UserStore
@@ -109,7 +110,7 @@ def test_private_key_jwt_client_has_jwks_and_no_secret(engine: Engine, org) -> N
     client, secret = ClientStore(engine).create(
         name="Server", org_id=org.id, auth_method="private_key_jwt", grants=["client_credentials"], jwks=jwks
     )
-    assert secret is None and client.jwks == jwks and client.scopes == ("members:read",)
+    assert secret is None and client.jwks == jwks and client.scopes == ()  # no application scope unless asked
 
 
 @pytest.mark.parametrize(
@@ -154,7 +155,7 @@ def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # t
     client, _ = store.create(
         name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
     )
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10))
+    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
     keys.ensure()
     tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
     issued = tokens.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
@@ -170,7 +171,7 @@ def test_an_access_token_verified_before_expires_at_its_exp_all_the_same(  # typ
     client, _ = ClientStore(engine).create(
         name="Job", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
     )
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10))
+    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
     keys.ensure()
     tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
     issued = tokens.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
@@ -186,8 +187,11 @@ def test_deleting_an_unknown_client_is_an_error(engine: Engine) -> None:
         ClientStore(engine).delete("cli_missing")
 
 
+SEALER = Sealer([new_key()])  # every node of a deployment shares the keys
+
+
 def keys(engine: Engine, delay: int = 120) -> SigningKeys:
-    return SigningKeys(engine, publish_delay=timedelta(seconds=delay), verify_window=timedelta(hours=1))
+    return SigningKeys(engine, publish_delay=timedelta(seconds=delay), verify_window=timedelta(hours=1), sealer=SEALER)
 
 
 def test_first_start_creates_one_signing_key(engine: Engine) -> None:

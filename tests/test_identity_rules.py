@@ -32,6 +32,7 @@ from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
+from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore
 from identity.tables import authorization_codes, browser_sessions
 from identity.token_endpoint import single_values
@@ -253,7 +254,7 @@ def test_another_clients_attempt_neither_uses_up_the_code_nor_reports_a_replay(e
 
 def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issued(engine: Engine) -> None:
     tokens = TokenService(
-        engine, SigningKeys(engine, timedelta(0), timedelta(minutes=10)), Issuer("http://127.0.0.1:8000"),
+        engine, SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()])), Issuer("http://127.0.0.1:8000"),
         timedelta(minutes=10), timedelta(days=1),
     )  # fmt: skip
     tokens.revoke_grant("grt_1")  # the replay's revocation ran before the exchange issued anything
@@ -263,17 +264,31 @@ def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issue
 # Sessions
 
 
-def test_every_sign_in_starts_a_new_session_and_ends_the_browsers_previous_one(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+def test_signing_in_again_as_the_same_user_renews_the_session_with_a_new_secret(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     sessions = SessionStore(engine, timedelta(hours=1))
     first, first_secret = sessions.start(user.id, None)
     second, second_secret = sessions.start(user.id, None, replacing=first_secret)
-    assert first.id != second.id and first_secret != second_secret
+    assert first.id == second.id and first_secret != second_secret
+    assert second.auth_time >= first.auth_time
     assert sessions.current(first_secret) is None
     assert sessions.current(second_secret) == second
+    assert not sessions.ended(first.id)
     with engine.connect() as connection:
         hashes = list(connection.scalars(sa.select(browser_sessions.c.secret_hash)))
     assert first_secret not in hashes and second_secret not in hashes
+
+
+def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    users = UserStore(engine)
+    ana = users.create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    bo = users.create("bo@example.com", "Bo", "password-123", [(org.id, "member")])
+    sessions = SessionStore(engine, timedelta(hours=1))
+    first, first_secret = sessions.start(ana.id, None)
+    second, second_secret = sessions.start(bo.id, None, replacing=first_secret)
+    assert first.id != second.id
+    assert sessions.ended(first.id) and sessions.current(first_secret) is None
+    assert sessions.current(second_secret) == second
 
 
 def test_ended_session_is_no_longer_current(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
@@ -373,7 +388,7 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
 ) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10))
+    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
     keys.ensure()
     tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
     store = RefreshTokenStore(engine)

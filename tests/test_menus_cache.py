@@ -24,7 +24,7 @@ def gate_of(app: RequestObserver) -> MenusGate:
     dispatcher = app.app  # create_app's observer wraps the dispatcher
     assert isinstance(dispatcher, Dispatcher)
     gate = dispatcher.menus
-    while not isinstance(gate, MenusGate):  # the menus API's edge (CORS, documents) wraps the gate
+    while not isinstance(gate, MenusGate):  # the menus API's edge (CORS, documents, the body cap) wraps the gate
         gate = gate.app  # type: ignore[attr-defined]
     return gate
 

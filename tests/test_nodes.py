@@ -20,6 +20,7 @@ import jwt
 import pytest
 import requests
 
+from identity.sealing import new_key
 from tests.form_browser import Browser, Callback, Page
 from tests.live import LiveService, free_port, live_service
 from tests.postgres import throwaway_database
@@ -69,6 +70,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
             "MENUS_ISSUER": issuer,
             "MENUS_BASE_URL": issuer,
             "MENUS_KEY_PUBLISH_DELAY": str(PUBLISH_DELAY),
+            "MENUS_SECRET_KEYS": new_key(),  # nodes sharing a database share the keys of its secrets
         }
         folder_a, folder_b = tmp_path_factory.mktemp("node-a"), tmp_path_factory.mktemp("node-b")
         with live_service(folder_a, env, args=("--workers", "2"), port=port_a) as a, live_service(folder_b, env) as b:
