@@ -20,9 +20,9 @@ from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import load_catalog
+from identity.api_keys import ApiKeyStore
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
-from service.api_keys import ApiKeyStore
 from service.db import make_engine, service_secret
 from service.gate import send_problem
 from service.health import Readiness

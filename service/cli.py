@@ -17,6 +17,7 @@ from typing import Any
 import click
 from sqlalchemy.engine import Engine
 
+from identity.api_keys import ApiKeyStore, UnknownApiKey
 from identity.clients import AUTH_METHODS, GRANTS, SCOPES, ClientStore
 from identity.clock import now
 from identity.errors import InvalidInput, UnknownRecord
@@ -24,7 +25,6 @@ from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.purge import Purger
 from identity.users import ROLES, UserStore
-from service.api_keys import ApiKeyStore, UnknownApiKey
 from service.db import make_engine
 from service.demo import prepare as prepare_demo
 from service.logs import configure as configure_logging

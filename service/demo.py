@@ -12,12 +12,12 @@ from urllib.parse import urlencode
 
 from sqlalchemy.engine import Engine
 
+from identity.api_keys import ApiKeyStore
 from identity.clients import ClientStore
 from identity.issuer import AUTHORIZATION_PATH, TOKEN_PATH, Issuer
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import UserStore
-from service.api_keys import ApiKeyStore
 from service.settings import Settings
 
 KEY_NAME = "demo"

@@ -18,8 +18,8 @@ import hashlib
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog
+from identity.api_keys import ApiKeyStore
 from service.answer_cache import Answer, AnswerCache, CacheKey, cache_key
-from service.api_keys import ApiKeyStore
 from service.problems import Problem, nothing_here, unauthorized
 from service.ratelimit import Decision, RateLimiter
 

@@ -13,8 +13,8 @@ from starlette.types import ASGIApp
 
 from data.catalog import Catalog
 from data.errors import CatalogError
+from identity.api_keys import ApiKeyStore
 from service.answer_cache import AnswerCache
-from service.api_keys import ApiKeyStore
 from service.async_app import AsyncApp
 from service.gate import MenusGate
 from service.openapi import declared_methods, spec_path

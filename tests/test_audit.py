@@ -20,11 +20,11 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity import audit
+from identity.api_keys import ApiKeyStore
 from identity.keys import SigningKeys
 from identity.organizations import Organization
 from identity.throttle import ACCOUNT_LIMIT
 from identity.users import User
-from service.api_keys import ApiKeyStore
 from tests.test_identity_api import (
     CALLBACK,
     SIGN_UP,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from service.api_keys import ApiKeyStore
+from identity.api_keys import ApiKeyStore
 from service.app import create_app
 from service.settings import Settings
 
