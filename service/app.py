@@ -21,8 +21,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import load_catalog
 from identity.api_keys import ApiKeyStore
+from identity.console import Console
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
+from identity.usage import UsageCounter, UsageReport
+from service.console import create_console_app
+from service.console.relying_party import ConsoleClient, client_secret
+from service.console.sessions import Cookies
+from service.console.web import ConsoleWeb
 from service.db import make_engine, service_secret
 from service.gate import send_problem
 from service.health import Readiness
@@ -51,6 +57,10 @@ class Dispatcher:
     engine: Engine
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
+    console: ASGIApp | None = None  # the developer console, at console_path
+    console_path: str = "/console"
+    flush_usage: Callable[[], object] | None = None  # run in a thread every usage_interval seconds and at shutdown
+    usage_interval: float = 5
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -64,6 +74,8 @@ class Dispatcher:
             await _guarded(self.operations, scope, receive, send)
         elif path == "/v1" or path.startswith("/v1/"):
             await _guarded(self.menus, scope, receive, send)
+        elif self.console is not None and (path == self.console_path or path.startswith(self.console_path + "/")):
+            await _guarded(self.console, scope, receive, send)
         elif not self.identity_path or path == self.identity_path or path.startswith(self.identity_path + "/"):
             await _guarded(self.identity, scope, receive, send)
         else:
@@ -71,31 +83,49 @@ class Dispatcher:
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         stopping = asyncio.Event()
-        housekeeping: asyncio.Task[None] | None = None
+        tasks: list[asyncio.Task[None]] = []
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 if self.purge is not None and self.purge_interval > 0:
-                    housekeeping = asyncio.create_task(_purge_every(self.purge, self.purge_interval, stopping))
+                    tasks.append(asyncio.create_task(_every(self.purge, self.purge_interval, stopping, "purging")))
+                if self.flush_usage is not None:
+                    flush = _every(
+                        self.flush_usage, self.usage_interval, stopping, "writing API key usage", first=False
+                    )
+                    tasks.append(asyncio.create_task(flush))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 stopping.set()
-                if housekeeping is not None:
-                    await housekeeping  # a purge under way finishes first
+                for task in tasks:
+                    await task  # a purge or a flush under way finishes first
+                if self.flush_usage is not None:
+                    await _attempt(self.flush_usage, "writing API key usage at shutdown")  # what was counted since
                 self.engine.dispose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
 
-async def _purge_every(purge: Callable[[], object], interval: float, stopping: asyncio.Event) -> None:
-    """Purge at start-up and then every ``interval`` seconds until ``stopping``; a failed purge waits for the next."""
-    while not stopping.is_set():
-        try:
-            await asyncio.to_thread(purge)
-        except Exception as error:  # the database may be down: the next round tries again
-            logger.warning("purging expired records failed (%s); retrying in %s s", type(error).__name__, interval)
+async def _every(
+    work: Callable[[], object], interval: float, stopping: asyncio.Event, what: str, *, first: bool = True
+) -> None:
+    """Run ``work`` in a thread (at start-up when ``first``) and then every ``interval`` seconds until ``stopping``;
+    a failed round waits for the next."""
+    if not first:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), interval)
+    while not stopping.is_set():
+        await _attempt(work, what, interval)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), interval)
+
+
+async def _attempt(work: Callable[[], object], what: str, interval: float | None = None) -> None:
+    try:
+        await asyncio.to_thread(work)
+    except Exception as error:  # the database may be down: the next round tries again
+        retry = f"; retrying in {interval} s" if interval else ""
+        logger.warning("%s failed (%s)%s", what, type(error).__name__, retry)
 
 
 async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
@@ -120,17 +150,23 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
     catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))
+    keys = ApiKeyStore(engine)
+    usage = UsageCounter(engine)
     menus = create_menus_app(
         catalog=catalog,
-        keys=ApiKeyStore(engine),
+        keys=keys,
         limiter=RateLimiter(settings.rate_limit_per_minute),
         validate_responses=settings.validate_responses,
+        usage=usage,
     )
     provider = Provider(
         engine, Issuer(settings.issuer), lifetimes(settings), cursor_key=service_secret(engine, "directory-cursor-key")
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
+    console = create_console_app(
+        console_web(settings, engine, provider, keys), validate_responses=settings.validate_responses
+    )
     dispatcher = Dispatcher(
         menus=menus,
         identity=identity,
@@ -139,15 +175,37 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
         engine=engine,
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
+        console=console,
+        console_path=settings.console_path,
+        flush_usage=usage.flush,
+        usage_interval=settings.usage_flush_interval,
     )
     routes = RouteTemplates(
         [
             ("menus.yaml", "/v1", "/v1"),
             ("identity.yaml", provider.issuer.path, provider.issuer.path),
             ("operations.yaml", "", DOCUMENT_PREFIX.rstrip("/")),
+            ("console.yaml", settings.console_path, settings.console_path),
         ]
     )
     return RequestObserver(dispatcher, routes)
+
+
+def console_web(settings: Settings, engine: Engine, provider: Provider, keys: ApiKeyStore) -> ConsoleWeb:
+    """The developer console, registered as a client of the provider (one registration for every node)."""
+    console_url = settings.base_url + settings.console_path
+    client = ConsoleClient(provider, console_url, client_secret(service_secret(engine, "console-client-secret")))
+    client.register()
+    return ConsoleWeb(
+        path=settings.console_path,
+        base_url=settings.base_url,
+        issuer_url=provider.issuer.url,
+        client=client,
+        cookies=Cookies(service_secret(engine, "console-cookie-key")),
+        console=Console(engine, keys, provider.users, UsageReport(engine)),
+        sessions=provider.sessions,
+        secure=provider.issuer.secure or console_url.startswith("https://"),
+    )
 
 
 def lifetimes(settings: Settings) -> Lifetimes:

@@ -177,12 +177,13 @@ def api_keys_group() -> None:
 
 @api_keys_group.command("create")
 @click.option("--name", required=True, help="Who or what the key is for.")
+@click.option("--org", "org_id", default=None, help="The organization that owns the key (its console shows it).")
 @_json_option
 @_database_option
-def api_keys_create(name: str, as_json: bool, engine: Engine) -> None:
+def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine) -> None:
     """Create a key and print it once; only its hash is kept."""
     try:
-        record, key = ApiKeyStore(engine).create(name)
+        record, key = ApiKeyStore(engine).create(name, org_id=org_id)
     except ValueError as error:
         _fail(str(error))
     _print(as_json, {"id": record.id, "name": record.name, "key": key}, f"{record.id}\t{record.name}\t{key}")

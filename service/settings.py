@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,6 +18,8 @@ ACCESS_TOKEN_TTL = 600  # seconds an access token (and an ID token) is valid
 REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
 SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentials are asked again
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
+CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
+USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted in memory (and at shutdown)
 PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more (identity/purge.py); 0: never
 
 
@@ -33,6 +36,8 @@ class Settings:
     session_ttl: int = SESSION_TTL
     interaction_ttl: int = INTERACTION_TTL
     purge_interval: int = PURGE_INTERVAL
+    console_path: str = CONSOLE_PATH
+    usage_flush_interval: int = USAGE_FLUSH_INTERVAL
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -49,6 +54,8 @@ class Settings:
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
             session_ttl=_whole(env, "MENUS_SESSION_TTL", SESSION_TTL, minimum=60),
             purge_interval=_whole(env, "MENUS_PURGE_INTERVAL", PURGE_INTERVAL, minimum=0),
+            console_path=_path(env, "MENUS_CONSOLE_PATH", CONSOLE_PATH),
+            usage_flush_interval=_whole(env, "MENUS_USAGE_FLUSH_INTERVAL", USAGE_FLUSH_INTERVAL, minimum=1),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -60,3 +67,11 @@ def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int
     if not value.isascii() or not value.isdigit() or int(value) < minimum:
         raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
     return int(value)
+
+
+def _path(env: Mapping[str, str], name: str, default: str) -> str:
+    """A path of its own below the host: ``/console``, ``/dev/console``; not the root, no trailing slash."""
+    value = env.get(name) or default
+    if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", value) or value in ("/v1", "/healthz", "/readyz", "/metrics"):
+        raise ValueError(f"{name} must be a path such as /console (not the root, no trailing slash), got {value!r}")
+    return value

@@ -45,6 +45,19 @@ def test_api_keys_revoke_marks_the_key_revoked(tmp_path: Path) -> None:
     assert revoked["id"] == created["id"] and revoked["revoked_at"]
 
 
+def test_api_keys_create_with_org_makes_a_key_the_organization_owns(tmp_path: Path) -> None:
+    org = json.loads(cli(tmp_path, "orgs", "create", "--json", "--name", "Acme").stdout)
+    created = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "p", "--org", org["id"]).stdout)
+    (listed,) = json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout)
+    assert (listed["id"], listed["org_id"], listed["created_by"]) == (created["id"], org["id"], None)
+
+
+def test_api_keys_create_for_an_unknown_organization_fails_and_writes_nothing(tmp_path: Path) -> None:
+    done = cli(tmp_path, "api-keys", "create", "--name", "p", "--org", "org_missing")
+    assert done.returncode == 2 and "no organization has the id 'org_missing'" in done.stderr
+    assert json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout) == []
+
+
 def test_database_url_option_chooses_the_database(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'other.sqlite3'}"
     assert cli(tmp_path, "db", "upgrade", "--database-url", url).returncode == 0
