@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.async_app import AsyncApp
 from service.console.web import BODY_LIMIT, ConsoleWeb
-from service.identity_web import BodyRecorder
+from service.identity_web import BodyRecorder, as_connexion
 from service.openapi import spec_path
 
 MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
@@ -38,7 +38,7 @@ def create_console_app(web: ConsoleWeb, *, validate_responses: bool = False) -> 
         status = error.status_code if isinstance(error, HTTPException) else getattr(error, "status", 500)
         if not isinstance(error, HTTPException | ProblemException):
             status = 500
-        return web.error_response(int(status), error)
+        return as_connexion(web.error_response(int(status), error))
 
     for error in (ProblemException, HTTPException, Exception):
         app.add_error_handler(error, as_page)
