@@ -19,6 +19,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -106,7 +107,7 @@ _COLUMNS = (
 )
 
 
-def _record(row: sa.Row[tuple[object, ...]]) -> ApiKey:
+def _record(row: Any) -> ApiKey:
     m = row._mapping
     return ApiKey(
         id=m["id"],
