@@ -55,6 +55,7 @@ def prepare(engine: Engine, settings: Settings) -> str:
         f"  Try:     curl -H 'Authorization: Bearer {key}' \\\n"
         f"             '{settings.base_url}/v1/menus/dishes?diet=vegetarian&q=paneer'\n"
         f"  Browse:  {settings.base_url}/v1/ui/ (menus) and {issuer.url}/ui/ (identity)\n"
+        f"  Console: {settings.base_url}{settings.console_path}/ (sign in, or create an account, to manage keys)\n"
         "\nSign in from a browser:\n"
         f"  User:    {USER_EMAIL} / {USER_PASSWORD}\n"
         f"  Client:  {client_id} (secret, shown once: {secret})\n"

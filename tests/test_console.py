@@ -412,3 +412,9 @@ def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_data
             assert menus(node_b, key) == 401  # refused at once by the other node
     finally:
         engine.dispose()
+
+
+def test_serve_demo_prints_the_console_url(engine: Engine, settings: Settings) -> None:
+    from service.demo import prepare
+
+    assert f"Console: {settings.base_url}/console/" in prepare(engine, settings)
