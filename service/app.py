@@ -67,15 +67,15 @@ class Dispatcher:
             await self._lifespan(receive, send)
             return
         path = scope["path"]
-        if _CONTROL.search(path):
+        if self.console is not None and (path == self.console_path or path.startswith(self.console_path + "/")):
+            await _guarded(self.console, scope, receive, send)  # HTML pages, even for its errors
+        elif _CONTROL.search(path):
             # A decoded control character (%0A…) is never a path of ours; Connexion would answer 500.
             await send_problem(send, nothing_here())
         elif is_operations_path(path):
             await _guarded(self.operations, scope, receive, send)
         elif path == "/v1" or path.startswith("/v1/"):
             await _guarded(self.menus, scope, receive, send)
-        elif self.console is not None and (path == self.console_path or path.startswith(self.console_path + "/")):
-            await _guarded(self.console, scope, receive, send)
         elif not self.identity_path or path == self.identity_path or path.startswith(self.identity_path + "/"):
             await _guarded(self.identity, scope, receive, send)
         else:

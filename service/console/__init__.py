@@ -7,6 +7,8 @@ side of signing in is ``relying_party.py``; the cookies are ``sessions.py``.
 
 from __future__ import annotations
 
+import re
+
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware import ConnexionMiddleware
@@ -18,8 +20,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.async_app import AsyncApp
 from service.console.web import BODY_LIMIT, ConsoleWeb
 from service.identity_web import BodyRecorder, as_connexion
-from service.openapi import spec_path
+from service.openapi import declared_methods, spec_path
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 
 
@@ -33,12 +36,17 @@ def create_console_app(web: ConsoleWeb, *, validate_responses: bool = False) -> 
         resolver=RelativeResolver("handlers"),
     )
 
-    async def as_page(_: ConnexionRequest, error: Exception) -> ConnexionResponse:
+    allowed = declared_methods("console.yaml", web.path)
+
+    async def as_page(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
         """Connexion's own errors (validation, unknown path, method) and anything unexpected, as an HTML page."""
         status = error.status_code if isinstance(error, HTTPException) else getattr(error, "status", 500)
         if not isinstance(error, HTTPException | ProblemException):
             status = 500
-        return as_connexion(web.error_response(int(status), error))
+        response = web.error_response(int(status), error)
+        if status == 405:  # RFC 9110 §15.5.6
+            response.headers["Allow"] = ", ".join(allowed(str(request.scope.get("path", ""))))
+        return as_connexion(response)
 
     for error in (ProblemException, HTTPException, Exception):
         app.add_error_handler(error, as_page)
@@ -56,6 +64,9 @@ class ConsoleEntry:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if _CONTROL.search(scope["path"]):  # never a path of ours (Connexion would answer 500)
+            await self.web.error_response(404, LookupError(scope["path"]))(scope, receive, send)
             return
         if scope["path"] == self.web.path:
             await self.web.redirect(self.web.path + "/")(scope, receive, send)
