@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from data.catalog import load_catalog
 from identity.api_keys import ApiKeyStore
 from identity.console import Console
+from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from identity.usage import UsageCounter, UsageReport
@@ -164,9 +165,8 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
-    console = create_console_app(
-        console_web(settings, engine, provider, keys), validate_responses=settings.validate_responses
-    )
+    web = console_web(settings, engine, provider, keys)
+    console = create_console_app(web, validate_responses=settings.validate_responses) if web else None
     dispatcher = Dispatcher(
         menus=menus,
         identity=identity,
@@ -191,11 +191,18 @@ def create_app(settings: Settings | None = None) -> RequestObserver:
     return RequestObserver(dispatcher, routes)
 
 
-def console_web(settings: Settings, engine: Engine, provider: Provider, keys: ApiKeyStore) -> ConsoleWeb:
-    """The developer console, registered as a client of the provider (one registration for every node)."""
+def console_web(settings: Settings, engine: Engine, provider: Provider, keys: ApiKeyStore) -> ConsoleWeb | None:
+    """The developer console, registered as a client of the provider (one registration for every node).
+
+    None, with a warning, when the base URL cannot carry a redirect URI (plain http off loopback): the
+    service runs without its console rather than send sign-ins over an unprotected channel."""
     console_url = settings.base_url + settings.console_path
     client = ConsoleClient(provider, console_url, client_secret(service_secret(engine, "console-client-secret")))
-    client.register()
+    try:
+        client.register()
+    except InvalidInput as error:
+        logger.warning("the developer console is off: %s (MENUS_BASE_URL must be https, or http on loopback)", error)
+        return None
     return ConsoleWeb(
         path=settings.console_path,
         base_url=settings.base_url,

@@ -418,3 +418,13 @@ def test_serve_demo_prints_the_console_url(engine: Engine, settings: Settings) -
     from service.demo import prepare
 
     assert f"Console: {settings.base_url}/console/" in prepare(engine, settings)
+
+
+def test_without_a_safe_redirect_uri_the_service_runs_without_its_console(
+    settings: Settings, engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(settings.with_changes(base_url="http://menus.internal"))
+    assert "the developer console is off" in caplog.text
+    with TestClient(app) as client:
+        assert client.get("/console/").status_code == 404
+        assert client.get("/v1/menus/regions").status_code == 401  # the rest of the service runs
