@@ -40,7 +40,7 @@ from data.catalog import DIET_INCLUDES, DISH_KEYS, dataset_directory
 from data.cursors import CursorCodec
 from data.errors import InvalidCursor
 from data.folding import fold, terms
-from service.api_keys import ApiKeyStore
+from identity.api_keys import ApiKeyStore
 from service.db import make_engine, service_secret
 from service.ratelimit import RateLimiter
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 
 from identity.clock import new_id, now
 from identity.errors import InvalidInput, UnknownRecord
@@ -185,6 +186,48 @@ class ClientStore:
                 raise InvalidInput(f"no organization has the id {org_id!r}")
             connection.execute(clients.insert().values(**_row(client), created_at=now()))
         return client, secret
+
+    def ensure_first_party(
+        self,
+        *,
+        client_id: str,
+        name: str,
+        org_id: str,
+        secret: str,
+        redirect_uris: Sequence[str],
+        post_logout_redirect_uris: Sequence[str],
+    ) -> Client:
+        """Register (or bring up to date) a first-party confidential client with a fixed id and a secret every
+        node derives alike, so that one registration serves every node: the service's own developer console.
+
+        Authorization code with PKCE S256 only, ``client_secret_basic``, scopes ``openid profile email``."""
+        client = Client(
+            id=client_id,
+            org_id=org_id,
+            name=name,
+            auth_method="client_secret_basic",
+            redirect_uris=tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris)),
+            post_logout_redirect_uris=tuple(
+                check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris)
+            ),
+            grants=("authorization_code",),
+            scopes=("openid", "profile", "email"),
+            first_party=True,
+            pkce_required=True,
+            jwks=None,
+            secret_hash=hash_secret(secret),
+        )
+        values = _row(client)
+        try:
+            with self._engine.begin() as connection:
+                if connection.execute(_BY_ID, {"client_id": client_id}).first() is None:
+                    connection.execute(clients.insert().values(**values, created_at=now()))
+                    return client
+        except IntegrityError:
+            pass  # another node registered it at the same moment: bring it up to date below
+        with self._engine.begin() as connection:
+            connection.execute(clients.update().where(clients.c.id == client_id).values(**values))
+        return client
 
     def get(self, client_id: str) -> Client | None:
         with self._engine.connect() as connection:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
 
 from identity.clock import new_id, now
 from identity.errors import InvalidInput
@@ -64,6 +65,20 @@ class OrganizationStore:
         org = Organization(new_id("org"), name, slug)
         connection.execute(organizations.insert().values(id=org.id, name=org.name, slug=org.slug, created_at=now()))
         return org
+
+    def ensure(self, org_id: str, name: str, slug: str) -> Organization:
+        """The organization ``org_id``, created with ``name`` and ``slug`` if absent (a service's own record,
+        made by whichever node starts first; the others find it)."""
+        try:
+            with self._engine.begin() as connection:
+                if connection.execute(_BY_ID, {"org_id": org_id}).first() is None:
+                    connection.execute(organizations.insert().values(id=org_id, name=name, slug=slug, created_at=now()))
+        except IntegrityError:
+            pass  # another node created it at the same moment
+        found = self.get(org_id)
+        if found is None:
+            raise RuntimeError(f"the organization {org_id!r} could not be created")
+        return found
 
     def get(self, org_id: str) -> Organization | None:
         with self._engine.connect() as connection:

@@ -21,10 +21,17 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
+from identity.api_keys import ApiKeyStore
+from identity.console import Console
+from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
-from service.api_keys import ApiKeyStore
+from identity.usage import UsageCounter, UsageReport
 from service.body_limit import NO_BODY, BodyLimit, describe
+from service.console import create_console_app
+from service.console.relying_party import ConsoleClient, client_secret
+from service.console.sessions import Cookies
+from service.console.web import ConsoleWeb
 from service.cors import CrossOrigin, cross_origin_paths
 from service.db import make_engine, service_secret
 from service.documentation import Documentation
@@ -58,13 +65,19 @@ class Dispatcher:
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
+    console: ASGIApp | None = None  # the developer console, at console_path
+    console_path: str = "/console"
+    flush_usage: Callable[[], object] | None = None  # run in a thread every usage_interval seconds and at shutdown
+    usage_interval: float = 5
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
         path = scope["path"]
-        if _CONTROL.search(path):
+        if self.console is not None and (path == self.console_path or path.startswith(self.console_path + "/")):
+            await _guarded(self.console, scope, receive, send)  # HTML pages, even for its errors
+        elif _CONTROL.search(path):
             # A decoded control character (%0A…) is never a path of ours; Connexion would answer 500.
             await send_problem(send, nothing_here())
         elif is_operations_path(path):
@@ -78,17 +91,24 @@ class Dispatcher:
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         stopping = asyncio.Event()
-        housekeeping: asyncio.Task[None] | None = None
+        tasks: list[asyncio.Task[None]] = []
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 if self.purge is not None and self.purge_interval > 0:
-                    housekeeping = asyncio.create_task(_purge_every(self.purge, self.purge_interval, stopping))
+                    tasks.append(asyncio.create_task(_every(self.purge, self.purge_interval, stopping, "purging")))
+                if self.flush_usage is not None:
+                    flush = _every(
+                        self.flush_usage, self.usage_interval, stopping, "writing API key usage", first=False
+                    )
+                    tasks.append(asyncio.create_task(flush))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 stopping.set()
-                if housekeeping is not None:
-                    await housekeeping  # a purge under way finishes first
+                for task in tasks:
+                    await task  # a purge or a flush under way finishes first
+                if self.flush_usage is not None:
+                    await _attempt(self.flush_usage, "writing API key usage at shutdown")  # what was counted since
                 if self.on_shutdown is not None:
                     await self.on_shutdown()
                 self.engine.dispose()
@@ -96,15 +116,26 @@ class Dispatcher:
                 return
 
 
-async def _purge_every(purge: Callable[[], object], interval: float, stopping: asyncio.Event) -> None:
-    """Purge at start-up and then every ``interval`` seconds until ``stopping``; a failed purge waits for the next."""
-    while not stopping.is_set():
-        try:
-            await asyncio.to_thread(purge)
-        except Exception as error:  # the database may be down: the next round tries again
-            logger.warning("purging expired records failed (%s); retrying in %s s", type(error).__name__, interval)
+async def _every(
+    work: Callable[[], object], interval: float, stopping: asyncio.Event, what: str, *, first: bool = True
+) -> None:
+    """Run ``work`` in a thread (at start-up when ``first``) and then every ``interval`` seconds until ``stopping``;
+    a failed round waits for the next."""
+    if not first:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), interval)
+    while not stopping.is_set():
+        await _attempt(work, what, interval)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), interval)
+
+
+async def _attempt(work: Callable[[], object], what: str, interval: float | None = None) -> None:
+    try:
+        await asyncio.to_thread(work)
+    except Exception as error:  # the database may be down: the next round tries again
+        retry = f"; retrying in {interval} s" if interval else ""
+        logger.warning("%s failed (%s)%s", what, type(error).__name__, retry)
 
 
 async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
@@ -137,11 +168,14 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
     catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
     limit_storage = StorageHealth()  # the Redis of the rate limit and the sign-in throttle, as this process sees it
     limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_storage, health=limit_storage)
+    keys = ApiKeyStore(engine)
+    usage = UsageCounter(engine)
     menus = create_menus_app(
         catalog=catalog,
-        keys=ApiKeyStore(engine),
+        keys=keys,
         limiter=limiter,
         validate_responses=settings.validate_responses,
+        usage=usage,
     )
     provider = Provider(
         engine,
@@ -153,6 +187,19 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
     )
     provider.start()
     identity = create_identity_app(provider, validate_responses=settings.validate_responses)
+    web = console_web(settings, engine, provider, keys)
+    console = (
+        documented(
+            create_console_app(web, validate_responses=settings.validate_responses),
+            settings,
+            "console.yaml",
+            settings.console_path,
+            settings.base_url + settings.console_path,
+            pages_end_in_slash=True,
+        )
+        if web
+        else None
+    )
     dispatcher = Dispatcher(
         menus=documented(
             BodyLimit(menus, NO_BODY, _problem_too_large), settings, "menus.yaml", "/v1", settings.base_url + "/v1"
@@ -170,22 +217,36 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
         on_shutdown=limiter.aclose,
+        console=console,
+        console_path=settings.console_path,
+        flush_usage=usage.flush,
+        usage_interval=settings.usage_flush_interval,
     )
     routes = RouteTemplates(
         [
             ("menus.yaml", "/v1", "/v1"),
             ("identity.yaml", provider.issuer.path, provider.issuer.path),
             ("operations.yaml", "", DOCUMENT_PREFIX.rstrip("/")),
+            ("console.yaml", settings.console_path, settings.console_path),
         ]
     )
     return RequestObserver(dispatcher, routes)
 
 
-def documented(app: ASGIApp, settings: Settings, name: str, prefix: str, server_url: str) -> ASGIApp:
+def documented(
+    app: ASGIApp, settings: Settings, name: str, prefix: str, server_url: str, *, pages_end_in_slash: bool = False
+) -> ASGIApp:
     """``app`` behind its document ``name`` as written (at ``{prefix}/openapi.json``, with ``server_url``) and CORS."""
     origin = "/".join(server_url.split("/", 3)[:3])
     document = ServedDocument.build(name, server_url)
-    documentation = Documentation(app, prefix=prefix, document=document, enabled=settings.docs, api_origin=origin)
+    documentation = Documentation(
+        app,
+        prefix=prefix,
+        document=document,
+        enabled=settings.docs,
+        api_origin=origin,
+        pages_end_in_slash=pages_end_in_slash,
+    )
     issuer_path = prefix if name == "identity.yaml" else None
     return CrossOrigin(documentation, origins=settings.cors_origins, selected=cross_origin_paths(issuer_path))
 
@@ -193,6 +254,30 @@ def documented(app: ASGIApp, settings: Settings, name: str, prefix: str, server_
 def _problem_too_large(_: Scope, limit: int) -> Response:
     problem = content_too_large(describe(limit))
     return Response(problem.body(), status_code=413, media_type=MEDIA_TYPE)
+
+
+def console_web(settings: Settings, engine: Engine, provider: Provider, keys: ApiKeyStore) -> ConsoleWeb | None:
+    """The developer console, registered as a client of the provider (one registration for every node).
+
+    None, with a warning, when the base URL cannot carry a redirect URI (plain http off loopback): the
+    service runs without its console rather than send sign-ins over an unprotected channel."""
+    console_url = settings.base_url + settings.console_path
+    client = ConsoleClient(provider, console_url, client_secret(service_secret(engine, "console-client-secret")))
+    try:
+        client.register()
+    except InvalidInput as error:
+        logger.warning("the developer console is off: %s (MENUS_BASE_URL must be https, or http on loopback)", error)
+        return None
+    return ConsoleWeb(
+        path=settings.console_path,
+        base_url=settings.base_url,
+        issuer_url=provider.issuer.url,
+        client=client,
+        cookies=Cookies(service_secret(engine, "console-cookie-key")),
+        console=Console(engine, keys, provider.users, UsageReport(engine)),
+        sessions=provider.sessions,
+        secure=provider.issuer.secure or console_url.startswith("https://"),
+    )
 
 
 def lifetimes(settings: Settings) -> Lifetimes:

@@ -23,6 +23,7 @@ import click
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from identity.api_keys import ApiKeyStore, UnknownApiKey
 from identity.clients import AUTH_METHODS, GRANTS, SCOPES, ClientStore
 from identity.clock import now
 from identity.errors import InvalidInput, UnknownRecord
@@ -31,7 +32,6 @@ from identity.organizations import OrganizationStore
 from identity.purge import Purger
 from identity.sealing import Sealer, SealingError, new_key
 from identity.users import ROLES, UserStore
-from service.api_keys import ApiKeyStore, UnknownApiKey
 from service.db import MissingDriver, make_engine
 from service.demo import prepare as prepare_demo
 from service.logs import configure as configure_logging
@@ -246,12 +246,13 @@ def api_keys_group() -> None:
 
 @api_keys_group.command("create")
 @click.option("--name", required=True, help="Who or what the key is for.")
+@click.option("--org", "org_id", default=None, help="The organization that owns the key (its console shows it).")
 @_json_option
 @_database_option
-def api_keys_create(name: str, as_json: bool, engine: Engine) -> None:
+def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine) -> None:
     """Create a key and print it once; only its hash is kept."""
     try:
-        record, key = ApiKeyStore(engine).create(name)
+        record, key = ApiKeyStore(engine).create(name, org_id=org_id)
     except ValueError as error:
         _fail(str(error))
     text = _table(["ID", "NAME", "KEY (shown once)"], [[record.id, record.name, key]])

@@ -14,12 +14,12 @@ from urllib.parse import urlencode
 
 from sqlalchemy.engine import Engine
 
+from identity.api_keys import ApiKeyStore
 from identity.clients import ClientStore
 from identity.issuer import AUTHORIZATION_PATH, TOKEN_PATH, Issuer
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import UserStore
-from service.api_keys import ApiKeyStore
 from service.settings import Settings
 
 KEY_NAME = "demo"
@@ -71,6 +71,7 @@ def _instructions(settings: Settings, key: str, client_id: str, secret: str) -> 
         f"  Try:     curl -H 'Authorization: Bearer {key}' \\\n"
         f"             '{settings.base_url}/v1/menus/dishes?diet=vegetarian&q=paneer'\n"
         f"  Browse:  {settings.base_url}/v1/ui/ (menus) and {issuer.url}/ui/ (identity)\n"
+        f"  Console: {settings.base_url}{settings.console_path}/ (sign in, or create an account, to manage keys)\n"
         "\nSign in from a browser:\n"
         f"  User:    {USER_EMAIL} / {USER_PASSWORD}\n"
         f"  Client:  {client_id} (the same on every start)\n"

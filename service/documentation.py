@@ -39,9 +39,17 @@ class Documentation:
     """Serves ``document`` at ``{prefix}/openapi.json|yaml`` and guards the Swagger UI; everything else goes on."""
 
     def __init__(
-        self, app: ASGIApp, *, prefix: str, document: ServedDocument, enabled: bool = True, api_origin: str = ""
+        self,
+        app: ASGIApp,
+        *,
+        prefix: str,
+        document: ServedDocument,
+        enabled: bool = True,
+        api_origin: str = "",
+        pages_end_in_slash: bool = False,
     ) -> None:
         self.app = app
+        self.pages_end_in_slash = pages_end_in_slash  # the console's home is {prefix}/: its own app answers slashes
         self.enabled = enabled
         self.documents = {f"{prefix}/openapi.json": document.json, f"{prefix}/openapi.yaml": document.yaml}
         self.ui = f"{prefix}/ui"
@@ -59,7 +67,7 @@ class Documentation:
             await send_problem(send, nothing_here())
         elif path.startswith(self.ui + "/"):
             await self.app(scope, receive, _Guarded(send, self.api_origin))
-        elif path.endswith("/"):
+        elif path.endswith("/") and not self.pages_end_in_slash:
             # One URL per resource: no redirect to the path without its slash (Starlette's would be built from Host).
             await send_problem(send, nothing_here())
         else:

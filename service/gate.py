@@ -14,12 +14,13 @@ and the rate limit, and with the same headers, ETag and 304 as the first time.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog
+from identity.api_keys import ApiKeyStore
 from service.answer_cache import Answer, AnswerCache, CacheKey, cache_key
-from service.api_keys import ApiKeyStore
 from service.problems import Problem, nothing_here, unauthorized
 from service.ratelimit import Decision, RateLimiter
 
@@ -39,6 +40,7 @@ class MenusGate:
         answers: AnswerCache | None = None,
         prefix: str = "/v1/menus",
         if_none_match_max: int = IF_NONE_MATCH_MAX,
+        counting: Callable[[str, Send], Send] | None = None,  # usage: wraps send to count the key's answer
     ) -> None:
         self.app = app
         self.keys = keys
@@ -48,6 +50,7 @@ class MenusGate:
         self.prefix = prefix
         self.if_none_match_max = if_none_match_max
         self.random = prefix + "/random"
+        self.counting = counting
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
@@ -59,6 +62,8 @@ class MenusGate:
         if key_id is None:
             await send_problem(send, unauthorized(_scheme(headers.get(b"authorization"))))
             return
+        if self.counting is not None:
+            send = self.counting(key_id, send)  # usage and last use, counted in memory (identity/usage.py)
         decision = await self.limiter.take(key_id)
         if not decision.allowed:
             seconds = "second" if decision.retry_after == 1 else "seconds"

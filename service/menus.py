@@ -12,8 +12,9 @@ from starlette.types import ASGIApp
 
 from data.catalog import Catalog
 from data.errors import CatalogError
+from identity.api_keys import ApiKeyStore
+from identity.usage import UsageCounter
 from service.answer_cache import AnswerCache
-from service.api_keys import ApiKeyStore
 from service.async_app import AsyncApp
 from service.contracts import document, specification
 from service.gate import MenusGate
@@ -39,6 +40,7 @@ def create_menus_app(
     limiter: RateLimiter,
     validate_responses: bool = False,
     answers: AnswerCache | None = None,
+    usage: UsageCounter | None = None,
 ) -> ASGIApp:
     app = AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
@@ -59,6 +61,7 @@ def create_menus_app(
         catalog=catalog,
         answers=answers,
         if_none_match_max=_if_none_match_max(),
+        counting=usage.counting if usage is not None else None,
     )
 
 

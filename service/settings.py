@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +21,8 @@ ACCESS_TOKEN_TTL = 600  # seconds an access token (and an ID token) is valid
 REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
 SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentials are asked again
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
+CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
+USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted in memory (and at shutdown)
 PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more (identity/purge.py); 0: never
 CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/cors.py)
 
@@ -50,6 +53,8 @@ class Settings:
     cors_origins: tuple[str, ...] = CORS_ORIGINS
     docs: bool = True  # serve the OpenAPI documents and Swagger UI (MENUS_DOCS=off: every one is 404)
     secret_keys: tuple[str, ...] = ()  # MENUS_SECRET_KEYS; () means the key file
+    console_path: str = CONSOLE_PATH
+    usage_flush_interval: int = USAGE_FLUSH_INTERVAL
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -70,6 +75,8 @@ class Settings:
             cors_origins=_origins(env.get("MENUS_CORS_ORIGINS", ",".join(CORS_ORIGINS))),
             docs=_switch(env, "MENUS_DOCS", default=True),
             secret_keys=secret_keys_from(env),
+            console_path=_path(env, "MENUS_CONSOLE_PATH", CONSOLE_PATH),
+            usage_flush_interval=_whole(env, "MENUS_USAGE_FLUSH_INTERVAL", USAGE_FLUSH_INTERVAL, minimum=1),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -122,3 +129,11 @@ def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:
                 "(make one with 'regional-menus secrets new-key')"
             )
     return keys
+
+
+def _path(env: Mapping[str, str], name: str, default: str) -> str:
+    """A path of its own below the host: ``/console``, ``/dev/console``; not the root, no trailing slash."""
+    value = env.get(name) or default
+    if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", value) or value in ("/v1", "/healthz", "/readyz", "/metrics"):
+        raise ValueError(f"{name} must be a path such as /console (not the root, no trailing slash), got {value!r}")
+    return value

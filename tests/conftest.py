@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 from data.catalog import Catalog, load_catalog
 from identity import passwords
-from service.api_keys import ApiKeyStore
+from identity.api_keys import ApiKeyStore
 from service.app import create_app
 from service.db import make_engine
 from service.schema import upgrade

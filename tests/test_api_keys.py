@@ -1,7 +1,7 @@
 import pytest
 import sqlalchemy as sa
 
-from service.api_keys import ApiKeyStore, api_keys, hash_key
+from identity.api_keys import ApiKeyStore, api_keys, hash_key
 
 
 @pytest.fixture

@@ -20,12 +20,12 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity import audit
+from identity.api_keys import ApiKeyStore
 from identity.keys import SigningKeys
 from identity.organizations import Organization
 from identity.sealing import Sealer, new_key
 from identity.throttle import ACCOUNT_LIMIT
 from identity.users import User
-from service.api_keys import ApiKeyStore
 from tests.test_identity_api import (
     CALLBACK,
     SIGN_UP,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
+from identity.api_keys import ApiKeyStore
 from identity.clients import ClientStore
-from service.api_keys import ApiKeyStore
 from service.db import MissingDriver, make_engine
 from service.demo import prepare
 from service.schema import head, upgrade
@@ -51,6 +51,19 @@ def test_api_keys_revoke_marks_the_key_revoked(tmp_path: Path) -> None:
     created = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "p").stdout)
     revoked = json.loads(cli(tmp_path, "api-keys", "revoke", created["id"], "--json").stdout)
     assert revoked["id"] == created["id"] and revoked["revoked_at"]
+
+
+def test_api_keys_create_with_org_makes_a_key_the_organization_owns(tmp_path: Path) -> None:
+    org = json.loads(cli(tmp_path, "orgs", "create", "--json", "--name", "Acme").stdout)
+    created = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "p", "--org", org["id"]).stdout)
+    (listed,) = json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout)
+    assert (listed["id"], listed["org_id"], listed["created_by"]) == (created["id"], org["id"], None)
+
+
+def test_api_keys_create_for_an_unknown_organization_fails_and_writes_nothing(tmp_path: Path) -> None:
+    done = cli(tmp_path, "api-keys", "create", "--name", "p", "--org", "org_missing")
+    assert done.returncode == 2 and "no organization has the id 'org_missing'" in done.stderr
+    assert json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout) == []
 
 
 def test_database_url_option_chooses_the_database(tmp_path: Path) -> None:

@@ -76,3 +76,18 @@ def test_identity_document_is_valid_openapi_3_0() -> None:
         "/.well-known/openid-configuration", "/jwks", "/oauth2/authorize", "/oauth2/token", "/oauth2/userinfo",
         "/oauth2/introspect", "/oauth2/revoke", "/oauth2/end-session", "/directory/members",
     } <= paths  # fmt: skip
+
+
+def test_console_document_is_valid_openapi_3_0_and_served_as_written(anonymous: TestClient) -> None:
+    console = yaml.safe_load(spec_path("console.yaml").read_text(encoding="utf-8"))
+    validate(console)
+    assert console["openapi"] == "3.0.3"
+    for _, _, op in operations(console):
+        if isinstance(op, dict) and "operationId" in op:
+            module, function = op["operationId"].rsplit(".", 1)
+            assert callable(getattr(importlib.import_module(f"handlers.{module}"), function))
+            assert "400" in op["responses"] and "500" in op["responses"]
+            if "requestBody" in op:  # forms: CSRF, members and oversized bodies are documented
+                assert {"403", "413", "415"} <= set(op["responses"]), op["operationId"]
+    served = anonymous.get("/console/openapi.json").json()
+    assert served["paths"].keys() == console["paths"].keys() and served["info"] == console["info"]

@@ -20,6 +20,7 @@ DOCUMENTS = [
     ("menus.yaml", "/v1/openapi", f"{BASE_URL}/v1"),
     ("identity.yaml", "/tenant-a/openapi", ISSUER),
     ("operations.yaml", "/ops/openapi", BASE_URL),
+    ("console.yaml", "/console/openapi", f"{BASE_URL}/console"),
 ]
 
 

@@ -34,8 +34,8 @@ import pytest
 import requests
 import sqlalchemy as sa
 
+from identity.api_keys import api_keys
 from identity.tables import signing_keys
-from service.api_keys import api_keys
 from service.db import commit_without_waiting, make_engine, service_secrets
 from tests.live import LiveService, free_port, live_service
 from tests.postgres import throwaway_database

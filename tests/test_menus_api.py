@@ -8,7 +8,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from service.api_keys import ApiKeyStore
+from identity.api_keys import ApiKeyStore
 from service.app import create_app
 from service.db import make_engine
 from service.schema import upgrade

@@ -8,8 +8,8 @@ import pytest
 from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
+from identity.api_keys import ApiKeyStore
 from service.answer_cache import Answer, AnswerCache, cache_key
-from service.api_keys import ApiKeyStore
 from service.app import Dispatcher, create_app
 from service.gate import MenusGate
 from service.observe import RequestObserver

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from service.api_keys import ApiKeyStore
+from identity.api_keys import ApiKeyStore, hash_key
 from service.db import make_engine, metadata
 from service.schema import SchemaOutOfDate, alembic_config, current, head, load_tables, require_current, upgrade
 from tests.postgres import throwaway_database
@@ -52,9 +53,16 @@ def test_upgrading_an_older_schema_keeps_its_rows(empty_engine: sa.Engine) -> No
     with empty_engine.begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, "0001")
-    record, key = ApiKeyStore(empty_engine).create("kept")
+    key = "rmk_" + "k" * 43  # a key made before keys had owners: the table had no org_id then
+    with empty_engine.begin() as connection:
+        connection.execute(
+            sa.text("INSERT INTO api_keys (id, name, key_hash, created_at) VALUES ('key_old', 'kept', :h, :at)"),
+            {"h": hash_key(key), "at": datetime.now(UTC)},
+        )
     with pytest.raises(SchemaOutOfDate, match=f"at revision 0001, this version needs {head()}"):
         require_current(empty_engine)
     assert upgrade(empty_engine) == ("0001", head())
     assert current(empty_engine) == head()
-    assert ApiKeyStore(empty_engine).authenticate(key) == record.id
+    assert ApiKeyStore(empty_engine).authenticate(key) == "key_old"  # old keys keep working
+    (old,) = ApiKeyStore(empty_engine).list()
+    assert (old.org_id, old.created_by, old.prefix) == (None, None, None)  # and belong to no organization

@@ -1,0 +1,39 @@
+"""The developer console's pages and forms (``openapi/console.yaml``): each hands the request to the console."""
+
+from connexion import context
+from starlette.responses import Response
+
+from service.console.web import ConsoleWeb
+from service.identity_web import current
+
+
+def _console() -> ConsoleWeb:
+    return context.scope["state"]["console"]  # type: ignore[no-any-return]
+
+
+async def home() -> Response:
+    return await _console().home_page(current())
+
+
+async def sign_in() -> Response:
+    return await _console().sign_in(current())
+
+
+async def callback() -> Response:
+    return await _console().callback(current())
+
+
+async def create_key() -> Response:
+    return await _console().create_key(current())
+
+
+async def revoke_form(key_id: str) -> Response:
+    return await _console().revoke_form(current(), key_id)
+
+
+async def revoke(key_id: str) -> Response:
+    return await _console().revoke(current(), key_id)
+
+
+async def sign_out() -> Response:
+    return await _console().sign_out(current())

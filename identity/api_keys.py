@@ -1,0 +1,207 @@
+"""API keys of the menus API: random, prefixed, shown once, stored only as a hash, owned by an organization.
+
+A key is ``rmk_`` and 43 URL-safe characters (256 random bits). Because keys are
+high-entropy, a fast SHA-256 digest is the right hash: it cannot be brute-forced,
+and it keeps the check cheap on every request (passwords, by contrast, get Argon2id).
+
+A key belongs to the organization it was made for (by the command line with ``--org``, or
+by an owner or admin in the developer console) and records who made it and when. Keys made
+before ownership existed belong to no organization and keep working; only the command line
+sees them. When a key was last used is written by ``identity.usage``, in batches, never on
+the request's own path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from identity import audit
+from identity.clock import now, utc
+from identity.errors import InvalidInput
+from identity.tables import organizations
+from service.db import metadata
+
+PREFIX = "rmk_"
+KEY_FORMAT = re.compile(r"rmk_[A-Za-z0-9_-]{43}")
+SHOWN_PREFIX = 8  # characters of a key shown in lists: rmk_ and four more ("rmk_abcd…")
+NAME_MAX = 200
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("name", sa.String(NAME_MAX), nullable=False),
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
+    # Added by migration 0003; NULL for keys made before it (they belong to no organization).
+    sa.Column(
+        "org_id", sa.String(32), sa.ForeignKey(organizations.c.id, ondelete="CASCADE"), nullable=True, index=True
+    ),
+    sa.Column("created_by", sa.String(32), nullable=True),  # a user id; NULL when made at the command line
+    sa.Column("prefix", sa.String(16), nullable=True),  # the key's first characters, to tell keys apart
+    sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None
+    org_id: str | None = None
+    created_by: str | None = None
+    prefix: str | None = None
+    last_used_at: datetime | None = None
+
+    @property
+    def state(self) -> str:
+        return "revoked" if self.revoked_at else "active"
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "org_id": self.org_id,
+            "created_by": self.created_by,
+            "created_at": self.created_at.isoformat(),
+            "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
+            "last_used_at": self.last_used_at.isoformat() if self.last_used_at else None,
+        }
+
+
+class UnknownApiKey(LookupError):
+    pass
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def check_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > NAME_MAX:
+        raise InvalidInput(f"the key's name must be 1 to {NAME_MAX} characters")
+    return name
+
+
+_COLUMNS = (
+    api_keys.c.id,
+    api_keys.c.name,
+    api_keys.c.created_at,
+    api_keys.c.revoked_at,
+    api_keys.c.org_id,
+    api_keys.c.created_by,
+    api_keys.c.prefix,
+    api_keys.c.last_used_at,
+)
+
+
+def _record(row: Any) -> ApiKey:
+    m = row._mapping
+    return ApiKey(
+        id=m["id"],
+        name=m["name"],
+        created_at=utc(m["created_at"]),
+        revoked_at=utc(m["revoked_at"]) if m["revoked_at"] else None,
+        org_id=m["org_id"],
+        created_by=m["created_by"],
+        prefix=m["prefix"],
+        last_used_at=utc(m["last_used_at"]) if m["last_used_at"] else None,
+    )
+
+
+class ApiKeyStore:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lookup = sa.select(api_keys.c.id, api_keys.c.key_hash).where(
+            api_keys.c.key_hash == sa.bindparam("key_hash"), api_keys.c.revoked_at.is_(None)
+        )
+
+    def create(self, name: str, *, org_id: str | None = None, created_by: str | None = None) -> tuple[ApiKey, str]:
+        """Create a key; return its record and the key itself, which is never stored or shown again."""
+        name = check_name(name)
+        key = PREFIX + secrets.token_urlsafe(32)
+        record = ApiKey(
+            id="key_" + secrets.token_hex(8),
+            name=name,
+            created_at=now(),
+            revoked_at=None,
+            org_id=org_id,
+            created_by=created_by,
+            prefix=key[:SHOWN_PREFIX],
+        )
+        with self._engine.begin() as connection:
+            if org_id is not None and connection.scalar(_ORG_EXISTS, {"org_id": org_id}) is None:
+                raise InvalidInput(f"no organization has the id {org_id!r}")
+            connection.execute(
+                api_keys.insert().values(
+                    id=record.id,
+                    name=record.name,
+                    key_hash=hash_key(key),
+                    created_at=record.created_at,
+                    org_id=org_id,
+                    created_by=created_by,
+                    prefix=record.prefix,
+                )
+            )
+        audit.record(audit.API_KEY_CREATED, key_id=record.id, org_id=org_id, user_id=created_by)
+        return record, key
+
+    def list(self, org_id: str | None = None) -> list[ApiKey]:
+        """Every key, or only the keys of the organization ``org_id``; oldest first."""
+        query = sa.select(*_COLUMNS).order_by(api_keys.c.created_at, api_keys.c.id)
+        if org_id is not None:
+            query = query.where(api_keys.c.org_id == org_id)
+        with self._engine.connect() as connection:
+            return [_record(row) for row in connection.execute(query)]
+
+    def get(self, key_id: str, org_id: str | None = None) -> ApiKey:
+        """The key ``key_id`` (of the organization ``org_id`` when given); ``UnknownApiKey`` otherwise."""
+        query = sa.select(*_COLUMNS).where(api_keys.c.id == key_id)
+        if org_id is not None:
+            query = query.where(api_keys.c.org_id == org_id)
+        with self._engine.connect() as connection:
+            row = connection.execute(query).first()
+        if row is None:
+            raise UnknownApiKey(key_id)
+        return _record(row)
+
+    def revoke(self, key_id: str, *, org_id: str | None = None, by: str | None = None) -> ApiKey:
+        """Revoke a key at once, on every node (the gate reads the database); revoking a revoked key keeps
+        its first revocation time. With ``org_id``, only a key of that organization: any other is unknown."""
+        scope = [api_keys.c.id == key_id] + ([api_keys.c.org_id == org_id] if org_id is not None else [])
+        with self._engine.begin() as connection:
+            connection.execute(
+                api_keys.update().where(*scope, api_keys.c.revoked_at.is_(None)).values(revoked_at=now())
+            )
+            row = connection.execute(sa.select(*_COLUMNS).where(*scope)).first()
+        if row is None:
+            raise UnknownApiKey(key_id)
+        record = _record(row)
+        audit.record(audit.API_KEY_REVOKED, key_id=key_id, org_id=record.org_id, user_id=by)
+        return record
+
+    def authenticate(self, key: str) -> str | None:
+        """Return the id of the live key ``key``, or None when it is malformed, unknown or revoked."""
+        if not KEY_FORMAT.fullmatch(key):
+            return None
+        digest = hash_key(key)
+        with self._engine.connect() as connection:
+            row = connection.execute(self._lookup, {"key_hash": digest}).first()
+        if row is None or not hmac.compare_digest(row.key_hash, digest):
+            return None
+        return str(row.id)
+
+
+_ORG_EXISTS = sa.select(organizations.c.id).where(organizations.c.id == sa.bindparam("org_id"))

@@ -1,0 +1,70 @@
+"""The console's cookies: its session and the pending sign-in, each encrypted and authenticated (Fernet).
+
+Fernet (from ``cryptography``, already a dependency) gives AES-CBC with an HMAC-SHA256 tag and a
+timestamp checked against a time-to-live on reading: a cookie cannot be read, forged or kept past
+its lifetime. The key is a shared service secret, so every node reads every node's cookies. The
+session holds no secret of the provider's beyond the ID token it must hand back at sign-out.
+
+Both cookies are HttpOnly, SameSite=Lax, scoped to the console's path, and Secure when the issuer
+or the console is served over https. Each session carries its own CSRF token, which every form
+posts back (compared in constant time).
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from cryptography.fernet import Fernet, InvalidToken
+
+SESSION_COOKIE = "console_session"
+SIGN_IN_COOKIE = "console_sign_in"
+SESSION_TTL = 8 * 3600  # seconds a console session lasts (the provider's session may end it sooner)
+SIGN_IN_TTL = 15 * 60  # seconds a started sign-in may take to come back
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleSession:
+    user_id: str
+    org_id: str
+    session_id: str  # the provider's sid
+    id_token: str
+    csrf_token: str
+
+    def csrf_matches(self, token: str | None) -> bool:
+        return token is not None and hmac.compare_digest(token.encode(), self.csrf_token.encode())
+
+
+class Cookies:
+    def __init__(self, key: bytes) -> None:
+        self._fernet = Fernet(base64.urlsafe_b64encode(key[:32].ljust(32, b"\0")))
+
+    def seal(self, payload: dict[str, Any]) -> str:
+        return self._fernet.encrypt(orjson.dumps(payload)).decode()
+
+    def open(self, value: str | None, ttl: int) -> dict[str, Any] | None:
+        if not value or len(value) > 4096:
+            return None
+        try:
+            data = orjson.loads(self._fernet.decrypt(value.encode(), ttl=ttl))
+        except (InvalidToken, orjson.JSONDecodeError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def new_session(self, user_id: str, org_id: str, session_id: str, id_token: str) -> tuple[ConsoleSession, str]:
+        session = ConsoleSession(user_id, org_id, session_id, id_token, secrets.token_urlsafe(32))
+        payload = {"u": user_id, "o": org_id, "s": session_id, "t": id_token, "c": session.csrf_token}
+        return session, self.seal(payload)
+
+    def session(self, value: str | None) -> ConsoleSession | None:
+        data = self.open(value, SESSION_TTL)
+        if data is None:
+            return None
+        fields = [data.get(name) for name in ("u", "o", "s", "t", "c")]
+        if not all(isinstance(field, str) and field for field in fields):
+            return None
+        return ConsoleSession(*fields)  # type: ignore[arg-type]
