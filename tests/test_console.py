@@ -7,6 +7,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -436,13 +437,13 @@ async def _requests(app: Any, key: str, n: int) -> float:
     return seconds
 
 
-def test_usage_counts_by_status_class_and_survives_a_failed_flush(engine: Engine) -> None:
+def test_usage_counts_by_status_class_and_survives_a_failed_flush(engine: Engine, tmp_path: Path) -> None:
     org = OrganizationStore(engine).create("Counted")
     record, _ = ApiKeyStore(engine).create("k", org_id=org.id)
     counter = UsageCounter(engine)
     for status in (200, 304, 404, 429, 500, 503):
         counter.count(record.id, status)
-    broken = UsageCounter(make_engine("sqlite:///file:nowhere?mode=ro&uri=true"))
+    broken = UsageCounter(make_engine(f"sqlite:///{tmp_path / 'no-tables.sqlite3'}"))  # every write fails
     broken._counts, broken._seen = counter._counts.copy(), dict(counter._seen)
     with pytest.raises(sa.exc.DBAPIError):
         broken.flush()
