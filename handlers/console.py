@@ -27,6 +27,10 @@ async def create_key() -> Response:
     return await _console().create_key(current())
 
 
+async def new_key() -> Response:
+    return await _console().new_key_page(current())
+
+
 async def revoke_form(key_id: str) -> Response:
     return await _console().revoke_form(current(), key_id)
 

@@ -1,4 +1,5 @@
-"""Demo data for ``serve --demo``: an API key, an organization, a user and a first-party client.
+"""Demo data for ``serve --demo``: an organization, its owner, an API key of the organization and a first-party
+client.
 
 The organization, the user and the client are created once and keep their ids across restarts, so an app
 configured with the demo client keeps working. Keys and client secrets are stored only as hashes and so
@@ -44,9 +45,9 @@ class Demo:
 
 def prepare(engine: Engine, settings: Settings) -> Demo:
     """Create what is missing, renew the key and the client's secret, and say how to use them."""
-    key = _api_key(ApiKeyStore(engine))
     org_id = _organization(OrganizationStore(engine))
     user_id = _user(UserStore(engine), org_id)
+    key = _api_key(ApiKeyStore(engine), org_id, user_id)
     client_id, secret = _client(ClientStore(engine), org_id)
     return Demo(org_id, user_id, client_id, secret, key, _instructions(settings, key, client_id, secret))
 
@@ -71,7 +72,8 @@ def _instructions(settings: Settings, key: str, client_id: str, secret: str) -> 
         f"  Try:     curl -H 'Authorization: Bearer {key}' \\\n"
         f"             '{settings.base_url}/v1/menus/dishes?diet=vegetarian&q=paneer'\n"
         f"  Browse:  {settings.base_url}/v1/ui/ (menus) and {issuer.url}/ui/ (identity)\n"
-        f"  Console: {settings.base_url}{settings.console_path}/ (sign in, or create an account, to manage keys)\n"
+        f"  Console: {settings.base_url}{settings.console_path}/\n"
+        "           (sign in as the user below to see the demo key, or create an account of your own)\n"
         "\nSign in from a browser:\n"
         f"  User:    {USER_EMAIL} / {USER_PASSWORD}\n"
         f"  Client:  {client_id} (the same on every start)\n"
@@ -86,11 +88,13 @@ def _instructions(settings: Settings, key: str, client_id: str, secret: str) -> 
     )
 
 
-def _api_key(keys: ApiKeyStore) -> str:
+def _api_key(keys: ApiKeyStore, org_id: str, user_id: str) -> str:
+    """A new key of the demo organization, made by the demo user, so the demo user's console lists it.
+    The previous demo key is revoked, and so is one of an older version's demo (of no organization)."""
     for existing in keys.list():
-        if existing.name == KEY_NAME and existing.revoked_at is None:
+        if existing.name == KEY_NAME and existing.revoked_at is None and existing.org_id in (org_id, None):
             keys.revoke(existing.id)
-    return keys.create(KEY_NAME)[1]
+    return keys.create(KEY_NAME, org_id=org_id, created_by=user_id)[1]
 
 
 def _organization(organizations: OrganizationStore) -> str:

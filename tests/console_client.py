@@ -72,10 +72,10 @@ class ConsoleBrowser:
         values = {**form.fields, "name": name, "email": email, "password": PASSWORD, "organization": organization}
         return self.follow(self.post(form.action, values), f"{self.path}/callback")
 
-    def sign_in(self, email: str, org_name: str | None = None) -> httpx.Response:
+    def sign_in(self, email: str, org_name: str | None = None, password: str = PASSWORD) -> httpx.Response:
         _, page = self.start()
         form = form_with(page.text, "password")
-        answer = self.post(form.action, {**form.fields, "email": email, "password": PASSWORD})
+        answer = self.post(form.action, {**form.fields, "email": email, "password": password})
         if org_name is not None:
             picker = self.get(answer.headers["location"])
             form = form_with(picker.text, "org_id")
@@ -99,9 +99,18 @@ class ConsoleBrowser:
         return _csrf_of(self.get(f"{self.path}/").text)
 
     def create_key(self, name: str) -> tuple[httpx.Response, str | None]:
+        """Post the create form and follow its redirect (POST/redirect/GET): the page that shows the key, and the key
+        (None when the form was refused)."""
         answer = self.post(f"{self.path}/keys", {"csrf_token": self.csrf(), "name": name})
-        match = re.search(r'value="(rmk_[A-Za-z0-9_-]{43})"', answer.text)
-        return answer, match.group(1) if match else None
+        if answer.status_code == 303 and answer.headers["location"] == f"{self.path}/keys/new":
+            answer = self.get(answer.headers["location"])
+        return answer, key_in(answer.text)
+
+
+def key_in(html: str) -> str | None:
+    """The API key a page shows, if any."""
+    match = re.search(r'value="(rmk_[A-Za-z0-9_-]{43})"', html)
+    return match.group(1) if match else None
 
 
 def _csrf_of(html: str) -> str:

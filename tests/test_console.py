@@ -7,6 +7,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,10 +21,11 @@ from identity.organizations import OrganizationStore
 from identity.usage import UsageCounter
 from identity.users import UserStore
 from service.app import create_app
+from service.console import sessions
 from service.db import make_engine
 from service.schema import upgrade
 from service.settings import Settings
-from tests.console_client import ORIGIN, PASSWORD, ConsoleBrowser, form_with, forms
+from tests.console_client import ORIGIN, PASSWORD, ConsoleBrowser, form_with, forms, key_in
 
 HOME = "/console/"
 
@@ -182,6 +184,80 @@ def test_an_owner_creates_a_key_shown_once_that_the_menus_api_accepts_and_its_us
     assert "4 requests in 30 days" not in home.text and "2 requests in 30 days" in home.text  # the chart's text
     created_events = [r.fields for r in caplog.records if getattr(r, "fields", {}).get("event") == "api_key_created"]
     assert created_events and created_events[-1]["user_id"] and created_events[-1]["org_id"]
+
+
+def test_creating_a_key_redirects_to_a_page_that_shows_it_once_and_a_reload_creates_no_other(
+    engine: Engine, console: ConsoleBrowser
+) -> None:
+    console.complete(console.sign_up("eve@example.com", organization="Eve's Eats"))
+    posted = console.post("/console/keys", {"csrf_token": console.csrf(), "name": "recipe app"})
+    assert posted.status_code == 303 and posted.headers["location"] == "/console/keys/new"  # POST/redirect/GET
+    assert posted.headers["cache-control"] == "no-store" and key_in(posted.text) is None
+    cookie = posted.headers["set-cookie"]
+    assert cookie.startswith("console_new_key=") and "rmk_" not in cookie  # encrypted
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/console/keys/new" in cookie
+    assert "Max-Age=120" in cookie
+
+    shown = console.get("/console/keys/new")
+    key = key_in(shown.text)
+    assert shown.status_code == 200 and key is not None and "Your new API key" in shown.text
+    assert shown.headers["cache-control"] == "no-store"
+    cleared = shown.headers["set-cookie"]
+    assert cleared.startswith("console_new_key=;") and "Max-Age=0" in cleared and "Path=/console/keys/new" in cleared
+
+    reloaded = console.get("/console/keys/new")
+    assert reloaded.status_code == 200 and key_in(reloaded.text) is None and key not in reloaded.text
+    assert "This key is no longer shown" in reloaded.text and '<a class="button" href="/console/">' in reloaded.text
+    assert reloaded.headers["cache-control"] == "no-store"
+    org_keys = [k for k in ApiKeyStore(engine).list() if k.name == "recipe app"]
+    assert len(org_keys) == 1 and org_keys[0].prefix == key[:8]  # the reload created no second key
+
+
+def with_new_key_cookie(browser: ConsoleBrowser, value: str) -> ConsoleBrowser:
+    """The browser, holding ``value`` as its ``console_new_key`` cookie (as if copied from another browser)."""
+    browser.http.cookies.set("console_new_key", value, domain=urlsplit(ORIGIN).hostname or "", path="/console/keys/new")
+    return browser
+
+
+def test_the_new_key_page_refuses_a_cookie_of_another_session_a_tampered_or_an_expired_one(
+    app: Any, console: ConsoleBrowser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    console.complete(console.sign_up("fay@example.com", organization="Fay's Fish"))
+    posted = console.post("/console/keys", {"csrf_token": console.csrf(), "name": "stolen"})
+    sealed = posted.headers["set-cookie"].split(";")[0].removeprefix("console_new_key=")
+    with ConsoleBrowser(app) as other:
+        other.complete(other.sign_up("gus@example.com", organization="Gus's Grill"))
+        page = with_new_key_cookie(other, sealed).get("/console/keys/new")
+        assert page.status_code == 200 and key_in(page.text) is None and "no longer shown" in page.text
+    with ConsoleBrowser(app) as anonymous:
+        away = with_new_key_cookie(anonymous, sealed).get("/console/keys/new")
+        assert away.status_code == 303 and away.headers["location"] == HOME and key_in(away.text) is None
+    tampered = sealed[:-4] + ("AAAA" if not sealed.endswith("AAAA") else "BBBB")
+    page = with_new_key_cookie(console, tampered).get("/console/keys/new")
+    assert key_in(page.text) is None and "no longer shown" in page.text
+    monkeypatch.setattr(sessions, "NEW_KEY_TTL", -1)  # as if two minutes had passed
+    page = with_new_key_cookie(console, sealed).get("/console/keys/new")
+    assert key_in(page.text) is None and "no longer shown" in page.text
+
+
+def test_the_demo_key_belongs_to_the_demo_organization_and_shows_in_the_demo_users_console(
+    engine: Engine, settings: Settings, console: ConsoleBrowser
+) -> None:
+    from service import demo
+
+    first, second = demo.prepare(engine, settings), demo.prepare(engine, settings)
+    keys = ApiKeyStore(engine)
+    key_id = keys.authenticate(second.api_key)
+    assert key_id is not None and keys.authenticate(first.api_key) is None
+    record = keys.get(key_id)
+    assert (record.org_id, record.created_by) == (second.org_id, second.user_id)
+    home = console.complete(console.sign_in(demo.USER_EMAIL, password=demo.USER_PASSWORD))
+    assert "Demo Kitchen</strong> (owner)" in home.text
+    rows = [r for r in re.findall(r"<tr>.*?</tr>", home.text, re.S) if "<td>demo</td>" in r]
+    states = sorted(re.findall(r"<td>(active|revoked)</td>", "".join(rows)))
+    assert states == ["active", "revoked"]  # this start's key, and the previous start's, revoked
+    assert f"<code>{second.api_key[:8]}…</code>" in home.text and f"<code>{first.api_key[:8]}…</code>" in home.text
+    assert demo.USER_NAME in rows[0]  # created by the demo user
 
 
 def test_revoking_asks_first_then_takes_effect_at_once_and_is_audited(
@@ -361,13 +437,13 @@ async def _requests(app: Any, key: str, n: int) -> float:
     return seconds
 
 
-def test_usage_counts_by_status_class_and_survives_a_failed_flush(engine: Engine) -> None:
+def test_usage_counts_by_status_class_and_survives_a_failed_flush(engine: Engine, tmp_path: Path) -> None:
     org = OrganizationStore(engine).create("Counted")
     record, _ = ApiKeyStore(engine).create("k", org_id=org.id)
     counter = UsageCounter(engine)
     for status in (200, 304, 404, 429, 500, 503):
         counter.count(record.id, status)
-    broken = UsageCounter(make_engine("sqlite:///file:nowhere?mode=ro&uri=true"))
+    broken = UsageCounter(make_engine(f"sqlite:///{tmp_path / 'no-tables.sqlite3'}"))  # every write fails
     broken._counts, broken._seen = counter._counts.copy(), dict(counter._seen)
     with pytest.raises(sa.exc.DBAPIError):
         broken.flush()
@@ -417,7 +493,7 @@ def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_data
 def test_serve_demo_prints_the_console_url(engine: Engine, settings: Settings) -> None:
     from service.demo import prepare
 
-    assert f"Console: {settings.base_url}/console/" in prepare(engine, settings)
+    assert f"Console: {settings.base_url}/console/" in prepare(engine, settings).instructions
 
 
 def test_without_a_safe_redirect_uri_the_service_runs_without_its_console(

@@ -1,7 +1,8 @@
 """The developer console in a real browser: Debian's Chromium driven by Playwright, against a live server.
 
 A new user signs up from the console's "Create an account" link (a new organization), lands in the
-console, creates a key, copies it, calls the menus API with it, sees its usage move after a flush,
+console, creates a key, copies it, calls the menus API with it, reloads the page that showed it (which
+shows it no more and creates no other key: POST/redirect/GET), sees its usage move after a flush,
 revokes it (401 from then on) and signs out, which ends the provider's session too. Every console
 page is checked with axe-core (``tests/test_browser.check_page``). Screenshots of the keys page, the
 one-time key page and the usage chart are written to ``reports/console/``; ``CONSOLE_SCREENSHOTS``
@@ -107,7 +108,7 @@ def test_a_new_user_signs_up_creates_copies_uses_watches_revokes_a_key_and_signs
 
     page.get_by_label("New key name").fill("recipe app")
     page.get_by_role("button", name="Create key").click()
-    on_page(page, service.url, "/console/keys")
+    on_page(page, service.url, "/console/keys/new")  # POST/redirect/GET
     field = page.get_by_label("API key “recipe app”")
     key = field.input_value()
     assert re.fullmatch(r"rmk_[A-Za-z0-9_-]{43}", key) and field.get_attribute("readonly") is not None
@@ -119,7 +120,18 @@ def test_a_new_user_signs_up_creates_copies_uses_watches_revokes_a_key_and_signs
     shoot(page, "console-new-key")
 
     assert [menus(service, key) for _ in range(3)] == [200, 200, 200]
-    page.get_by_role("link", name="Done: back to the keys").click()
+    page.reload()  # shown once: a reload neither shows the key again nor creates another
+    on_page(page, service.url, "/console/keys/new")
+    assert page.get_by_role("heading", level=1).inner_text() == "This key is no longer shown"
+    assert key not in page.content()
+    check_page(page, "console-key-gone")
+    page.get_by_role("link", name="Back to the keys").click()
+    on_page(page, service.url, "/console/")
+    assert page.get_by_role("row").filter(has_text="recipe app").count() == 1
+    page.go_back()
+    assert key not in page.content()  # nor does the back button
+    page.go_forward()
+    on_page(page, service.url, "/console/")
     on_page(page, service.url, "/console/")
     assert key not in page.content()  # never shown again
     deadline = time.monotonic() + 15

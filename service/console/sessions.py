@@ -5,7 +5,11 @@ timestamp checked against a time-to-live on reading: a cookie cannot be read, fo
 its lifetime. The key is a shared service secret, so every node reads every node's cookies. The
 session holds no secret of the provider's beyond the ID token it must hand back at sign-out.
 
-Both cookies are HttpOnly, SameSite=Lax, scoped to the console's path, and Secure when the issuer
+A third cookie carries a key just created across the redirect to the page that shows it once
+(POST/redirect/GET): it is bound to the console session that created the key, lives two minutes, is
+scoped to that page's path and is cleared by the page. No copy of the key is kept on the server.
+
+The cookies are HttpOnly, SameSite=Lax, scoped to the console's path, and Secure when the issuer
 or the console is served over https. Each session carries its own CSRF token, which every form
 posts back (compared in constant time).
 """
@@ -23,8 +27,10 @@ from cryptography.fernet import Fernet, InvalidToken
 
 SESSION_COOKIE = "console_session"
 SIGN_IN_COOKIE = "console_sign_in"
+NEW_KEY_COOKIE = "console_new_key"
 SESSION_TTL = 8 * 3600  # seconds a console session lasts (the provider's session may end it sooner)
 SIGN_IN_TTL = 15 * 60  # seconds a started sign-in may take to come back
+NEW_KEY_TTL = 120  # seconds between creating a key and the page that shows it (one redirect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +74,28 @@ class Cookies:
         if not all(isinstance(field, str) and field for field in fields):
             return None
         return ConsoleSession(*fields)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A key just created, on its way to the page that shows it once."""
+
+    key_id: str
+    key: str
+    session_token: str  # the CSRF token of the console session that created it: no other session shows it
+
+    def seal(self, cookies: Cookies) -> str:
+        return cookies.seal({"i": self.key_id, "k": self.key, "s": self.session_token})
+
+    def belongs_to(self, session: ConsoleSession) -> bool:
+        return session.csrf_matches(self.session_token)
+
+    @classmethod
+    def open(cls, cookies: Cookies, value: str | None) -> NewKey | None:
+        data = cookies.open(value, NEW_KEY_TTL)
+        if data is None:
+            return None
+        fields = [data.get(name) for name in ("i", "k", "s")]
+        if not all(isinstance(field, str) and field for field in fields):
+            return None
+        return cls(*fields)  # type: ignore[arg-type]

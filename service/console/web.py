@@ -22,7 +22,17 @@ from identity.errors import InvalidInput
 from identity.sessions import SessionStore
 from service.console import pages
 from service.console.relying_party import ConsoleClient, PendingSignIn, SignInFailed
-from service.console.sessions import SESSION_COOKIE, SESSION_TTL, SIGN_IN_COOKIE, SIGN_IN_TTL, ConsoleSession, Cookies
+from service.console.sessions import (
+    NEW_KEY_COOKIE,
+    NEW_KEY_TTL,
+    SESSION_COOKIE,
+    SESSION_TTL,
+    SIGN_IN_COOKIE,
+    SIGN_IN_TTL,
+    ConsoleSession,
+    Cookies,
+    NewKey,
+)
 from service.identity_web import form_pairs
 
 log = logging.getLogger("service.console")
@@ -51,6 +61,7 @@ class ConsoleWeb:
     ) -> None:
         self.path = path  # e.g. /console
         self.home = path + "/"
+        self.new_key_path = path + "/keys/new"
         self.base_url = base_url
         self.issuer_url = issuer_url
         self.client = client
@@ -108,7 +119,33 @@ class ConsoleWeb:
             return self._message("Not allowed", str(error), visitor, status=403)
         except InvalidInput as error:
             return self._message("Invalid key name", str(error).capitalize() + ".", visitor, status=400)
-        return self._page("key_created.html", "Your new API key", visitor, record=record, key=key)
+        # POST/redirect/GET: the key rides to the page that shows it in a cookie that page clears, so
+        # reloading that page neither shows the key again nor posts the form again (no second key).
+        response = self.redirect(self.new_key_path)
+        sealed = NewKey(record.id, key, visitor.session.csrf_token).seal(self.cookies)
+        self._set(response, NEW_KEY_COOKIE, sealed, NEW_KEY_TTL, self.new_key_path)
+        return response
+
+    async def new_key_page(self, request: Request) -> Response:
+        """The key just created, shown once: the cookie that carries it is cleared by this very answer."""
+        visitor = await run_in_threadpool(self._visitor, request)
+        new = NewKey.open(self.cookies, request.cookies.get(NEW_KEY_COOKIE))
+        if visitor is None:
+            response = self.redirect(self.home)
+        elif new is None or not new.belongs_to(visitor.session):
+            response = self._page("key_gone.html", "This key is no longer shown", visitor)
+        else:
+            try:
+                record = await run_in_threadpool(self.console.key, visitor.member, new.key_id)
+            except UnknownApiKey:  # the organization was switched in between
+                record = None
+            if record is None or record.revoked_at is not None:
+                response = self._page("key_gone.html", "This key is no longer shown", visitor)
+            else:
+                response = self._page("key_created.html", "Your new API key", visitor, record=record, key=new.key)
+        if NEW_KEY_COOKIE in request.cookies:
+            self._forget(response, NEW_KEY_COOKIE, self.new_key_path)
+        return response
 
     async def revoke_form(self, request: Request, key_id: str) -> Response:
         visitor = await run_in_threadpool(self._visitor, request)
