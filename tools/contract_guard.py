@@ -29,7 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 WORKING = ROOT / "openapi"
 RELEASED = WORKING / "released"
-DOCUMENTS = ("menus.yaml", "identity.yaml", "operations.yaml")
+DOCUMENTS = ("menus.yaml", "identity.yaml", "operations.yaml", "console.yaml")
 DIFF = ROOT / "node_modules" / ".bin" / "openapi-diff"
 _RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 
