@@ -5,6 +5,11 @@ way in process memory and in Redis (one Lua script: count and admit atomically),
 counts per process or for the whole deployment. A moving window never admits more than
 ``limit`` requests in any 60 seconds, with no burst at a window's edge.
 
+In Redis, the windows are the library's: its keys (``limits``' key layout and our prefix) and its two
+Lua scripts, admit and read the window. Only the calls are ours (``RedisWindows``): every request
+taken in one event-loop iteration goes to Redis in one pipeline, one round trip for all of them,
+where the library's strategy makes two round trips per request.
+
 Where the windows live (``MENUS_RATE_LIMIT_STORAGE``):
 
 - unset or ``memory://``: in each process; with ``serve --workers N`` on several nodes a key may
@@ -21,6 +26,7 @@ Redis is not asked again for ``RETRY_AFTER_OUTAGE`` seconds (no timeout on every
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import threading
@@ -30,13 +36,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio
-from limits import RateLimitItemPerSecond
+from limits import RateLimitItem, RateLimitItemPerSecond
 from limits.aio.storage import RedisStorage as AsyncRedisStorage
-from limits.aio.strategies import MovingWindowRateLimiter as AsyncMovingWindow
+from limits.aio.storage.redis.bridge import RedisBridge
 from limits.errors import StorageError
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter as MovingWindow
 from prometheus_client import Counter
+from redis.exceptions import NoScriptError, RedisError
 from sqlalchemy.engine import Engine
 
 from identity.throttle import Counters, FallbackCounters, SqlCounters, StorageCounters
@@ -123,8 +130,9 @@ class StorageHealth:
         """True from a failure until the next successful call."""
         return self._down
 
-    def failed(self, error: Exception, use: str) -> None:
-        STORAGE_ERRORS.labels(use).inc()
+    def failed(self, error: Exception, use: str, calls: int = 1) -> None:
+        """``calls`` calls failed with ``error`` (the requests of one Redis round trip)."""
+        STORAGE_ERRORS.labels(use).inc(calls)
         with self._lock:
             now = self._clock()
             self._down = True
@@ -166,6 +174,109 @@ class Decision:
         ]
 
 
+Command = tuple[bytes | str | int | float, ...]
+# What Redis answered one command: its reply, or the error of that command alone (raise_on_error=False).
+Reply = Any
+
+
+class RedisWindows:
+    """``limits``' moving windows in Redis, one round trip for all the requests of an event-loop iteration.
+
+    Per request, the pipeline holds the library's own two scripts on the key its strategy uses:
+    ``acquire_moving_window`` (admit, atomically) then ``moving_window`` (count and oldest entry), as
+    ``MovingWindowRateLimiter.hit`` and ``get_window_stats`` would send them, so Redis holds exactly what
+    the library would write and reads the same. What differs is only how they travel: the first ``take``
+    of an iteration starts one task; when it runs (the next iteration), it sends every request queued by
+    then as one pipeline (``EVALSHA``, and ``EVAL`` for a script Redis no longer holds: redis-py's
+    pipelined ``Script`` objects would send ``SCRIPT EXISTS`` before every pipeline), and answers each
+    request's future. A failed round trip answers every request of it open.
+    """
+
+    def __init__(
+        self,
+        storage: AsyncRedisStorage,
+        pool: redis.asyncio.ConnectionPool,
+        item: RateLimitItem,
+        health: StorageHealth,
+        *,
+        decide: Callable[[bool, float, int], Decision],
+    ) -> None:
+        self._bridge = storage.bridge
+        self._client = redis.asyncio.Redis(connection_pool=pool)  # the storage's pool: its connections, closed with it
+        self._item = item
+        self._health = health
+        self._decide = decide
+        self._scripts = {  # by SHA1, the name Redis caches a script under
+            hashlib.sha1(script).hexdigest(): script
+            for script in (RedisBridge.SCRIPT_ACQUIRE_MOVING_WINDOW, RedisBridge.SCRIPT_MOVING_WINDOW)
+        }
+        self._acquire, self._window = self._scripts
+        self._queue: list[tuple[str, asyncio.Future[Decision]]] = []
+        self._sending: set[asyncio.Task[None]] = set()  # strong references, so a task in flight is not collected
+
+    def take(self, key: str, open_decision: Decision) -> asyncio.Future[Decision]:
+        """Queue one request of ``key``; the future is its decision (``open_decision`` if Redis fails)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Decision] = loop.create_future()
+        if not self._queue:
+            task = loop.create_task(self._send(open_decision))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+        self._queue.append((self._bridge.prefixed_key(self._item.key_for(key)), future))
+        return future
+
+    async def _send(self, open_decision: Decision) -> None:
+        batch, self._queue = self._queue, []
+        now = time.time()
+        limit, expiry = self._item.amount, self._item.get_expiry()
+        commands: list[Command] = []
+        for key, _ in batch:
+            commands.append(("EVALSHA", self._acquire, 1, key, now, limit, expiry, 1))
+            commands.append(("EVALSHA", self._window, 1, key, now - expiry, limit))
+        try:
+            replies = await self._pipeline(commands)
+        except RedisError as error:
+            self._health.failed(error, "api_key", len(batch))
+            for _, future in batch:
+                if not future.done():
+                    future.set_result(open_decision)
+            return
+        failed: RedisError | None = None
+        failures = 0
+        for index, (_, future) in enumerate(batch):
+            acquired, window = replies[2 * index], replies[2 * index + 1]
+            if isinstance(acquired, RedisError) or isinstance(window, RedisError):
+                failed = acquired if isinstance(acquired, RedisError) else window
+                failures += 1
+                decision = open_decision
+            elif window:
+                decision = self._decide(bool(acquired), float(window[0]) + expiry, limit - int(window[1]))
+            else:
+                decision = self._decide(bool(acquired), now + expiry, limit)
+            if not future.done():  # a request cancelled while waiting has no one to answer
+                future.set_result(decision)
+        if failed is not None:
+            self._health.failed(failed, "api_key", failures)
+        if failures < len(batch):
+            self._health.recovered()
+
+    async def _pipeline(self, commands: list[Command]) -> list[Reply]:
+        """The replies to ``commands``, sent in one round trip; ``EVAL`` again those whose script was unknown."""
+        replies = await self._run(commands)
+        unknown = [index for index, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if unknown:  # Redis restarted or its scripts were flushed: EVAL sends the script and caches it again
+            again = [("EVAL", self._scripts[str(commands[i][1])], *commands[i][2:]) for i in unknown]
+            for index, reply in zip(unknown, await self._run(again), strict=True):
+                replies[index] = reply
+        return replies
+
+    async def _run(self, commands: list[Command]) -> list[Reply]:
+        pipeline = self._client.pipeline(transaction=False)
+        for command in commands:
+            pipeline.execute_command(*command)
+        return list(await pipeline.execute(raise_on_error=False))
+
+
 class RateLimiter:
     """``limit`` requests per API key in any window of ``window_seconds`` (60: the contract's minute)."""
 
@@ -185,14 +296,16 @@ class RateLimiter:
         self.health = health or StorageHealth()
         self._item = RateLimitItemPerSecond(per_minute, window_seconds)
         # In memory, the blocking strategy: it never waits, and the asyncio memory storage would start an
-        # expiry task (and a thread hop) on nearly every request. Redis: the asyncio strategy.
+        # expiry task (and a thread hop) on nearly every request. Redis: the library's scripts, pipelined.
         self._pool: Any = None
+        self._memory: MovingWindow | None = None
+        self._redis: RedisWindows | None = None
         if self.shared:
             self._storage, self._pool = async_storage(storage)
+            self._redis = RedisWindows(self._storage, self._pool, self._item, self.health, decide=self._decide)
         else:
             self._storage = storage_from_string(MEMORY)
-        self._memory = None if self.shared else MovingWindow(self._storage)
-        self._redis = AsyncMovingWindow(self._storage) if self.shared else None
+            self._memory = MovingWindow(self._storage)
         self._ping_timeout = ping_timeout
         self._open = Decision(True, per_minute, per_minute, 0, 0)  # failing open: nothing is counted
 
@@ -201,17 +314,14 @@ class RateLimiter:
         if self._memory is not None:
             allowed = self._memory.hit(self._item, key)
             reset_at, remaining = self._memory.get_window_stats(self._item, key)
-        else:
-            assert self._redis is not None
-            if not self.health.usable():
-                return self._open
-            try:
-                allowed = await self._redis.hit(self._item, key)
-                reset_at, remaining = await self._redis.get_window_stats(self._item, key)
-            except StorageError as error:
-                self.health.failed(error, "api_key")
-                return self._open
-            self.health.recovered()
+            return self._decide(allowed, reset_at, remaining)
+        assert self._redis is not None
+        if not self.health.usable():
+            return self._open
+        return await self._redis.take(key, self._open)
+
+    def _decide(self, allowed: bool, reset_at: float, remaining: int) -> Decision:
+        """The decision for a window whose oldest request leaves it at ``reset_at`` (epoch seconds)."""
         reset = max(0, math.ceil(reset_at - time.time()))
         retry_after = 0 if allowed else max(1, reset)
         return Decision(allowed, self.limit, max(0, remaining), reset, retry_after)
