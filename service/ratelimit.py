@@ -177,6 +177,9 @@ class Decision:
 Command = tuple[bytes | str | int | float, ...]
 # What Redis answered one command: its reply, or the error of that command alone (raise_on_error=False).
 Reply = Any
+# One request counted in its window: admitted or not, when the window's oldest entry leaves it (epoch
+# seconds), how many more the window admits. None: Redis could not count it (the request fails open).
+Counted = tuple[bool, float, int] | None
 
 
 class RedisWindows:
@@ -189,7 +192,8 @@ class RedisWindows:
     of an iteration starts one task; when it runs (the next iteration), it sends every request queued by
     then as one pipeline (``EVALSHA``, and ``EVAL`` for a script Redis no longer holds: redis-py's
     pipelined ``Script`` objects would send ``SCRIPT EXISTS`` before every pipeline), and answers each
-    request's future. A failed round trip answers every request of it open.
+    request's future. A failed round trip answers every request of it None (fail open), counted in
+    ``health``; an error of one command, that request alone.
     """
 
     def __init__(
@@ -198,67 +202,75 @@ class RedisWindows:
         pool: redis.asyncio.ConnectionPool,
         item: RateLimitItem,
         health: StorageHealth,
-        *,
-        decide: Callable[[bool, float, int], Decision],
     ) -> None:
         self._bridge = storage.bridge
         self._client = redis.asyncio.Redis(connection_pool=pool)  # the storage's pool: its connections, closed with it
         self._item = item
         self._health = health
-        self._decide = decide
         self._scripts = {  # by SHA1, the name Redis caches a script under
             hashlib.sha1(script).hexdigest(): script
             for script in (RedisBridge.SCRIPT_ACQUIRE_MOVING_WINDOW, RedisBridge.SCRIPT_MOVING_WINDOW)
         }
         self._acquire, self._window = self._scripts
-        self._queue: list[tuple[str, asyncio.Future[Decision]]] = []
+        self._queue: list[tuple[str, asyncio.Future[Counted]]] = []
         self._sending: set[asyncio.Task[None]] = set()  # strong references, so a task in flight is not collected
 
-    def take(self, key: str, open_decision: Decision) -> asyncio.Future[Decision]:
-        """Queue one request of ``key``; the future is its decision (``open_decision`` if Redis fails)."""
+    def take(self, key: str) -> asyncio.Future[Counted]:
+        """Queue one request of ``key``, to be sent with the others of this event-loop iteration."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Decision] = loop.create_future()
+        future: asyncio.Future[Counted] = loop.create_future()
         if not self._queue:
-            task = loop.create_task(self._send(open_decision))
+            task = loop.create_task(self._send())
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
         self._queue.append((self._bridge.prefixed_key(self._item.key_for(key)), future))
         return future
 
-    async def _send(self, open_decision: Decision) -> None:
+    async def _send(self) -> None:
         batch, self._queue = self._queue, []
+        try:
+            counted = await self._count([key for key, _ in batch])
+        except asyncio.CancelledError:  # the loop is closing: so are the requests
+            for _, future in batch:
+                future.cancel()
+            raise
+        except Exception as error:  # not Redis's (a bug): each request gets it, as it would have alone
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        for (_, future), answer in zip(batch, counted, strict=True):
+            if not future.done():  # a request cancelled while waiting has no one to answer
+                future.set_result(answer)
+
+    async def _count(self, keys: list[str]) -> list[Counted]:
         now = time.time()
         limit, expiry = self._item.amount, self._item.get_expiry()
         commands: list[Command] = []
-        for key, _ in batch:
+        for key in keys:
             commands.append(("EVALSHA", self._acquire, 1, key, now, limit, expiry, 1))
             commands.append(("EVALSHA", self._window, 1, key, now - expiry, limit))
         try:
             replies = await self._pipeline(commands)
         except RedisError as error:
-            self._health.failed(error, "api_key", len(batch))
-            for _, future in batch:
-                if not future.done():
-                    future.set_result(open_decision)
-            return
+            self._health.failed(error, "api_key", len(keys))
+            return [None] * len(keys)
+        counted: list[Counted] = []
         failed: RedisError | None = None
-        failures = 0
-        for index, (_, future) in enumerate(batch):
-            acquired, window = replies[2 * index], replies[2 * index + 1]
+        for acquired, window in zip(replies[::2], replies[1::2], strict=True):
             if isinstance(acquired, RedisError) or isinstance(window, RedisError):
                 failed = acquired if isinstance(acquired, RedisError) else window
-                failures += 1
-                decision = open_decision
-            elif window:
-                decision = self._decide(bool(acquired), float(window[0]) + expiry, limit - int(window[1]))
+                counted.append(None)
+            elif window:  # the oldest entry of the window, and how many it holds
+                counted.append((bool(acquired), float(window[0]) + expiry, limit - int(window[1])))
             else:
-                decision = self._decide(bool(acquired), now + expiry, limit)
-            if not future.done():  # a request cancelled while waiting has no one to answer
-                future.set_result(decision)
+                counted.append((bool(acquired), now + expiry, limit))
+        failures = counted.count(None)
         if failed is not None:
             self._health.failed(failed, "api_key", failures)
-        if failures < len(batch):
+        if failures < len(keys):
             self._health.recovered()
+        return counted
 
     async def _pipeline(self, commands: list[Command]) -> list[Reply]:
         """The replies to ``commands``, sent in one round trip; ``EVAL`` again those whose script was unknown."""
@@ -302,7 +314,7 @@ class RateLimiter:
         self._redis: RedisWindows | None = None
         if self.shared:
             self._storage, self._pool = async_storage(storage)
-            self._redis = RedisWindows(self._storage, self._pool, self._item, self.health, decide=self._decide)
+            self._redis = RedisWindows(self._storage, self._pool, self._item, self.health)
         else:
             self._storage = storage_from_string(MEMORY)
             self._memory = MovingWindow(self._storage)
@@ -318,7 +330,8 @@ class RateLimiter:
         assert self._redis is not None
         if not self.health.usable():
             return self._open
-        return await self._redis.take(key, self._open)
+        counted = await self._redis.take(key)
+        return self._open if counted is None else self._decide(*counted)
 
     def _decide(self, allowed: bool, reset_at: float, remaining: int) -> Decision:
         """The decision for a window whose oldest request leaves it at ``reset_at`` (epoch seconds)."""

@@ -210,6 +210,26 @@ def test_a_key_redis_cannot_count_fails_open_alone(redis_url: str) -> None:
     assert after == (errors or 0) + 1
 
 
+def test_an_error_that_is_not_redis_reaches_every_waiting_request(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(self: RedisWindows, commands: list[Command]) -> list[Any]:
+        raise ValueError("a bug, not an outage")
+
+    monkeypatch.setattr(RedisWindows, "_run", broken)
+    limiter = RateLimiter(5, redis_url)
+
+    async def run() -> list[BaseException | Decision]:
+        try:
+            return list(await asyncio.gather(*(limiter.take(k) for k in "abc"), return_exceptions=True))
+        finally:
+            await limiter.aclose()
+
+    answers = asyncio.run(run())
+    assert [type(answer) for answer in answers] == [ValueError] * 3  # none hangs, none is let through unlimited
+    assert not limiter.health.down
+
+
 def test_a_request_cancelled_while_waiting_for_redis_leaves_the_others_answered(redis_url: str) -> None:
     limiter = RateLimiter(5, redis_url)
 
