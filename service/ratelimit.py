@@ -26,6 +26,7 @@ Redis is not asked again for ``RETRY_AFTER_OUTAGE`` seconds (no timeout on every
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import math
@@ -180,6 +181,7 @@ Reply = Any
 # One request counted in its window: admitted or not, when the window's oldest entry leaves it (epoch
 # seconds), how many more the window admits. None: Redis could not count it (the request fails open).
 Counted = tuple[bool, float, int] | None
+Batch = list[tuple[str, asyncio.Future[Counted]]]  # the Redis key of each request, and its answer
 
 
 class RedisWindows:
@@ -212,28 +214,26 @@ class RedisWindows:
             for script in (RedisBridge.SCRIPT_ACQUIRE_MOVING_WINDOW, RedisBridge.SCRIPT_MOVING_WINDOW)
         }
         self._acquire, self._window = self._scripts
-        self._queue: list[tuple[str, asyncio.Future[Counted]]] = []
+        self._batch: Batch | None = None  # the requests of this iteration, to be sent together
         self._sending: set[asyncio.Task[None]] = set()  # strong references, so a task in flight is not collected
 
     def take(self, key: str) -> asyncio.Future[Counted]:
         """Queue one request of ``key``, to be sent with the others of this event-loop iteration."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Counted] = loop.create_future()
-        if not self._queue:
-            task = loop.create_task(self._send())
+        batch = self._batch
+        if batch is None:
+            batch = self._batch = []
+            task = loop.create_task(self._send(batch))
             self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
-        self._queue.append((self._bridge.prefixed_key(self._item.key_for(key)), future))
+            task.add_done_callback(functools.partial(self._sent, batch))
+        batch.append((self._bridge.prefixed_key(self._item.key_for(key)), future))
         return future
 
-    async def _send(self) -> None:
-        batch, self._queue = self._queue, []
+    async def _send(self, batch: Batch) -> None:
+        self._batch = None  # requests taken from now on go in the next pipeline
         try:
             counted = await self._count([key for key, _ in batch])
-        except asyncio.CancelledError:  # the loop is closing: so are the requests
-            for _, future in batch:
-                future.cancel()
-            raise
         except Exception as error:  # not Redis's (a bug): each request gets it, as it would have alone
             for _, future in batch:
                 if not future.done():
@@ -242,6 +242,14 @@ class RedisWindows:
         for (_, future), answer in zip(batch, counted, strict=True):
             if not future.done():  # a request cancelled while waiting has no one to answer
                 future.set_result(answer)
+
+    def _sent(self, batch: Batch, task: asyncio.Task[None]) -> None:
+        """No request waits forever: one still waiting when its task ends (cancelled: the loop closes) is cancelled."""
+        self._sending.discard(task)
+        if self._batch is batch:  # cancelled before it started
+            self._batch = None
+        for _, future in batch:
+            future.cancel()  # does nothing to a future already answered
 
     async def _count(self, keys: list[str]) -> list[Counted]:
         now = time.time()

@@ -247,6 +247,16 @@ def test_a_request_cancelled_while_waiting_for_redis_leaves_the_others_answered(
     assert [d.remaining for d in decisions] == [4, 2, 1]  # the cancelled request was sent, and counted
 
 
+def test_requests_left_waiting_by_a_closed_event_loop_do_not_block_the_next_loop(redis_url: str) -> None:
+    limiter = RateLimiter(5, redis_url)
+
+    async def leave_waiting() -> None:
+        asyncio.ensure_future(limiter.take("k"))  # the loop closes before its pipeline is sent
+
+    asyncio.run(leave_waiting())
+    assert [d.remaining for d in take(limiter, "k", 2)] == [4, 3]  # answered (and the first was never counted)
+
+
 # Through the service
 
 
