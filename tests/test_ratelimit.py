@@ -146,6 +146,38 @@ def test_requests_of_one_iteration_go_to_redis_in_one_round_trip_each_with_its_o
     assert all(d.reset == 60 for d in by_key["b"] + by_key["c"])  # their oldest request is this one
 
 
+def test_requests_taken_while_a_pipeline_is_in_flight_go_together_in_the_next(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipelines = count_round_trips(monkeypatch)
+    sent = RedisWindows._run
+    release = asyncio.Event()
+
+    async def slow(self: RedisWindows, commands: list[Command]) -> list[Any]:
+        await release.wait()  # Redis takes its time to answer
+        return await sent(self, commands)
+
+    monkeypatch.setattr(RedisWindows, "_run", slow)
+    limiter = RateLimiter(4, redis_url)
+
+    async def run() -> list[Decision]:
+        try:
+            first = asyncio.ensure_future(limiter.take("k"))
+            later: list[asyncio.Future[Decision]] = []
+            for _ in range(3):  # three iterations, two requests each, while the first pipeline waits
+                await asyncio.sleep(0)
+                later += [asyncio.ensure_future(limiter.take(key)) for key in ("k", "m")]
+            await asyncio.sleep(0)
+            release.set()
+            return [await first, *await asyncio.gather(*later)]
+        finally:
+            await limiter.aclose()
+
+    decisions = asyncio.run(run())
+    assert pipelines == [2, 12]  # the first request alone, then the six that waited, in one round trip
+    assert [d.remaining for d in decisions] == [3, 2, 3, 1, 2, 0, 1]  # k, then k and m three times, in order
+
+
 def test_the_windows_in_redis_are_the_limits_librarys_own(redis_url: str) -> None:
     """Same keys, same entries: the library's strategy reads what the limiter wrote, and the limiter counts its hits."""
     limiter = RateLimiter(5, redis_url)
@@ -193,6 +225,25 @@ def test_a_failed_round_trip_answers_every_waiting_request_open(caplog: pytest.L
     assert after == (errors or 0) + 5  # every request answered without a limit is counted
     assert len([r for r in caplog.records if "cannot be reached" in r.getMessage()]) == 1
     assert limiter.health.down
+
+
+def test_requests_that_waited_for_a_failed_round_trip_are_answered_open_without_asking_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pipelines = count_round_trips(monkeypatch)
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+
+    async def run() -> list[Decision]:
+        try:
+            first = asyncio.ensure_future(limiter.take("k"))
+            await asyncio.sleep(0)  # its pipeline is in flight
+            return list(await asyncio.gather(first, *(limiter.take("k") for _ in range(3))))
+        finally:
+            await limiter.aclose()
+
+    decisions = asyncio.run(run())
+    assert all(d.allowed for d in decisions)
+    assert pipelines == [2]  # one failed round trip: the three that waited for it did not wait again
 
 
 def test_a_key_redis_cannot_count_fails_open_alone(redis_url: str) -> None:
