@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from identity.sealing import new_key
 from tests.live import live_service
 from tests.postgres import throwaway_database
 
@@ -32,6 +33,7 @@ def test_two_nodes_of_two_workers_share_one_limit_per_key(
             "MENUS_DATABASE_URL": database_url,
             "MENUS_RATE_LIMIT": str(LIMIT),
             "MENUS_RATE_LIMIT_STORAGE": redis_url,
+            "MENUS_SECRET_KEYS": new_key(),  # nodes sharing a database share the keys of its secrets
         }
         folder_a: Path = tmp_path_factory.mktemp("limit-node-a")
         folder_b: Path = tmp_path_factory.mktemp("limit-node-b")
