@@ -33,7 +33,7 @@ from service.console.relying_party import ConsoleClient, client_secret
 from service.console.sessions import Cookies
 from service.console.web import ConsoleWeb
 from service.cors import CrossOrigin, cross_origin_paths
-from service.db import make_engine, service_secret
+from service.db import client_threads, make_engine, service_secret
 from service.documentation import Documentation
 from service.gate import send_problem
 from service.health import Readiness
@@ -186,7 +186,9 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
         throttle_counters=throttle_counters(engine, settings.rate_limit_storage, limit_storage),
     )
     provider.start()
-    identity = create_identity_app(provider, validate_responses=settings.validate_responses)
+    identity = create_identity_app(
+        provider, validate_responses=settings.validate_responses, client_threads=client_threads(engine)
+    )
     web = console_web(settings, engine, provider, keys)
     console = (
         documented(

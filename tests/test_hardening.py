@@ -40,7 +40,7 @@ from identity.token_endpoint import TokenEndpoint
 from identity.users import User, UserStore
 from service.app import create_app
 from service.cli import main
-from service.db import make_engine, service_secret, service_secrets
+from service.db import POOL_CAPACITY, client_threads, make_engine, service_secret, service_secrets
 from service.secret_keys import load_sealer, reseal
 from service.settings import Settings
 from tests import test_identity_part2 as part2
@@ -563,3 +563,12 @@ def test_client_endpoint_work_runs_in_a_thread_while_the_loop_answers_others(
             release.set()
         assert pending.result(10).status_code == 200
     assert waited < 5, f"/jwks waited {waited:.1f} s for the event loop"
+
+
+def test_client_endpoint_threads_are_one_on_sqlite_and_the_pool_on_postgresql(engine: Engine) -> None:
+    assert client_threads(engine) == 1  # one writer at a time: more threads would only queue on the file lock
+    postgres = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")  # never connected
+    try:
+        assert client_threads(postgres) == POOL_CAPACITY
+    finally:
+        postgres.dispose()
