@@ -35,6 +35,7 @@ def client_threads(engine: Engine) -> int:
     """
     return 1 if engine.dialect.name == "sqlite" else POOL_CAPACITY
 
+
 metadata = sa.MetaData()
 
 service_secrets = sa.Table(
