@@ -21,12 +21,14 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
+from identity import audit
 from identity.api_keys import ApiKeyStore
 from identity.console import Console
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from identity.usage import UsageCounter, UsageReport
+from service import metrics
 from service.body_limit import NO_BODY, BodyLimit, describe
 from service.console import create_console_app
 from service.console.relying_party import ConsoleClient, client_secret
@@ -160,6 +162,7 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
     it signs its cursors with this database's key all the same. The contracts are parsed once per process
     (``service.contracts``)."""
     settings = settings or Settings.from_env()
+    audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
     sealer = open_sealer(engine, settings.secret_keys, settings.database_url)

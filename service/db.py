@@ -1,4 +1,7 @@
-"""The state database: one SQLAlchemy engine, the shared metadata, and service secrets (sealed at rest).
+"""The state database: one SQLAlchemy engine, and service secrets (sealed at rest).
+
+The shared metadata and ``commit_without_waiting`` belong to the domain (``identity.storage``); they are
+re-exported here for the migrations and the tools.
 
 SQLite (the default) runs in WAL mode, synchronous=FULL, with foreign keys on; PostgreSQL is used
 for several nodes. Queries are SQLAlchemy Core, the same on both engines.
@@ -10,22 +13,21 @@ import importlib.util
 import os
 import secrets
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from identity.sealing import Sealer
+from identity.storage import commit_without_waiting as commit_without_waiting
+from identity.storage import metadata as metadata
 
 CONNECT_TIMEOUT = 5  # seconds to wait for PostgreSQL to accept a connection
 POOL_SIZE = 5  # connections each process keeps open (SQLAlchemy's default, stated here)
 MAX_OVERFLOW = 10  # more connections it may open at busy times (SQLAlchemy's default, stated here)
 POOL_CAPACITY = POOL_SIZE + MAX_OVERFLOW  # the most connections in use at once: the client endpoints' thread limit
 
-metadata = sa.MetaData()
 
 service_secrets = sa.Table(
     "service_secrets",
@@ -96,37 +98,6 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=5000")
     cursor.close()
-
-
-@contextmanager
-def commit_without_waiting(engine: Engine) -> Iterator[Connection]:
-    """A transaction whose commit does not wait for the disk, for records whose loss in a power cut fails
-    closed. An access token's record is one: without it the token is inactive, and its client asks again.
-
-    A process crash loses nothing either way, and nothing is ever corrupted; a power cut or an OS crash
-    may undo the last such commits. SQLite: ``synchronous=NORMAL`` for this commit (it can only change
-    outside a transaction, so it is set before and restored after). PostgreSQL: ``synchronous_commit``
-    off for this transaction only. Every other write keeps waiting for the disk.
-    """
-    with engine.connect() as connection:
-        if connection.dialect.name != "sqlite":
-            with connection.begin():
-                if connection.dialect.name == "postgresql":
-                    connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
-                yield connection
-            return
-        connection.exec_driver_sql("PRAGMA synchronous=NORMAL")
-        connection.commit()  # ends SQLAlchemy's autobegun transaction; SQLite itself never began one for a PRAGMA
-        try:
-            with connection.begin():
-                yield connection
-        finally:
-            try:
-                connection.exec_driver_sql("PRAGMA synchronous=FULL")
-                connection.commit()
-            except Exception:
-                connection.invalidate()  # never hand a connection that may not wait for the disk to the pool
-                raise
 
 
 _sealers: weakref.WeakKeyDictionary[Engine, Sealer] = weakref.WeakKeyDictionary()

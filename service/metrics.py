@@ -97,9 +97,6 @@ def count_security_event(event: str, outcome: str, fields: Mapping[str, object])
         SIGN_IN_FAILURES.labels(str(fields.get("reason", "unknown"))).inc()
 
 
-audit.listen(count_security_event)
-
-
 def exposition() -> bytes:
     """The text format of every metric: this process's, or with several workers the sum of all of theirs."""
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
