@@ -1,7 +1,7 @@
 """The domain's storage: the shared SQLAlchemy metadata every table is defined on, and the one
 transaction kind the domain chooses for itself.
 
-The service (``service.db``) makes the engine and adds its own tables to this metadata; the migrations
+The service (``service.database.db``) makes the engine and adds its own tables to this metadata; the migrations
 compare against it.
 """
 
