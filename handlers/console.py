@@ -3,7 +3,7 @@
 from connexion import context
 from starlette.responses import Response
 
-from service.console_api.web import ConsoleWeb
+from service.console_api.console_web import ConsoleWeb
 from service.identity_api.responses import current
 
 

@@ -29,9 +29,9 @@ from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from identity.usage import UsageCounter, UsageReport
 from service.console_api import create_console_app
+from service.console_api.console_web import ConsoleWeb
+from service.console_api.cookies import Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret
-from service.console_api.sessions import Cookies
-from service.console_api.web import ConsoleWeb
 from service.database.db import make_engine, service_secret
 from service.database.schema import require_current
 from service.database.secret_keys import open_sealer, reseal

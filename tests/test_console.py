@@ -21,7 +21,7 @@ from identity.organizations import OrganizationStore
 from identity.usage import UsageCounter
 from identity.users import UserStore
 from service.app import create_app
-from service.console_api import sessions
+from service.console_api import cookies as sessions
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings

@@ -1,8 +1,8 @@
 """The developer console: Connexion's AsyncApp over ``openapi/console.yaml``, at ``MENUS_CONSOLE_PATH``.
 
-Handlers (``handlers/console.py``) call ``ConsoleWeb`` (``service/console_api/web.py``), which reads
+Handlers (``handlers/console.py``) call ``ConsoleWeb`` (``service/console_api/console_web.py``), which reads
 cookies and forms, asks the domain (``identity/console.py``) and renders pages. The relying-party
-side of signing in is ``relying_party.py``; the cookies are ``sessions.py``.
+side of signing in is ``relying_party.py``; the cookies are ``cookies.py``, the pages ``rendering.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.console_api.web import BODY_LIMIT, ConsoleWeb
+from service.console_api.console_web import BODY_LIMIT, ConsoleWeb
 from service.identity_api.responses import BodyRecorder, as_connexion
 from service.web.async_app import AsyncApp
 from service.web.documents import declared_methods, spec_path

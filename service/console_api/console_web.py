@@ -20,9 +20,8 @@ from identity.api_keys import UnknownApiKey
 from identity.console import Console, Member, NotAllowed, NotAMember
 from identity.errors import InvalidInput
 from identity.sessions import SessionStore
-from service.console_api import pages
-from service.console_api.relying_party import ConsoleClient, PendingSignIn, SignInFailed
-from service.console_api.sessions import (
+from service.console_api import rendering as pages
+from service.console_api.cookies import (
     NEW_KEY_COOKIE,
     NEW_KEY_TTL,
     SESSION_COOKIE,
@@ -33,6 +32,7 @@ from service.console_api.sessions import (
     Cookies,
     NewKey,
 )
+from service.console_api.relying_party import ConsoleClient, PendingSignIn, SignInFailed
 from service.identity_api.responses import form_pairs
 
 log = logging.getLogger("service.console")
