@@ -27,7 +27,7 @@ from bench.signins import SignInTarget, measure
 from bench.workload import TYPICAL, region_paths, unique_mix, write_lines
 from data.catalog import load_catalog
 from identity.sealing import new_key
-from service.db import make_engine, service_secret
+from service.database.db import make_engine, service_secret
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIRECT_URI = "http://127.0.0.1:9/callback"

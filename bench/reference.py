@@ -41,8 +41,8 @@ from data.cursors import CursorCodec
 from data.errors import InvalidCursor
 from data.folding import fold, terms
 from identity.api_keys import ApiKeyStore
-from service.db import make_engine, service_secret
-from service.ratelimit import RateLimiter
+from service.database.db import make_engine, service_secret
+from service.menus_api.ratelimit import RateLimiter
 
 COURSES = {"breakfast", "starter", "main", "side", "bread", "rice", "snack", "dessert", "beverage"}
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")

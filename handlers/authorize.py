@@ -1,11 +1,11 @@
 """The authorization request (GET and form POST): every parameter is read raw, repeats included.
 
-Browser endpoints run the flow in a worker thread (see ``service.identity``)."""
+Browser endpoints run the flow in a worker thread (see ``service.identity_api.identity_app``)."""
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.identity_web import browser, current, form_pairs, outcome, provider, query_pairs
+from service.identity_api.responses import browser, current, form_pairs, outcome, provider, query_pairs
 
 
 async def start() -> Response:

@@ -3,8 +3,8 @@
 from connexion import context
 from starlette.responses import Response
 
-from service.console.web import ConsoleWeb
-from service.identity_web import current
+from service.console_api.console_web import ConsoleWeb
+from service.identity_api.responses import current
 
 
 def _console() -> ConsoleWeb:

@@ -3,7 +3,7 @@
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.identity_web import browser, current, form_pairs, outcome, provider, query_pairs
+from service.identity_api.responses import browser, current, form_pairs, outcome, provider, query_pairs
 
 
 async def end_session() -> Response:

@@ -2,7 +2,7 @@
 
 from starlette.responses import Response
 
-from service.identity_web import NO_STORE, current, form_pairs, json, off_the_loop, provider
+from service.identity_api.responses import NO_STORE, current, form_pairs, json, off_the_loop, provider
 
 
 async def introspect() -> Response:

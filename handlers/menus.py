@@ -1,7 +1,7 @@
 """Handlers of ``openapi/menus.yaml``. The catalog applies the rules.
 
 Each handler takes no arguments: it reads the validated, typed parameters (with the contract's defaults)
-that ``service.validation`` left in the request's state, so the query is parsed once per request.
+that ``service.web.validation`` left in the request's state, so the query is parsed once per request.
 """
 
 from typing import Any
@@ -11,7 +11,7 @@ from connexion.context import scope
 from starlette.responses import Response
 
 from data.catalog import Catalog, DishQuery
-from service.validation import ARGUMENTS
+from service.web.validation import ARGUMENTS
 
 
 def _catalog() -> Catalog:

@@ -2,7 +2,7 @@
 
 from starlette.responses import Response
 
-from service.identity_web import PUBLIC_CACHE, json, provider
+from service.identity_api.responses import PUBLIC_CACHE, json, provider
 
 
 async def discovery() -> Response:

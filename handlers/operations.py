@@ -3,8 +3,8 @@
 from connexion.context import scope
 from starlette.responses import Response
 
-from service import metrics as counted
-from service.health import Readiness
+from service.ops import metrics as counted
+from service.ops.health import Readiness
 
 _OK = b'{"status":"ok"}'
 _STATUS = {"ready": b'{"status":"ready"}', "degraded": b'{"status":"degraded"}'}

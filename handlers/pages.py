@@ -6,7 +6,7 @@ milliseconds, which must not hold up the event loop (argon2-cffi releases the GI
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.identity_web import browser, current, form_pairs, outcome, provider
+from service.identity_api.responses import browser, current, form_pairs, outcome, provider
 
 
 async def _show(name: str) -> Response:

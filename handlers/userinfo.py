@@ -2,7 +2,7 @@
 
 from starlette.responses import Response
 
-from service.identity_web import current, json, provider
+from service.identity_api.responses import current, json, provider
 
 
 async def get_userinfo() -> Response:

@@ -27,8 +27,8 @@ from sqlalchemy.engine import Engine
 from identity import audit
 from identity.clock import now, utc
 from identity.errors import InvalidInput
+from identity.storage import metadata
 from identity.tables import organizations
-from service.db import metadata
 
 PREFIX = "rmk_"
 KEY_FORMAT = re.compile(r"rmk_[A-Za-z0-9_-]{43}")

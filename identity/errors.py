@@ -1,5 +1,5 @@
 """Errors of the identity domain. Each carries its own public text; the web layer turns
-each family into HTTP in one place (``service/identity_web.py``).
+each family into HTTP in one place (``service/identity_api/responses.py``).
 
 - ``InvalidInput`` and ``UnknownRecord``: operators' and forms' mistakes.
 - ``OAuthError`` (RFC 6749 §4.1.2.1, §5.2; OpenID Connect Core §3.1.2.6): ``error`` is

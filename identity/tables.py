@@ -7,7 +7,7 @@ random value). Lists (redirect URIs, scopes, grants) are JSON.
 
 import sqlalchemy as sa
 
-from service.db import metadata
+from identity.storage import metadata
 
 Timestamp = sa.DateTime(timezone=True)
 

@@ -194,7 +194,7 @@ def _stored(key: str) -> str:
 
 
 class Outage(Protocol):
-    """What the service knows of its shared storage's health (``service.ratelimit.StorageHealth``)."""
+    """What the service knows of its shared storage's health (``service.menus_api.ratelimit.StorageHealth``)."""
 
     def usable(self) -> bool: ...
 

@@ -28,9 +28,9 @@ from identity.errors import InvalidToken
 from identity.issuer import Issuer
 from identity.keys import ALGORITHM, SigningKeys
 from identity.organizations import Organization
+from identity.storage import commit_without_waiting
 from identity.tables import access_tokens, refresh_tokens, revoked_grants
 from identity.users import User
-from service.db import commit_without_waiting
 
 ACCESS_TOKEN_TYPE = "at+jwt"  # RFC 9068 §2.1
 KEYS_MAX_AGE = 300.0  # seconds the verification keys are used before they are read again

@@ -23,7 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from identity.api_keys import api_keys
-from service.db import metadata
+from identity.storage import metadata
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # last_used_at is written at most this often per key and process
 STATUS_CLASSES = (2, 3, 4, 5)  # 2xx, 3xx (304s), 4xx, 5xx; 1xx never ends a request

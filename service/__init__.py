@@ -1,4 +1,5 @@
-"""The Regional Menus service: app factory, settings, storage and command line."""
+"""The Regional Menus service: the app factory and settings, above one package per concern (database, web,
+menus_api, identity_api, console_api, ops, cli)."""
 
 import warnings
 

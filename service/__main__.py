@@ -1,3 +1,3 @@
-from service.cli import run
+from service.cli.commands import run
 
 run()

@@ -2,7 +2,7 @@
 
 ``create_app(settings)`` opens the state database, loads and validates the
 dataset, and joins the APIs with a small dispatcher that routes by path and
-answers the ASGI lifespan itself. In front of it, ``service.observe`` gives every
+answers the ASGI lifespan itself. In front of it, ``service.web.observe`` gives every
 request its id, its metrics and its log line.
 """
 
@@ -21,33 +21,35 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
+from identity import audit
 from identity.api_keys import ApiKeyStore
 from identity.console import Console
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Lifetimes, Provider
 from identity.usage import UsageCounter, UsageReport
-from service.body_limit import NO_BODY, BodyLimit, describe
-from service.console import create_console_app
-from service.console.relying_party import ConsoleClient, client_secret
-from service.console.sessions import Cookies
-from service.console.web import ConsoleWeb
-from service.cors import CrossOrigin, cross_origin_paths
-from service.db import client_threads, make_engine, service_secret
-from service.documentation import Documentation
-from service.gate import send_problem
-from service.health import Readiness
-from service.identity import create_identity_app
-from service.menus import create_menus_app
-from service.observe import RequestObserver
-from service.openapi import ServedDocument
-from service.operations import DOCUMENT_PREFIX, create_operations_app, is_operations_path
-from service.problems import MEDIA_TYPE, content_too_large, nothing_here, to_problem
-from service.ratelimit import RateLimiter, StorageHealth, throttle_counters
-from service.routes import RouteTemplates
-from service.schema import require_current
-from service.secret_keys import open_sealer, reseal
+from service.console_api import create_console_app
+from service.console_api.console_web import ConsoleWeb
+from service.console_api.cookies import Cookies
+from service.console_api.relying_party import ConsoleClient, client_secret
+from service.database.db import client_threads, make_engine, service_secret
+from service.database.schema import require_current
+from service.database.secret_keys import open_sealer, reseal
+from service.identity_api.identity_app import create_identity_app
+from service.menus_api.gate import send_problem
+from service.menus_api.menus_app import create_menus_app
+from service.menus_api.ratelimit import RateLimiter, StorageHealth, throttle_counters
+from service.ops import metrics
+from service.ops.health import Readiness
+from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
 from service.settings import Settings
+from service.web.body_limit import NO_BODY, BodyLimit, describe
+from service.web.cors import CrossOrigin, cross_origin_paths
+from service.web.documentation import Documentation
+from service.web.documents import ServedDocument
+from service.web.observe import RequestObserver
+from service.web.problems import MEDIA_TYPE, content_too_large, nothing_here, to_problem
+from service.web.routes import RouteTemplates
 
 logger = logging.getLogger(__name__)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -158,8 +160,9 @@ async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> 
 def create_app(settings: Settings | None = None, *, catalog: Catalog | None = None) -> RequestObserver:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. The contracts are parsed once per process
-    (``service.contracts``)."""
+    (``service.web.contracts``)."""
     settings = settings or Settings.from_env()
+    audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
     sealer = open_sealer(engine, settings.secret_keys, settings.database_url)

@@ -24,7 +24,7 @@ INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) sta
 CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
 USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted in memory (and at shutdown)
 PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more (identity/purge.py); 0: never
-CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/cors.py)
+CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/web/cors.py)
 
 
 def default_database_url() -> str:
@@ -32,8 +32,9 @@ def default_database_url() -> str:
     return f"sqlite:///{DEFAULT_DATABASE_PATH.absolute()}"
 
 
-# MENUS_SECRET_KEYS: Fernet keys sealing signing keys and service secrets at rest (service/secret_keys.py), comma-
-# separated, the first seals and all open; unset: a key file made once beside the SQLite database (./var/secret-keys).
+# MENUS_SECRET_KEYS: Fernet keys sealing signing keys and service secrets at rest
+# (service/database/secret_keys.py), comma-separated, the first seals and all open; unset: a key file made once
+# beside the SQLite database (./var/secret-keys).
 
 
 @dataclass(frozen=True, slots=True)

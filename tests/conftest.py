@@ -21,8 +21,8 @@ from data.catalog import Catalog, load_catalog
 from identity import passwords
 from identity.api_keys import ApiKeyStore
 from service.app import create_app
-from service.db import make_engine
-from service.schema import upgrade
+from service.database.db import make_engine
+from service.database.schema import upgrade
 from service.settings import Settings
 from tests.postgres import empty_every_table, throwaway_database
 

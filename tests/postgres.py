@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 
-from service.db import make_engine, metadata
-from service.schema import load_tables, upgrade
+from service.database.db import make_engine, metadata
+from service.database.schema import load_tables, upgrade
 
 SERVER_URL = os.environ.get("MENUS_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 

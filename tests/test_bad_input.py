@@ -31,8 +31,8 @@ from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import UserStore
 from service.app import create_app
-from service.db import make_engine
-from service.schema import upgrade
+from service.database.db import make_engine
+from service.database.schema import upgrade
 from service.settings import Settings
 from tests.form_browser import FormParser
 from tests.live import live_service

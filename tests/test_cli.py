@@ -16,9 +16,9 @@ from sqlalchemy.engine import Engine
 
 from identity.api_keys import ApiKeyStore
 from identity.clients import ClientStore
-from service.db import MissingDriver, make_engine
-from service.demo import prepare
-from service.schema import head, upgrade
+from service.cli.demo import prepare
+from service.database.db import MissingDriver, make_engine
+from service.database.schema import head, upgrade
 from service.settings import Settings
 
 

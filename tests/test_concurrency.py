@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 
 from identity.codes import hash_code
 from identity.tables import access_tokens, authorization_codes, refresh_tokens, revoked_grants
-from service.db import make_engine
+from service.database.db import make_engine
 from tests.form_browser import Browser, Callback, Page
 from tests.live import LiveService, live_service
 from tests.postgres import throwaway_database

@@ -21,9 +21,9 @@ from identity.organizations import OrganizationStore
 from identity.usage import UsageCounter
 from identity.users import UserStore
 from service.app import create_app
-from service.console import sessions
-from service.db import make_engine
-from service.schema import upgrade
+from service.console_api import cookies as sessions
+from service.database.db import make_engine
+from service.database.schema import upgrade
 from service.settings import Settings
 from tests.console_client import ORIGIN, PASSWORD, ConsoleBrowser, form_with, forms, key_in
 
@@ -243,7 +243,7 @@ def test_the_new_key_page_refuses_a_cookie_of_another_session_a_tampered_or_an_e
 def test_the_demo_key_belongs_to_the_demo_organization_and_shows_in_the_demo_users_console(
     engine: Engine, settings: Settings, console: ConsoleBrowser
 ) -> None:
-    from service import demo
+    from service.cli import demo
 
     first, second = demo.prepare(engine, settings), demo.prepare(engine, settings)
     keys = ApiKeyStore(engine)
@@ -491,7 +491,7 @@ def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_data
 
 
 def test_serve_demo_prints_the_console_url(engine: Engine, settings: Settings) -> None:
-    from service.demo import prepare
+    from service.cli.demo import prepare
 
     assert f"Console: {settings.base_url}/console/" in prepare(engine, settings).instructions
 

@@ -9,7 +9,7 @@ import yaml
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
-from service.openapi import spec_path
+from service.web.documents import spec_path
 
 
 @pytest.fixture(scope="module")

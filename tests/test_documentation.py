@@ -9,9 +9,9 @@ import yaml
 from starlette.testclient import TestClient
 
 from service.app import create_app
-from service.openapi import authored
-from service.routes import UNMATCHED, RouteTemplates
 from service.settings import Settings
+from service.web.documents import authored
+from service.web.routes import UNMATCHED, RouteTemplates
 
 BASE_URL = "https://menus.example.com"
 ISSUER = "https://id.example.com/tenant-a"

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 
 from identity.api_keys import api_keys
 from identity.tables import signing_keys
-from service.db import commit_without_waiting, make_engine, service_secrets
+from service.database.db import commit_without_waiting, make_engine, service_secrets
 from tests.live import LiveService, free_port, live_service
 from tests.postgres import throwaway_database
 from tests.traffic import TIMEOUT, Tenant, introspect, provision, refresh, revoke, sign_in

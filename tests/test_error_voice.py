@@ -9,8 +9,8 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from service.openapi import spec_path
-from service.validation import PATTERN_WORDS
+from service.web.documents import spec_path
+from service.web.validation import PATTERN_WORDS
 
 DIETS = "vegan, vegetarian, eggetarian, pescatarian, non_vegetarian"
 

@@ -39,9 +39,9 @@ from identity.tables import signing_keys
 from identity.token_endpoint import TokenEndpoint
 from identity.users import User, UserStore
 from service.app import create_app
-from service.cli import main
-from service.db import POOL_CAPACITY, client_threads, make_engine, service_secret, service_secrets
-from service.secret_keys import load_sealer, reseal
+from service.cli.commands import main
+from service.database.db import POOL_CAPACITY, client_threads, make_engine, service_secret, service_secrets
+from service.database.secret_keys import load_sealer, reseal
 from service.settings import Settings
 from tests import test_identity_part2 as part2
 from tests.live import live_service

@@ -29,9 +29,9 @@ from identity.organizations import Organization, OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import User, UserStore
 from service.app import create_app
-from service.console.relying_party import SERVICE_ORG_ID
-from service.db import make_engine
-from service.schema import upgrade
+from service.console_api.relying_party import SERVICE_ORG_ID
+from service.database.db import make_engine
+from service.database.schema import upgrade
 from service.settings import Settings
 from tests.identity_fixtures import CALLBACK, CALLBACK_WITH_QUERY, EMAIL, PASSWORD, Registered, register
 from tests.postgres import throwaway_database

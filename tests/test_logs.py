@@ -18,8 +18,8 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.users import User
-from service.logs import JsonFormatter
-from service.observe import request_id
+from service.ops.logs import JsonFormatter
+from service.web.observe import request_id
 from tests.form_browser import Browser, Callback, Page
 from tests.live import live_service
 from tests.test_identity_api import (

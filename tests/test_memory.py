@@ -1,4 +1,4 @@
-"""Resident memory after concurrent Argon2 hashes (service/memory.py): the working memory goes back to the system."""
+"""Resident memory after concurrent Argon2 hashes (service/ops/memory.py): the working memory goes back to the OS."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ SCRIPT = """
 import re
 from concurrent.futures import ThreadPoolExecutor
 from identity.passwords import hash_password
-from service.memory import return_large_blocks
+from service.ops.memory import return_large_blocks
 
 assert return_large_blocks()
 rss = lambda: int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read()).group(1))
@@ -32,9 +32,9 @@ def test_concurrent_password_hashes_leave_no_resident_memory_behind() -> None:
 FREEZE_SCRIPT = """
 import gc, sys
 from service.app import create_app
-from service.db import make_engine
-from service.memory import freeze_startup_objects
-from service.schema import upgrade
+from service.database.db import make_engine
+from service.ops.memory import freeze_startup_objects
+from service.database.schema import upgrade
 from service.settings import Settings
 
 url = "sqlite:///" + sys.argv[1]

@@ -10,8 +10,8 @@ from starlette.testclient import TestClient
 from data.catalog import Catalog
 from identity.api_keys import ApiKeyStore
 from service.app import create_app
-from service.db import make_engine
-from service.schema import upgrade
+from service.database.db import make_engine
+from service.database.schema import upgrade
 from service.settings import Settings
 
 PROBLEM = "application/problem+json"
@@ -343,7 +343,7 @@ def test_database_outage_is_503_problem_with_retry_after(client: TestClient, eng
 
 
 def test_error_escaping_the_app_is_a_500_problem(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.gate import MenusGate
+    from service.menus_api.gate import MenusGate
 
     async def explode(*_args: object) -> None:
         raise RuntimeError("boom")

@@ -9,11 +9,11 @@ from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
 from identity.api_keys import ApiKeyStore
-from service.answer_cache import Answer, AnswerCache, cache_key
 from service.app import Dispatcher, create_app
-from service.gate import MenusGate
-from service.observe import RequestObserver
+from service.menus_api.answer_cache import Answer, AnswerCache, cache_key
+from service.menus_api.gate import MenusGate
 from service.settings import Settings
+from service.web.observe import RequestObserver
 
 TYPICAL = "/v1/menus/dishes?course=main&max_spice=3&limit=20"
 # Headers that legitimately differ from one answer to the next.

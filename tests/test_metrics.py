@@ -158,13 +158,13 @@ def test_menus_requests_over_the_rate_limit_are_counted(settings: Settings, engi
 
 WORKER = """
 import sys
-from service import metrics
+from service.ops import metrics
 for _ in range(int(sys.argv[1])):
     metrics.observe_request("GET", "/healthz", 200, 0.002)
 """
 
 SCRAPER = """
-from service import metrics
+from service.ops import metrics
 print(metrics.exposition().decode())
 """
 
@@ -238,7 +238,7 @@ def test_serve_with_two_workers_counts_the_requests_of_both_in_every_scrape(tmp_
 PREPARE = """
 import os, sys
 from pathlib import Path
-from service.multiprocess import prepare_directory
+from service.ops.multiprocess import prepare_directory
 path = prepare_directory()
 print(path, os.environ["PROMETHEUS_MULTIPROC_DIR"], sorted(p.name for p in path.iterdir()))
 import prometheus_client
@@ -268,7 +268,7 @@ def test_the_multiprocess_directory_starts_empty_and_must_be_set_before_promethe
 def test_without_a_metrics_directory_serve_makes_a_private_one_and_removes_it_at_exit() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     done = subprocess.run(
-        [sys.executable, "-c", "from service.multiprocess import prepare_directory; print(prepare_directory())"],
+        [sys.executable, "-c", "from service.ops.multiprocess import prepare_directory; print(prepare_directory())"],
         env=env, capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     made = Path(done.stdout.strip())

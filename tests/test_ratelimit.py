@@ -1,4 +1,4 @@
-"""The menus API's per-key rate limit (service/ratelimit.py): a moving window, in memory or in Redis, failing open."""
+"""The per-key rate limit of the menus API (service/menus_api/ratelimit.py): a moving window, failing open."""
 
 from __future__ import annotations
 
@@ -15,9 +15,17 @@ from limits.aio.storage.redis.bridge import RedisBridge
 from limits.aio.strategies import MovingWindowRateLimiter as AsyncMovingWindow
 from starlette.testclient import TestClient
 
-from service import metrics
 from service.app import create_app
-from service.ratelimit import KEY_PREFIX, Command, Decision, RateLimiter, RedisWindows, StorageHealth, async_storage
+from service.menus_api.ratelimit import (
+    KEY_PREFIX,
+    Command,
+    Decision,
+    RateLimiter,
+    RedisWindows,
+    StorageHealth,
+    async_storage,
+)
+from service.ops import metrics
 from service.settings import Settings
 from tests.live import free_port
 

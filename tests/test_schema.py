@@ -1,4 +1,4 @@
-"""The schema's migrations (service/migrations/), on SQLite and PostgreSQL."""
+"""The schema's migrations (service/database/migrations/), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,8 +13,16 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from identity.api_keys import ApiKeyStore, hash_key
-from service.db import make_engine, metadata
-from service.schema import SchemaOutOfDate, alembic_config, current, head, load_tables, require_current, upgrade
+from service.database.db import make_engine, metadata
+from service.database.schema import (
+    SchemaOutOfDate,
+    alembic_config,
+    current,
+    head,
+    load_tables,
+    require_current,
+    upgrade,
+)
 from tests.postgres import throwaway_database
 
 

@@ -34,7 +34,7 @@ from identity.throttle import (
     network,
 )
 from identity.users import User
-from service.ratelimit import StorageHealth, sync_storage
+from service.menus_api.ratelimit import StorageHealth, sync_storage
 from tests.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.live import free_port
 from tests.test_identity_api import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page

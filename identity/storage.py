@@ -1,0 +1,49 @@
+"""The domain's storage: the shared SQLAlchemy metadata every table is defined on, and the one
+transaction kind the domain chooses for itself.
+
+The service (``service.database.db``) makes the engine and adds its own tables to this metadata; the migrations
+compare against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+__all__ = ["commit_without_waiting", "metadata"]
+
+metadata = sa.MetaData()
+
+
+@contextmanager
+def commit_without_waiting(engine: Engine) -> Iterator[Connection]:
+    """A transaction whose commit does not wait for the disk, for records whose loss in a power cut fails
+    closed. An access token's record is one: without it the token is inactive, and its client asks again.
+
+    A process crash loses nothing either way, and nothing is ever corrupted; a power cut or an OS crash
+    may undo the last such commits. SQLite: ``synchronous=NORMAL`` for this commit (it can only change
+    outside a transaction, so it is set before and restored after). PostgreSQL: ``synchronous_commit``
+    off for this transaction only. Every other write keeps waiting for the disk.
+    """
+    with engine.connect() as connection:
+        if connection.dialect.name != "sqlite":
+            with connection.begin():
+                if connection.dialect.name == "postgresql":
+                    connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+                yield connection
+            return
+        connection.exec_driver_sql("PRAGMA synchronous=NORMAL")
+        connection.commit()  # ends SQLAlchemy's autobegun transaction; SQLite itself never began one for a PRAGMA
+        try:
+            with connection.begin():
+                yield connection
+        finally:
+            try:
+                connection.exec_driver_sql("PRAGMA synchronous=FULL")
+                connection.commit()
+            except Exception:
+                connection.invalidate()  # never hand a connection that may not wait for the disk to the pool
+                raise

@@ -1,0 +1,1 @@
+"""The command line (regional-menus) and its demo data."""

@@ -1,0 +1,531 @@
+"""The ``regional-menus`` command line (DESIGN §4).
+
+Every command takes ``--database-url`` after its name, and every command but ``serve`` takes ``--json``.
+Text output is a table with a header line; ``--json`` output is JSON. Bad input is one line on stderr
+(``{"error": …}`` under ``--json``) with exit status 2, and nothing half-written. Every database error
+names the database: the default is ``./var/regional-menus.sqlite3``, made absolute.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import socket
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from identity.api_keys import ApiKeyStore, UnknownApiKey
+from identity.clients import AUTH_METHODS, GRANTS, SCOPES, ClientStore
+from identity.clock import now
+from identity.errors import InvalidInput, UnknownRecord
+from identity.keys import SigningKeys
+from identity.organizations import OrganizationStore
+from identity.purge import Purger
+from identity.sealing import Sealer, SealingError, new_key
+from identity.users import ROLES, UserStore
+from service.cli.demo import prepare as prepare_demo
+from service.database.db import MissingDriver, make_engine
+from service.database.schema import SchemaOutOfDate, current, head, require_current, upgrade
+from service.database.secret_keys import open_sealer, reseal
+from service.ops.logs import configure as configure_logging
+from service.ops.logs import configure_command
+from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, default_database_url, secret_keys_from
+
+_database_url_option = click.option(
+    "--database-url",
+    default=lambda: os.environ.get("MENUS_DATABASE_URL") or default_database_url(),
+    show_default="MENUS_DATABASE_URL, else SQLite in ./var/regional-menus.sqlite3 of the current folder",
+    help="SQLAlchemy URL of the state database.",
+)
+
+
+def database_name(url: str) -> str:
+    """How messages name a database: an SQLite file by its absolute path, any other by its URL without password."""
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        return repr(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+        return str(Path(parsed.database).absolute())
+    return parsed.render_as_string(hide_password=True)
+
+
+@contextmanager
+def _opened(database_url: str, *, schema_current: bool) -> Iterator[Engine]:
+    """An engine on ``database_url`` (at the current schema if ``schema_current``); any database error becomes
+    one line naming the database."""
+    name = database_name(database_url)
+    try:
+        engine = make_engine(database_url)
+    except sa.exc.ArgumentError:
+        _fail(f"{name} is not a database URL (for example sqlite:///var/menus.sqlite3)")
+    except (MissingDriver, ImportError) as error:
+        _fail(f"{name}: {error}")
+    try:
+        if schema_current:
+            require_current(engine)
+        yield engine
+    except SchemaOutOfDate as error:
+        _fail(f"{name}: {error}")
+    except sa.exc.DBAPIError as error:
+        reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else type(error.orig).__name__
+        _fail(f"{name}: the database cannot be used: {reason}")
+    finally:
+        engine.dispose()
+
+
+def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--database-url``: the command gets an engine, on a database at the current schema if ``schema_current``."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @_database_url_option
+        @functools.wraps(command)
+        def wrapper(*args: Any, database_url: str, **kwargs: Any) -> Any:
+            with _opened(database_url, schema_current=schema_current) as engine:
+                return command(*args, engine=engine, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+_database_option = _database(schema_current=True)
+_any_schema_database_option = _database(schema_current=False)
+
+
+def _json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(command)
+
+
+class BadInput(click.ClickException):
+    exit_code = 2
+
+
+def _fail(message: str) -> Any:
+    raise BadInput(message)
+
+
+def _print(as_json: bool, document: Any, text: str) -> None:
+    click.echo(json.dumps(document, ensure_ascii=False, indent=2) if as_json else text)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Aligned columns under a header line (the header alone when there are no rows)."""
+    cells = [list(headers), *[["" if value is None else str(value) for value in row] for row in rows]]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(headers))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse at once, before any data is touched, when another process listens on ``host:port``."""
+    if port == 0:
+        return  # any free port
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as error:
+        _fail(f"cannot listen on {host!r}: {error.strerror}")
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(address)
+        except OSError as error:
+            _fail(
+                f"cannot listen on {host}:{port}: {error.strerror} (is the service already running there?); "
+                "nothing was changed"
+            )
+
+
+@click.group()
+@click.version_option(package_name="regional-menus")
+def main() -> None:
+    """Regional Menus: the menus API and its identity endpoints."""
+    configure_command()  # audit lines on standard error; `serve` sets up the server's logging instead
+
+
+@main.command()
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on (0.0.0.0 or :: for all).")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    help="Run gunicorn with this many uvicorn workers (production); without it, one uvicorn process.",
+)
+@click.option(
+    "--forwarded-allow-ips",
+    default=lambda: os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1",
+    show_default="FORWARDED_ALLOW_IPS, else 127.0.0.1",
+    help="Comma-separated addresses of reverse proxies whose X-Forwarded-For and -Proto are trusted.",
+)
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Bring the schema up to date, create demo data (API key, org, user, client), print how to use it.",
+)
+@_database_url_option
+def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, demo: bool, database_url: str) -> None:
+    """Run the service (on a database at the current schema: see `db upgrade`)."""
+    from service.ops import multiprocess
+    from service.ops.server import Listen, run_single, run_workers
+
+    _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
+    with _opened(database_url, schema_current=False) as engine:
+        settings = Settings.from_env(port=port).with_changes(database_url=engine.url.render_as_string(False))
+        if demo:
+            upgrade(engine)
+            click.echo(prepare_demo(engine, settings).instructions)
+        require_current(engine)
+        listen = Listen(host, port, forwarded_allow_ips)
+        configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.ops.server)
+        if workers is None:
+            if multiprocess.ENV in os.environ:  # an operator's metrics directory: start it empty
+                multiprocess.prepare_directory()
+            run_single(_app(settings), listen)
+        else:
+            engine.dispose()  # the workers open their own connections after the fork
+            run_workers(functools.partial(_app, settings), listen, workers)
+
+
+def _app(settings: Settings) -> Any:
+    """The app, imported only here: under --workers, in each worker, after the metrics directory is set."""
+    from service.app import create_app
+
+    return create_app(settings)
+
+
+@main.group("db")
+def db_group() -> None:
+    """The state database's schema (Alembic migrations)."""
+
+
+@db_group.command("upgrade")
+@_json_option
+@_any_schema_database_option
+def db_upgrade(as_json: bool, engine: Engine) -> None:
+    """Apply every migration the database lacks, in one transaction. Stop the service's nodes first."""
+    before, after = upgrade(engine)
+    text = f"already at {after}" if before == after else f"upgraded from {before or 'an empty database'} to {after}"
+    _print(as_json, {"from": before, "to": after}, text)
+
+
+@db_group.command("current")
+@_json_option
+@_any_schema_database_option
+def db_current(as_json: bool, engine: Engine) -> None:
+    """Print the database's schema revision and the one this version needs."""
+    at, needed = current(engine), head()
+    state = "current" if at == needed else "behind: run `regional-menus db upgrade`"
+    text = _table(["REVISION", "NEEDED", "STATE"], [[at or "none", needed, state]])
+    _print(as_json, {"revision": at, "head": needed, "current": at == needed}, text)
+
+
+@db_group.command("purge")
+@_json_option
+@_database_option
+def db_purge(as_json: bool, engine: Engine) -> None:
+    """Delete expired records now (a running service does it every MENUS_PURGE_INTERVAL seconds)."""
+    settings = Settings.from_env()
+    deleted = Purger(engine, timedelta(seconds=settings.refresh_token_ttl)).purge()
+    _print(as_json, deleted, _table(["TABLE", "DELETED"], list(deleted.items())))
+
+
+@main.group("api-keys")
+def api_keys_group() -> None:
+    """Issue, list and revoke API keys of the menus API."""
+
+
+@api_keys_group.command("create")
+@click.option("--name", required=True, help="Who or what the key is for.")
+@click.option("--org", "org_id", default=None, help="The organization that owns the key (its console shows it).")
+@_json_option
+@_database_option
+def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine) -> None:
+    """Create a key and print it once; only its hash is kept."""
+    try:
+        record, key = ApiKeyStore(engine).create(name, org_id=org_id)
+    except ValueError as error:
+        _fail(str(error))
+    text = _table(["ID", "NAME", "KEY (shown once)"], [[record.id, record.name, key]])
+    _print(as_json, {"id": record.id, "name": record.name, "key": key}, text)
+
+
+@api_keys_group.command("list")
+@_json_option
+@_database_option
+def api_keys_list(as_json: bool, engine: Engine) -> None:
+    """List keys (never the keys themselves)."""
+    records = ApiKeyStore(engine).list()
+    rows = [[r.id, r.name, "revoked" if r.revoked_at else "active"] for r in records]
+    _print(as_json, [r.as_dict() for r in records], _table(["ID", "NAME", "STATE"], rows))
+
+
+@api_keys_group.command("revoke")
+@click.argument("key_id")
+@_json_option
+@_database_option
+def api_keys_revoke(key_id: str, as_json: bool, engine: Engine) -> None:
+    """Revoke a key; it stops working at once."""
+    try:
+        record = ApiKeyStore(engine).revoke(key_id)
+    except UnknownApiKey:
+        _fail(f"no API key has the id {key_id!r}")
+    _print(as_json, record.as_dict(), _table(["ID", "NAME", "STATE"], [[record.id, record.name, "revoked"]]))
+
+
+ORG_HEADERS = ["ID", "SLUG", "NAME"]
+USER_HEADERS = ["ID", "EMAIL", "NAME", "ORGS (id:role)"]
+
+
+@main.group("orgs")
+def orgs_group() -> None:
+    """Create and list organizations."""
+
+
+@orgs_group.command("create")
+@click.option("--name", required=True, help="The organization's name.")
+@_json_option
+@_database_option
+def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
+    """Create an organization."""
+    org = OrganizationStore(engine).create(name)
+    _print(as_json, org.as_dict(), _table(ORG_HEADERS, [[org.id, org.slug, org.name]]))
+
+
+@orgs_group.command("list")
+@_json_option
+@_database_option
+def orgs_list(as_json: bool, engine: Engine) -> None:
+    """List organizations."""
+    orgs = OrganizationStore(engine).list()
+    _print(as_json, [o.as_dict() for o in orgs], _table(ORG_HEADERS, [[o.id, o.slug, o.name] for o in orgs]))
+
+
+@main.group("users")
+def users_group() -> None:
+    """Create and list users."""
+
+
+@users_group.command("create")
+@click.option("--email", required=True, help="Email address; unique, compared without regard to case.")
+@click.option("--name", required=True, help="Full name.")
+@click.option("--password-stdin", is_flag=True, required=True, help="Read the password from standard input.")
+@click.option("--org", "org_ids", multiple=True, required=True, help="Organization id; repeat for several.")
+@click.option("--role", type=click.Choice(ROLES), default="member", show_default=True, help="Role in each --org.")
+@_json_option
+@_database_option
+def users_create(
+    email: str, name: str, password_stdin: bool, org_ids: tuple[str, ...], role: str, as_json: bool, engine: Engine
+) -> None:
+    """Create a user in one or more organizations; the password is read from standard input."""
+    password = sys.stdin.readline().rstrip("\r\n")
+    user = UserStore(engine).create(email, name, password, [(org_id, role) for org_id in org_ids])
+    _print(as_json, user.as_dict(), _table(USER_HEADERS, [_user_row(user)]))
+
+
+@users_group.command("list")
+@_json_option
+@_database_option
+def users_list(as_json: bool, engine: Engine) -> None:
+    """List users and their organizations."""
+    users = UserStore(engine).list()
+    _print(as_json, [u.as_dict() for u in users], _table(USER_HEADERS, [_user_row(u) for u in users]))
+
+
+def _user_row(user: Any) -> list[str]:
+    return [user.id, user.email, user.name, ",".join(f"{m.org.id}:{m.role}" for m in user.memberships)]
+
+
+@main.group("clients")
+def clients_group() -> None:
+    """Register, list and delete clients (applications)."""
+
+
+@clients_group.command("create")
+@click.option("--name", required=True, help="The application's name, shown on the consent page.")
+@click.option("--org", "org_id", required=True, help="Id of the organization that owns the client.")
+@click.option("--redirect-uri", "redirect_uris", multiple=True, help="Registered redirect URI; repeat for several.")
+@click.option("--post-logout-redirect-uri", "logout_uris", multiple=True, help="Registered sign-out redirect URI.")
+@click.option("--auth-method", type=click.Choice(AUTH_METHODS), required=True, help="Token endpoint auth method.")
+@click.option("--jwks-file", type=click.File("r"), help="Public JWKS of the client (private_key_jwt).")
+@click.option("--grant", "grants", multiple=True, type=click.Choice(GRANTS), help="Allowed grant; repeat for several.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    type=click.Choice(SCOPES),
+    help="Allowed scope; repeat for several. Without --scope: openid profile email offline_access for a sign-in "
+    "client, and no application scope: members:read (reading every member's email) only when given.",
+)
+@click.option("--first-party", is_flag=True, help="Skip the consent page unless prompt=consent.")
+@click.option("--pkce", type=click.Choice(["required", "optional"]), default="required", show_default=True)
+@_json_option
+@_database_option
+def clients_create(
+    name: str,
+    org_id: str,
+    redirect_uris: tuple[str, ...],
+    logout_uris: tuple[str, ...],
+    auth_method: str,
+    jwks_file: Any,
+    grants: tuple[str, ...],
+    scopes: tuple[str, ...],
+    first_party: bool,
+    pkce: str,
+    as_json: bool,
+    engine: Engine,
+) -> None:
+    """Register a client; its secret (for the secret methods) is printed once."""
+    jwks = None
+    if jwks_file is not None:
+        try:
+            jwks = json.load(jwks_file)
+        except ValueError:
+            _fail("the JWKS file is not valid JSON")
+    client, secret = ClientStore(engine).create(
+        name=name,
+        org_id=org_id,
+        auth_method=auth_method,
+        redirect_uris=redirect_uris,
+        post_logout_redirect_uris=logout_uris,
+        grants=grants,
+        scopes=scopes,
+        first_party=first_party,
+        pkce_required=pkce == "required",
+        jwks=jwks,
+    )
+    document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
+    text = _table(["ID", "NAME", "SECRET (shown once)"], [[client.id, client.name, secret or "none (private_key_jwt)"]])
+    _print(as_json, document, text)
+
+
+@clients_group.command("list")
+@_json_option
+@_database_option
+def clients_list(as_json: bool, engine: Engine) -> None:
+    """List clients (never their secrets)."""
+    clients = ClientStore(engine).list()
+    rows = [[c.id, c.org_id, c.auth_method, c.name] for c in clients]
+    _print(as_json, [c.as_dict() for c in clients], _table(["ID", "ORG", "AUTH METHOD", "NAME"], rows))
+
+
+@clients_group.command("delete")
+@click.argument("client_id")
+@_json_option
+@_database_option
+def clients_delete(client_id: str, as_json: bool, engine: Engine) -> None:
+    """Delete a client."""
+    try:
+        ClientStore(engine).delete(client_id)
+    except UnknownRecord:
+        _fail(f"no client has the id {client_id!r}")
+    _print(as_json, {"client_id": client_id, "deleted": True}, _table(["ID", "STATE"], [[client_id, "deleted"]]))
+
+
+KEY_HEADERS = ["KID", "STATE", "SIGNS FROM"]
+
+
+@main.group("keys")
+def keys_group() -> None:
+    """Rotate and list the ID token and access token signing keys."""
+
+
+def _signing_keys(engine: Engine) -> SigningKeys:
+    settings = Settings.from_env()
+    return SigningKeys(
+        engine,
+        publish_delay=timedelta(seconds=settings.key_publish_delay),
+        verify_window=timedelta(seconds=settings.access_token_ttl),
+        sealer=_sealer(engine),
+    )
+
+
+def _sealer(engine: Engine) -> Sealer:
+    """The sealer of MENUS_SECRET_KEYS, or of the key file beside the database."""
+    try:
+        return open_sealer(engine, secret_keys_from(os.environ), engine.url.render_as_string(hide_password=False))
+    except ValueError as error:
+        raise BadInput(str(error)) from None
+
+
+@keys_group.command("rotate")
+@_json_option
+@_database_option
+def keys_rotate(as_json: bool, engine: Engine) -> None:
+    """Publish a new key now; it signs after MENUS_KEY_PUBLISH_DELAY seconds, when the current key retires."""
+    info = _signing_keys(engine).rotate()
+    at = now()
+    _print(as_json, info.as_dict(at), _table(KEY_HEADERS, [[info.kid, info.state(at), info.signs_from.isoformat()]]))
+
+
+@keys_group.command("list")
+@_json_option
+@_database_option
+def keys_list(as_json: bool, engine: Engine) -> None:
+    """List signing keys and their states (published, signing, retired, expired)."""
+    at = now()
+    infos = _signing_keys(engine).list()
+    rows = [[i.kid, i.state(at), i.signs_from.isoformat()] for i in infos]
+    _print(as_json, [i.as_dict(at) for i in infos], _table(KEY_HEADERS, rows))
+
+
+@main.group("secrets")
+def secrets_group() -> None:
+    """Signing keys and service secrets at rest: sealed with MENUS_SECRET_KEYS (else the key file)."""
+
+
+@secrets_group.command("rotate")
+@_json_option
+@_database_option
+def secrets_rotate(as_json: bool, engine: Engine) -> None:
+    """Seal every signing key and service secret again with the first key of MENUS_SECRET_KEYS.
+
+    Rows still in clear (a database from before sealing) are sealed too. Afterwards, the other keys can be
+    removed from MENUS_SECRET_KEYS. Safe to run while the service runs, and to run again.
+    """
+    try:
+        done = reseal(engine, _sealer(engine), rotate=True)
+    except SealingError as error:
+        raise BadInput(str(error)) from None
+    text = f"sealed with the first key: {done.signing_keys} signing keys, {done.service_secrets} service secrets"
+    _print(as_json, done.as_dict(), text)
+
+
+@secrets_group.command("new-key")
+@_json_option
+def secrets_new_key(as_json: bool) -> None:
+    """Print a new key for MENUS_SECRET_KEYS (put it first to seal with it; keep the old ones after it)."""
+    key = new_key()
+    _print(as_json, {"key": key}, key)
+
+
+def run(args: list[str] | None = None) -> None:
+    """Entry point: any bad input is one line on stderr (``{"error": …}`` under ``--json``) and exit status 2."""
+    arguments = sys.argv[1:] if args is None else args
+    try:
+        main.main(args=arguments, prog_name="regional-menus", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.Abort:
+        sys.exit(130)
+    except click.ClickException as error:
+        _error(error.format_message(), as_json="--json" in arguments)
+    except (InvalidInput, SealingError) as error:  # the identity domain's refusal of bad input or of the keys
+        _error(str(error), as_json="--json" in arguments)
+
+
+def _error(message: str, *, as_json: bool) -> None:
+    line = message.replace("\n", " ")
+    click.echo(
+        json.dumps({"error": line}, ensure_ascii=False) if as_json else f"regional-menus: error: {line}", err=True
+    )
+    sys.exit(2)

@@ -1,0 +1,96 @@
+"""The developer console: Connexion's AsyncApp over ``openapi/console.yaml``, at ``MENUS_CONSOLE_PATH``.
+
+Handlers (``handlers/console.py``) call ``ConsoleWeb`` (``service/console_api/console_web.py``), which reads
+cookies and forms, asks the domain (``identity/console.py``) and renders pages. The relying-party
+side of signing in is ``relying_party.py``; the cookies are ``cookies.py``, the pages ``rendering.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from connexion.middleware import ConnexionMiddleware
+from connexion.middleware.security import SecurityMiddleware
+from connexion.resolver import RelativeResolver
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.console_api.console_web import BODY_LIMIT, ConsoleWeb
+from service.identity_api.responses import BodyRecorder, as_connexion
+from service.web.async_app import AsyncApp
+from service.web.documents import declared_methods, spec_path
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
+
+
+def create_console_app(web: ConsoleWeb, *, validate_responses: bool = False) -> ASGIApp:
+    app = AsyncApp(__name__, middlewares=MIDDLEWARES)
+    app.add_api(
+        spec_path("console.yaml"),
+        base_path=web.path,
+        strict_validation=True,
+        validate_responses=validate_responses,
+        resolver=RelativeResolver("handlers"),
+    )
+
+    allowed = declared_methods("console.yaml", web.path)
+
+    async def as_page(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
+        """Connexion's own errors (validation, unknown path, method) and anything unexpected, as an HTML page."""
+        status = error.status_code if isinstance(error, HTTPException) else getattr(error, "status", 500)
+        if not isinstance(error, HTTPException | ProblemException):
+            status = 500
+        response = web.error_response(int(status), error)
+        if status == 405:  # RFC 9110 §15.5.6
+            response.headers["Allow"] = ", ".join(allowed(str(request.scope.get("path", ""))))
+        return as_connexion(response)
+
+    for error in (ProblemException, HTTPException, Exception):
+        app.add_error_handler(error, as_page)
+    return ConsoleEntry(app, web)
+
+
+class ConsoleEntry:
+    """Puts the console in each request's state, keeps a POST's body for the handlers, caps it at
+    ``BODY_LIMIT`` (413), and sends the bare console path to its home page."""
+
+    def __init__(self, app: ASGIApp, web: ConsoleWeb) -> None:
+        self.app = app
+        self.web = web
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if _CONTROL.search(scope["path"]):  # never a path of ours (Connexion would answer 500)
+            await self.web.error_response(404, LookupError(scope["path"]))(scope, receive, send)
+            return
+        if scope["path"] == self.web.path:
+            await self.web.redirect(self.web.path + "/")(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        state["console"] = self.web
+        if scope["method"] == "POST":
+            length = dict(scope["headers"]).get(b"content-length", b"0")
+            if not length.isdigit() or int(length) > BODY_LIMIT:
+                await self.web.too_large()(scope, receive, send)
+                return
+            receive = state["body"] = BodyRecorder(_capped(receive))
+        await self.app(scope, receive, send)
+
+
+def _capped(receive: Receive) -> Receive:
+    seen = 0
+
+    async def capped() -> Message:
+        nonlocal seen
+        message = await receive()
+        seen += len(message.get("body", b""))
+        if seen > BODY_LIMIT:  # more than its Content-Length announced: treat as a disconnect
+            return {"type": "http.disconnect"}
+        return message
+
+    return capped

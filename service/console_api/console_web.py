@@ -1,0 +1,277 @@
+"""The console's HTTP side: cookies in, forms in, pages and redirects out.
+
+Every page carries the sign-in pages' security headers (with the console's own style and script
+hashes). Every form posts a CSRF token tied to the console session. A POST that is not signed in
+goes back to the home page (303); a member's attempt to create or revoke is 403; a key of another
+organization is 404, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from werkzeug.http import dump_cookie
+
+from identity.api_keys import UnknownApiKey
+from identity.console import Console, Member, NotAllowed, NotAMember
+from identity.errors import InvalidInput
+from identity.sessions import SessionStore
+from service.console_api import rendering as pages
+from service.console_api.cookies import (
+    NEW_KEY_COOKIE,
+    NEW_KEY_TTL,
+    SESSION_COOKIE,
+    SESSION_TTL,
+    SIGN_IN_COOKIE,
+    SIGN_IN_TTL,
+    ConsoleSession,
+    Cookies,
+    NewKey,
+)
+from service.console_api.relying_party import ConsoleClient, PendingSignIn, SignInFailed
+from service.identity_api.responses import form_pairs
+
+log = logging.getLogger("service.console")
+
+BODY_LIMIT = 16 * 1024  # bytes of a console form; a key's name is at most 200 characters
+
+
+@dataclass(frozen=True, slots=True)
+class Visitor:
+    session: ConsoleSession
+    member: Member
+
+
+class ConsoleWeb:
+    def __init__(
+        self,
+        *,
+        path: str,
+        base_url: str,
+        issuer_url: str,
+        client: ConsoleClient,
+        cookies: Cookies,
+        console: Console,
+        sessions: SessionStore,
+        secure: bool,
+    ) -> None:
+        self.path = path  # e.g. /console
+        self.home = path + "/"
+        self.new_key_path = path + "/keys/new"
+        self.base_url = base_url
+        self.issuer_url = issuer_url
+        self.client = client
+        self.cookies = cookies
+        self.console = console
+        self.sessions = sessions
+        self.secure = secure
+
+    # Pages
+
+    async def home_page(self, request: Request) -> Response:
+        visitor = await run_in_threadpool(self._visitor, request)
+        if visitor is None:
+            response = self._page("welcome.html", "Developer console")
+            if SESSION_COOKIE in request.cookies:
+                self._forget(response, SESSION_COOKIE)
+            return response
+        view = await run_in_threadpool(self.console.keys, visitor.member)
+        return self._page("keys.html", "API keys", visitor, view=view, chart=pages.chart(view.daily))
+
+    async def sign_in(self, request: Request) -> Response:
+        url, pending = self.client.start(request.query_params.get("prompt"))
+        response = self.redirect(url)
+        self._set(response, SIGN_IN_COOKIE, self.cookies.seal(pending.as_dict()), SIGN_IN_TTL, self.path + "/callback")
+        return response
+
+    async def callback(self, request: Request) -> Response:
+        params = _single(request.query_params.multi_items())
+        sealed = self.cookies.open(request.cookies.get(SIGN_IN_COOKIE), SIGN_IN_TTL)
+        pending = PendingSignIn.from_dict(sealed) if sealed is not None else None
+        try:
+            if params is None:
+                raise SignInFailed("The answer repeats a parameter.")
+            signed_in = await run_in_threadpool(self.client.finish, params, pending)
+        except SignInFailed as failure:
+            response = self._message("Sign-in failed", f"{failure} Please sign in again.", status=400)
+            self._forget(response, SIGN_IN_COOKIE, self.path + "/callback")
+            return response
+        _, value = self.cookies.new_session(
+            signed_in.user_id, signed_in.org_id, signed_in.session_id, signed_in.id_token
+        )
+        response = self.redirect(self.home)
+        self._forget(response, SIGN_IN_COOKIE, self.path + "/callback")  # a replayed callback finds no sign-in
+        self._set(response, SESSION_COOKIE, value, SESSION_TTL, self.path)
+        return response
+
+    async def create_key(self, request: Request) -> Response:
+        visitor, form, refused = await self._posted(request)
+        if refused is not None:
+            return refused
+        assert visitor is not None
+        try:
+            record, key = await run_in_threadpool(self.console.create_key, visitor.member, form.get("name", ""))
+        except NotAllowed as error:
+            return self._message("Not allowed", str(error), visitor, status=403)
+        except InvalidInput as error:
+            return self._message("Invalid key name", str(error).capitalize() + ".", visitor, status=400)
+        # POST/redirect/GET: the key rides to the page that shows it in a cookie that page clears, so
+        # reloading that page neither shows the key again nor posts the form again (no second key).
+        response = self.redirect(self.new_key_path)
+        sealed = NewKey(record.id, key, visitor.session.csrf_token).seal(self.cookies)
+        self._set(response, NEW_KEY_COOKIE, sealed, NEW_KEY_TTL, self.new_key_path)
+        return response
+
+    async def new_key_page(self, request: Request) -> Response:
+        """The key just created, shown once: the cookie that carries it is cleared by this very answer."""
+        visitor = await run_in_threadpool(self._visitor, request)
+        new = NewKey.open(self.cookies, request.cookies.get(NEW_KEY_COOKIE))
+        if visitor is None:
+            response = self.redirect(self.home)
+        elif new is None or not new.belongs_to(visitor.session):
+            response = self._page("key_gone.html", "This key is no longer shown", visitor)
+        else:
+            try:
+                record = await run_in_threadpool(self.console.key, visitor.member, new.key_id)
+            except UnknownApiKey:  # the organization was switched in between
+                record = None
+            if record is None or record.revoked_at is not None:
+                response = self._page("key_gone.html", "This key is no longer shown", visitor)
+            else:
+                response = self._page("key_created.html", "Your new API key", visitor, record=record, key=new.key)
+        if NEW_KEY_COOKIE in request.cookies:
+            self._forget(response, NEW_KEY_COOKIE, self.new_key_path)
+        return response
+
+    async def revoke_form(self, request: Request, key_id: str) -> Response:
+        visitor = await run_in_threadpool(self._visitor, request)
+        if visitor is None:
+            return self.redirect(self.home)
+        if not visitor.member.manages_keys:
+            text = f"Only an owner or an admin of {visitor.member.org_name} may revoke API keys."
+            return self._message("Not allowed", text, visitor, status=403)
+        try:
+            record = await run_in_threadpool(self.console.key, visitor.member, key_id)
+        except UnknownApiKey:
+            return self._message("No such key", "Your organization has no API key with this id.", visitor, status=404)
+        if record.revoked_at is not None:
+            return self.redirect(self.home)
+        return self._page("revoke.html", "Revoke this key?", visitor, record=record)
+
+    async def revoke(self, request: Request, key_id: str) -> Response:
+        visitor, _, refused = await self._posted(request)
+        if refused is not None:
+            return refused
+        assert visitor is not None
+        try:
+            await run_in_threadpool(self.console.revoke_key, visitor.member, key_id)
+        except NotAllowed as error:
+            return self._message("Not allowed", str(error), visitor, status=403)
+        except UnknownApiKey:
+            return self._message("No such key", "Your organization has no API key with this id.", visitor, status=404)
+        return self.redirect(self.home)
+
+    async def sign_out(self, request: Request) -> Response:
+        """Forget the console session and send the browser to the provider's end-session endpoint (global)."""
+        visitor, _, refused = await self._posted(request, member_needed=False)
+        if refused is not None:
+            return refused
+        assert visitor is not None
+        response = self.redirect(self.client.end_session_url(visitor.session.id_token))
+        self._forget(response, SESSION_COOKIE)
+        return response
+
+    # Shapes
+
+    def redirect(self, location: str) -> Response:
+        return RedirectResponse(location, status_code=303, headers={"Cache-Control": "no-store"})
+
+    def too_large(self) -> Response:
+        return self._message("Request too large", f"A console form is at most {BODY_LIMIT} bytes.", status=413)
+
+    def error_response(self, status: int, error: Exception) -> Response:
+        if status >= 500:
+            log.exception("unexpected error in the console", exc_info=error)
+            return self._message("Something went wrong", "Something went wrong; please try again.", status=500)
+        titles = {404: "Not found", 405: "Method not allowed"}
+        texts = {404: "There is no console page here.", 405: "This page does not take this method."}
+        text = texts.get(status, "The request is malformed.")
+        return self._message(titles.get(status, "Invalid request"), text, status=status)
+
+    # Helpers
+
+    def _visitor(self, request: Request) -> Visitor | None:
+        """The signed-in member, while both the console session and the provider's session live."""
+        session = self.cookies.session(request.cookies.get(SESSION_COOKIE))
+        if session is None:
+            return None
+        live = self.sessions.get(session.session_id)
+        if live is None or live.user_id != session.user_id:
+            return None  # signed out at the provider (from any application), or expired there
+        try:
+            member = self.console.member(session.user_id, session.org_id)
+        except NotAMember:
+            return None
+        return Visitor(session, member)
+
+    async def _posted(
+        self, request: Request, *, member_needed: bool = True
+    ) -> tuple[Visitor | None, dict[str, str], Response | None]:
+        """The visitor and the form of a POST, or the answer that refuses it (not signed in, CSRF, repeats)."""
+        pairs = await form_pairs(request)
+        visitor = await run_in_threadpool(self._visitor, request)
+        if visitor is None:
+            if not member_needed and SESSION_COOKIE in request.cookies:
+                return None, {}, self._signed_out_anyway()
+            return None, {}, self.redirect(self.home)
+        form = _single(pairs)
+        if form is None:
+            return visitor, {}, self._message("Invalid request", "A field of the form is repeated.", visitor, 400)
+        if not visitor.session.csrf_matches(form.get("csrf_token")):
+            text = "This form has expired or did not come from the console. Go back and try again."
+            return visitor, form, self._message("Form expired", text, visitor, status=403)
+        return visitor, form, None
+
+    def _signed_out_anyway(self) -> Response:
+        response = self.redirect(self.home)
+        self._forget(response, SESSION_COOKIE)
+        return response
+
+    def _page(
+        self, template: str, title: str, visitor: Visitor | None = None, *, status: int = 200, **context: object
+    ) -> Response:
+        html = pages.render(
+            template,
+            title=title,
+            home=self.home,
+            base_url=self.base_url,
+            issuer=self.issuer_url,
+            member=visitor.member if visitor else None,
+            csrf_token=visitor.session.csrf_token if visitor else "",
+            **context,
+        )
+        return HTMLResponse(html, status_code=status, headers=pages.PAGE_HEADERS)
+
+    def _message(self, title: str, text: str, visitor: Visitor | None = None, status: int = 200) -> Response:
+        return self._page("message.html", title, visitor, status=status, message=text, alert=status >= 400)
+
+    def _set(self, response: Response, name: str, value: str, max_age: int, path: str) -> None:
+        cookie = dump_cookie(name, value, max_age=max_age, path=path, secure=self.secure, httponly=True, samesite="Lax")
+        response.headers.append("Set-Cookie", cookie)
+
+    def _forget(self, response: Response, name: str, path: str | None = None) -> None:
+        self._set(response, name, "", 0, path or self.path)
+
+
+def _single(pairs: list[tuple[str, str]]) -> dict[str, str] | None:
+    """The pairs as a dict; None when a name repeats."""
+    values: dict[str, str] = {}
+    for name, value in pairs:
+        if name in values:
+            return None
+        values[name] = value
+    return values

@@ -1,0 +1,154 @@
+"""The state database: one SQLAlchemy engine, and service secrets (sealed at rest).
+
+The shared metadata and ``commit_without_waiting`` belong to the domain (``identity.storage``); they are
+re-exported here for the migrations and the tools.
+
+SQLite (the default) runs in WAL mode, synchronous=FULL, with foreign keys on; PostgreSQL is used
+for several nodes. Queries are SQLAlchemy Core, the same on both engines.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import weakref
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from identity.sealing import Sealer
+from identity.storage import commit_without_waiting as commit_without_waiting
+from identity.storage import metadata as metadata
+
+CONNECT_TIMEOUT = 5  # seconds to wait for PostgreSQL to accept a connection
+POOL_SIZE = 5  # connections each process keeps open (SQLAlchemy's default, stated here)
+MAX_OVERFLOW = 10  # more connections it may open at busy times (SQLAlchemy's default, stated here)
+POOL_CAPACITY = POOL_SIZE + MAX_OVERFLOW  # the most connections in use at once: the client endpoints' thread limit
+
+
+def client_threads(engine: Engine) -> int:
+    """How many worker threads may run the token, introspection and revocation work of one process at once.
+
+    PostgreSQL: one per connection the pool can give. SQLite: one, since the file takes one writer at a time
+    and more threads only queue on its lock, whose busy handler sleeps (scenario 4 of the benchmark: p99 of
+    380 ms with 15 threads, 21 ms with one, at the same rate).
+    """
+    return 1 if engine.dialect.name == "sqlite" else POOL_CAPACITY
+
+
+service_secrets = sa.Table(
+    "service_secrets",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.LargeBinary, nullable=False),
+)
+
+
+class MissingDriver(RuntimeError):
+    """The database URL names a driver that is not installed; the message names the extra that installs it."""
+
+
+def make_engine(url: str) -> Engine:
+    """Create the engine for ``url``; for SQLite, create its folder and set durable pragmas.
+
+    ``hide_parameters``: a database error logged with its trace never shows the statement's values
+    (hashes of tokens and codes, CSRF tokens, email addresses), only the statement.
+    """
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            private_file(Path(parsed.database))
+        pool = (
+            {"pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
+            if parsed.database not in (None, "", ":memory:")
+            else {}
+        )
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True, **pool)
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.get_driver_name() == "psycopg" and importlib.util.find_spec("psycopg") is None:
+        raise MissingDriver(
+            "PostgreSQL needs the psycopg driver, which the 'postgres' extra installs: "
+            "pip install 'regional-menus[postgres]' (uv sync --extra postgres in a checkout)"
+        )
+    # pre-ping: a connection the server dropped (restart, failover) is replaced, not handed to a request.
+    # connect_timeout: while the server is unreachable, requests get 503 within seconds, not a hang.
+    return sa.create_engine(
+        url,
+        pool_pre_ping=True,
+        connect_args={"connect_timeout": CONNECT_TIMEOUT},
+        hide_parameters=True,
+        pool_size=POOL_SIZE,
+        max_overflow=MAX_OVERFLOW,
+    )
+
+
+def private_file(path: Path) -> None:
+    """Create ``path``'s folder (0700) and the empty file (0600) when missing: state is for this user alone.
+
+    SQLite gives its -wal and -shm files the database file's mode. A folder or file that already exists
+    keeps its mode (the folder may be a shared one the operator chose, such as /tmp).
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
+def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    # FULL: every commit reaches the disk before it is acknowledged. NORMAL in WAL mode survives a process crash
+    # but may lose the last commits on power loss: an acknowledged revocation or refresh rotation undone.
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+_sealers: weakref.WeakKeyDictionary[Engine, Sealer] = weakref.WeakKeyDictionary()
+
+
+def seal_with(engine: Engine, sealer: Sealer) -> None:
+    """The sealer of the service secrets stored through ``engine`` (``service.database.secret_keys.open_sealer``)."""
+    _sealers[engine] = sealer
+
+
+def sealer_of(engine: Engine) -> Sealer:
+    """The engine's sealer; for an engine nobody gave one, the keys of the environment (or the key file)."""
+    sealer = _sealers.get(engine)
+    if sealer is None:
+        from service.database.secret_keys import load_sealer  # service.database.secret_keys builds on this module
+        from service.settings import secret_keys_from
+
+        url = engine.url.render_as_string(hide_password=False)
+        sealer = _sealers[engine] = load_sealer(secret_keys_from(os.environ), url)
+    return sealer
+
+
+def service_secret(engine: Engine, name: str, size: int = 32) -> bytes:
+    """Return the shared secret ``name``, creating it on first use; every node reads the same one.
+
+    Stored sealed with the operator's keys (``identity.sealing``); a value from before sealing is read as it
+    is, and sealed at the next start or ``secrets rotate``.
+    """
+    sealer = sealer_of(engine)
+    with engine.begin() as connection:
+        value = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
+    if value is not None:
+        return sealer.open(bytes(value))
+    try:
+        with engine.begin() as connection:
+            sealed = sealer.seal(secrets.token_bytes(size))
+            connection.execute(service_secrets.insert().values(name=name, value=sealed))
+    except IntegrityError:
+        pass  # another node created it first; read theirs
+    with engine.begin() as connection:
+        stored = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
+    if stored is None:
+        raise RuntimeError(f"the service secret {name!r} could not be created")
+    return sealer.open(bytes(stored))

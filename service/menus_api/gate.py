@@ -1,0 +1,204 @@
+"""What stands in front of the menus API's routing: API key, rate limit, HTTP caching, and the answer cache.
+
+Every request under ``/v1/menus`` is authenticated and counted here, before
+Connexion routes it, so the check can never be skipped by a route and costs
+one indexed lookup. Successful answers get a strong ``ETag`` and
+``Cache-Control``; a matching ``If-None-Match`` turns them into 304.
+
+A successful answer of a deterministic operation is kept in a bounded
+``AnswerCache`` (see ``service/menus_api/answer_cache.py``): the same URL is then answered
+without routing, validating or serialising again, but only after the key check
+and the rate limit, and with the same headers, ETag and 304 as the first time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from data.catalog import Catalog
+from identity.api_keys import ApiKeyStore
+from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_key
+from service.menus_api.ratelimit import Decision, RateLimiter
+from service.web.problems import Problem, nothing_here, unauthorized
+
+CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
+NO_STORE = (b"cache-control", b"no-store")  # /random: a cache must never replay a random pick
+IF_NONE_MATCH_MAX = 1024  # the contract's maxLength of If-None-Match: longer ones must still reach validation
+
+
+class MenusGate:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        keys: ApiKeyStore,
+        limiter: RateLimiter,
+        catalog: Catalog,
+        answers: AnswerCache | None = None,
+        prefix: str = "/v1/menus",
+        if_none_match_max: int = IF_NONE_MATCH_MAX,
+        counting: Callable[[str, Send], Send] | None = None,  # usage: wraps send to count the key's answer
+    ) -> None:
+        self.app = app
+        self.keys = keys
+        self.limiter = limiter
+        self.catalog = catalog
+        self.answers = answers if answers is not None else AnswerCache()
+        self.prefix = prefix
+        self.if_none_match_max = if_none_match_max
+        self.random = prefix + "/random"
+        self.counting = counting
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        token = _bearer_token(headers.get(b"authorization"))
+        key_id = self.keys.authenticate(token) if token else None  # a database error becomes 503 in _guarded
+        if key_id is None:
+            await send_problem(send, unauthorized(_scheme(headers.get(b"authorization"))))
+            return
+        if self.counting is not None:
+            send = self.counting(key_id, send)  # usage and last use, counted in memory (identity/usage.py)
+        decision = await self.limiter.take(key_id)
+        if not decision.allowed:
+            seconds = "second" if decision.retry_after == 1 else "seconds"
+            problem = Problem(
+                429,
+                "rate_limited",
+                f"This API key allows {decision.limit} requests a minute; "
+                f"retry after {decision.retry_after} {seconds}.",
+                headers={"Retry-After": str(decision.retry_after)},
+            )
+            await send_problem(send, problem, decision.headers())
+            return
+        if scope["path"].endswith("/"):
+            # One URL per resource: /dishes/ is not /dishes (and would split caches).
+            await send_problem(send, nothing_here(), decision.headers())
+            return
+        if_none_match = headers.get(b"if-none-match")
+        key = self._cache_key(scope, if_none_match)
+        if key is not None:
+            answer = self.answers.get(key)
+            if answer is not None:
+                await send_ok(send, answer, decision, if_none_match)
+                return
+        scope.setdefault("state", {})["catalog"] = self.catalog
+        if scope["path"] == self.random:
+            await self.app(scope, receive, _Caching(send, decision, None, no_store=True))
+            return
+        store = self.answers if key is not None else None
+        await self.app(scope, receive, _Caching(send, decision, if_none_match, store, key))
+
+    def _cache_key(self, scope: Scope, if_none_match: bytes | None) -> CacheKey | None:
+        """The answer-cache key, or None when this request must go through routing and validation."""
+        if scope["method"] != "GET":
+            return None
+        if if_none_match is not None and len(if_none_match) > self.if_none_match_max:
+            return None  # a header the contract refuses: let validation answer 400
+        return cache_key(scope["path"], scope.get("query_string", b""))
+
+
+class _Caching:
+    """Wraps ``send``: adds rate-limit headers to every answer, ETag and caching to 200s, and 304s.
+
+    A 200 is kept in ``store`` under ``key`` when both are given. With ``no_store`` a 200 goes out as it
+    comes, with ``Cache-Control: no-store`` and without an ETag.
+    """
+
+    def __init__(
+        self,
+        send: Send,
+        decision: Decision,
+        if_none_match: bytes | None,
+        store: AnswerCache | None = None,
+        key: CacheKey | None = None,
+        *,
+        no_store: bool = False,
+    ) -> None:
+        self.send = send
+        self.no_store = no_store
+        self.decision = decision
+        self.if_none_match = if_none_match
+        self.store = store
+        self.key = key
+        self.start: Message | None = None
+        self.body: list[bytes] = []
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            if message["status"] == 200 and not self.no_store:
+                self.start = message
+                return
+            extra = [NO_STORE] if message["status"] == 200 else []  # no_store: no ETag, never a 304
+            message = {**message, "headers": list(message.get("headers", [])) + self.decision.headers() + extra}
+        elif message["type"] == "http.response.body" and self.start is not None:
+            self.body.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            await self._finish_200()
+            return
+        await self.send(message)
+
+    async def _finish_200(self) -> None:
+        assert self.start is not None
+        body = b"".join(self.body)
+        answer = Answer(tuple(self.start.get("headers", ())), body, strong_etag(body))
+        if self.store is not None and self.key is not None:
+            self.store.put(self.key, answer)
+        await send_ok(self.send, answer, self.decision, self.if_none_match)
+
+
+def strong_etag(body: bytes) -> bytes:
+    return b'"' + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b'"'
+
+
+async def send_ok(send: Send, answer: Answer, decision: Decision, if_none_match: bytes | None) -> None:
+    """Send a 200 (or its 304) with the rate-limit headers, ETag and Cache-Control: one path for fresh and cached."""
+    validators = [(b"etag", answer.etag), CACHE_CONTROL]
+    headers = [*answer.headers, *decision.headers()]
+    if if_none_match is not None and _matches(if_none_match, answer.etag):
+        kept = [(k, v) for k, v in headers if k.lower() not in (b"content-type", b"content-length")]
+        await send({"type": "http.response.start", "status": 304, "headers": kept + validators})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": headers + validators})
+    await send({"type": "http.response.body", "body": answer.body})
+
+
+async def send_problem(send: Send, problem: Problem, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = problem.body()
+    headers = problem.asgi_headers() + [(b"content-length", str(len(body)).encode())] + (extra or [])
+    await send({"type": "http.response.start", "status": problem.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    return {name.lower(): value for name, value in scope["headers"]}
+
+
+def _bearer_token(value: bytes | None) -> str | None:
+    """RFC 6750 §2.1: ``Bearer <token>``; the scheme is case-insensitive."""
+    if not value:
+        return None
+    scheme, _, token = value.decode("latin-1").strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def _scheme(value: bytes | None) -> str | None:
+    """The authentication scheme of an ``Authorization`` header, lower case; None without one."""
+    if not value or not value.strip():
+        return None
+    return value.decode("latin-1").strip().partition(" ")[0].lower()
+
+
+def _matches(if_none_match: bytes, etag: bytes) -> bool:
+    """RFC 9110 §13.1.2: ``*`` alone, or weak comparison against each listed tag."""
+    if if_none_match.strip() == b"*":
+        return True
+    return any(tag.strip().removeprefix(b"W/") == etag for tag in if_none_match.split(b","))

@@ -1,0 +1,109 @@
+"""Running the service: one uvicorn process, or gunicorn supervising uvicorn workers.
+
+Without ``--workers`` the command line runs a single uvicorn process (development,
+the demo). With ``--workers N`` gunicorn's master binds the socket and keeps N
+uvicorn workers alive: it restarts a worker that dies and, on SIGTERM, stops
+accepting and gives each worker ``graceful_timeout`` seconds to finish what it
+is answering. Each worker builds its own app (and its own database pool) after
+the fork, so nothing that holds a connection is ever shared between processes.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+from starlette.types import ASGIApp
+from uvicorn_worker import UvicornWorker
+
+from service.ops import logs, multiprocess
+from service.ops.memory import freeze_startup_objects, return_large_blocks
+
+GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM
+KEEPALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
+
+
+@dataclass(frozen=True, slots=True)
+class Listen:
+    host: str
+    port: int
+    forwarded_allow_ips: str  # proxies whose X-Forwarded-For/-Proto are trusted ("*" for any)
+
+    @property
+    def bind(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+class Worker(UvicornWorker):  # type: ignore[misc]  # uvicorn-worker ships no type hints
+    """A uvicorn worker that runs the app's lifespan (start-up checks, purge task, clean shutdown)."""
+
+    # access_log off: service.web.observe writes one JSON line per request.
+    CONFIG_KWARGS: dict[str, Any] = {"loop": "auto", "http": "auto", "lifespan": "on", "access_log": False}
+
+
+def run_single(app: ASGIApp, listen: Listen) -> None:
+    import uvicorn
+
+    # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: make that an exit 0.
+    signal.signal(signal.SIGTERM, _stopped)
+    return_large_blocks()
+    freeze_startup_objects()
+    uvicorn.run(
+        app,
+        host=listen.host,
+        port=listen.port,
+        lifespan="on",
+        proxy_headers=True,
+        forwarded_allow_ips=listen.forwarded_allow_ips,
+        timeout_keep_alive=KEEPALIVE,
+        log_config=None,  # service.ops.logs has set up JSON lines
+        access_log=False,  # service.web.observe writes one JSON line per request
+    )
+
+
+def _stopped(_signal: int, _frame: object) -> None:
+    """SIGTERM outside uvicorn's own handler (before it serves, or after it drained): a normal, successful stop."""
+    raise SystemExit(0)
+
+
+def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -> None:
+    """Serve with gunicorn and ``workers`` uvicorn workers; ``make_app`` runs in each worker after the fork.
+
+    The metrics directory is prepared first, before anything imports prometheus_client (service.ops.multiprocess).
+    """
+    multiprocess.prepare_directory()
+    return_large_blocks()  # before the fork: the workers inherit it
+    _Gunicorn(make_app, listen, workers).run()
+
+
+class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
+    def __init__(self, make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -> None:
+        self.make_app = make_app
+        self.options = {
+            "bind": [listen.bind],
+            "workers": workers,
+            "worker_class": f"{__name__}.Worker",
+            "graceful_timeout": GRACEFUL_TIMEOUT,
+            "keepalive": KEEPALIVE,
+            "forwarded_allow_ips": listen.forwarded_allow_ips,
+            "preload_app": False,  # each worker opens its own database connections
+            "errorlog": "-",
+            "loglevel": "info",
+            "logconfig_dict": logs.dict_config(),  # JSON lines from the master and the workers
+            "child_exit": multiprocess.child_exit,  # metrics: a worker has exited
+            "proc_name": "regional-menus",
+            "control_socket_disable": True,  # no gunicornc socket in the home directory, shared by every node
+        }
+        super().__init__()
+
+    def load_config(self) -> None:
+        for name, value in self.options.items():
+            self.cfg.set(name, value)
+
+    def load(self) -> ASGIApp:
+        app = self.make_app()
+        freeze_startup_objects()
+        return app

@@ -1,0 +1,97 @@
+"""What every request gets, whichever API answers it: a request id, a count, a latency and one log line.
+
+This is the one place requests are observed: it wraps the dispatcher, so the menus API, the
+identity API, the operations endpoints and the dispatcher's own 404s are measured alike, and the
+menus hot path pays for it once (a dictionary lookup for the route template, two metric updates
+and, when INFO is on, one log line).
+
+``X-Request-ID``: a sane id from the client or the proxy (1 to 128 visible ASCII characters) is
+kept, so one id follows a request across services; anything else (empty, too long, control
+characters that could forge a log line) is replaced with a new one. The id is returned on every
+answer, errors included, and is on every log line written while the request is answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.ops import metrics
+from service.ops.logs import CURRENT_REQUEST, RequestContext
+from service.web.routes import RouteTemplates
+
+access_log = logging.getLogger("regional_menus.access")
+
+REQUEST_ID_HEADER = b"x-request-id"
+SANE_REQUEST_ID = re.compile(rb"[\x21-\x7e]{1,128}")
+MAX_LOGGED_PATH = 512  # characters of the path kept in a log line
+
+
+def request_id(scope: Scope) -> str:
+    """The client's ``X-Request-ID`` when it is sane (the first one, if sent twice), else a new one."""
+    for name, value in scope["headers"]:
+        if name == REQUEST_ID_HEADER:  # ASGI servers give header names in lower case
+            if SANE_REQUEST_ID.fullmatch(value):
+                return str(value.decode("ascii"))
+            break
+    return f"{random.getrandbits(128):032x}"  # unique, not secret: the random module is fast and reseeded in forks
+
+
+class RequestObserver:
+    def __init__(self, app: ASGIApp, routes: RouteTemplates) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        client = scope.get("client")
+        context = RequestContext(request_id(scope), client[0] if client else None)
+        header = (REQUEST_ID_HEADER, context.request_id.encode("ascii"))
+        status = 500  # what is counted if the app fails before answering
+        done = False
+
+        async def observed(message: Message) -> None:
+            nonlocal status, done
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != REQUEST_ID_HEADER]
+                message = {**message, "headers": [*headers, header]}
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                # Counted before the last byte leaves: a client that has its answer finds it in the next scrape.
+                done = True
+                self._done(scope, context, status, time.perf_counter() - started)
+            await send(message)
+
+        token = CURRENT_REQUEST.set(context)
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            if not done:  # the app failed, or the client left, before the answer was complete
+                self._done(scope, context, status, time.perf_counter() - started)
+            CURRENT_REQUEST.reset(token)
+
+    def _done(self, scope: Scope, context: RequestContext, status: int, seconds: float) -> None:
+        route = self.routes.template(scope["path"])
+        metrics.observe_request(scope["method"], route, status, seconds)
+        if access_log.isEnabledFor(logging.INFO):
+            fields = {
+                "event": "request",
+                "method": metrics.method_label(scope["method"]),
+                "route": route,
+                "path": scope["path"][:MAX_LOGGED_PATH],  # never the query string: it may carry codes or tokens
+                "status": status,
+                "duration_ms": round(seconds * 1000, 3),
+                "request_id": context.request_id,
+                "remote": context.remote,
+            }
+            # makeRecord and handle: logger.info would also walk the stack for a caller nobody reads.
+            record = access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, "request", (), None)
+            record.fields = fields
+            access_log.handle(record)

@@ -1,0 +1,170 @@
+"""RFC 9457 problem details for the menus API, turned into HTTP in this one place.
+
+Every error the menus API answers, whether raised by a handler, by the catalog,
+by Connexion's routing and validation, or by the gate in front, becomes a
+``Problem`` here and leaves as ``application/problem+json`` with a stable ``code``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+
+import orjson
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException
+
+from data.errors import InvalidCursor, NotFound
+
+log = logging.getLogger("service.problems")
+
+MEDIA_TYPE = "application/problem+json"
+UNAVAILABLE_RETRY_AFTER = 5  # seconds a client should wait when the database is unreachable
+TITLES = {
+    "unauthorized": "Unauthorized",
+    "invalid_parameter": "Invalid parameter",
+    "invalid_cursor": "Invalid cursor",
+    "not_found": "Not found",
+    "method_not_allowed": "Method not allowed",
+    "rate_limited": "Too many requests",
+    "content_too_large": "Content too large",
+    "internal_error": "Internal error",
+    "service_unavailable": "Service unavailable",
+}
+CODE_BY_STATUS = {
+    400: "invalid_parameter",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    429: "rate_limited",
+}
+
+
+class Problem(ProblemException):
+    """A problem with its public text; ``headers`` go out with the response."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        *,
+        invalid_params: Sequence[tuple[str, str]] = (),
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(status=status, title=TITLES[code], detail=detail, headers=headers)
+        self.code = code
+        self.invalid_params = list(invalid_params)
+
+    @property
+    def type_uri(self) -> str:
+        return f"tag:regional-menus,2026:problem:{self.code}"
+
+    def body(self) -> bytes:
+        document: dict[str, object] = {
+            "type": self.type_uri,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            "code": self.code,
+        }
+        if self.invalid_params:
+            document["invalid_params"] = [{"name": n, "reason": r} for n, r in self.invalid_params]
+        return orjson.dumps(document)
+
+    def asgi_headers(self) -> list[tuple[bytes, bytes]]:
+        body_headers = [(b"content-type", MEDIA_TYPE.encode())]
+        return body_headers + [(k.lower().encode(), v.encode()) for k, v in (self.headers or {}).items()]
+
+
+def invalid_parameters(errors: Iterable[tuple[str, str]]) -> Problem:
+    errors = list(errors)
+    if len(errors) == 1:
+        detail = f"{errors[0][0]}: {errors[0][1]}"
+    else:
+        detail = f"{len(errors)} parameters are invalid: " + "; ".join(f"{n}: {r}" for n, r in errors)
+    return Problem(400, "invalid_parameter", detail, invalid_params=errors)
+
+
+def unauthorized(scheme: str | None) -> Problem:
+    """401 for the menus API; ``scheme`` is the one the request used (lower case), None when it sent none.
+
+    RFC 6750 §3.1: ``error="invalid_token"`` only when a bearer token was sent and refused; a request
+    without credentials, or with another scheme (Basic…), gets the bare challenge.
+    """
+    if scheme == "bearer":
+        challenge = 'Bearer realm="menus", error="invalid_token"'
+        detail = "The API key is malformed, unknown or revoked."
+    elif scheme is None:
+        challenge = 'Bearer realm="menus"'
+        detail = "This API needs an API key: send 'Authorization: Bearer <API_KEY>'."
+    else:
+        challenge = 'Bearer realm="menus"'
+        detail = (
+            f"This API takes an API key in the Bearer scheme, not {scheme[:20]!r}: "
+            "send 'Authorization: Bearer <API_KEY>'."
+        )
+    return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": challenge})
+
+
+def nothing_here() -> Problem:
+    return Problem(404, "not_found", "There is nothing at this path.")
+
+
+def content_too_large(detail: str) -> Problem:
+    """RFC 9110 §15.5.14: the body is over the cap (``service.web.body_limit``); no menus operation takes one."""
+    return Problem(413, "content_too_large", detail)
+
+
+def unavailable() -> Problem:
+    """The state database cannot be reached; the service recovers by itself when it returns."""
+    return Problem(
+        503,
+        "service_unavailable",
+        "The service cannot reach its database; retry shortly.",
+        headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER)},
+    )
+
+
+def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem:
+    """Turn any error raised while answering a request into its problem."""
+    if isinstance(error, Problem):
+        return error
+    if isinstance(error, DBAPIError):
+        log.error("database unavailable: %s", type(error.orig).__name__ if error.orig else type(error).__name__)
+        return unavailable()
+    if isinstance(error, NotFound):
+        return Problem(404, "not_found", str(error))
+    if isinstance(error, InvalidCursor):
+        return Problem(400, "invalid_cursor", str(error))
+    if isinstance(error, HTTPException) and error.status_code in CODE_BY_STATUS:
+        # Connexion's own problems (validation, media type) and Starlette's routing errors.
+        status = error.status_code
+        if status == 404:
+            return nothing_here()
+        if status == 405:
+            allow = ", ".join(allowed_methods) or "GET, HEAD"
+            return Problem(405, "method_not_allowed", f"This path supports {allow} only.", headers={"Allow": allow})
+        detail = str(getattr(error, "detail", "") or TITLES[CODE_BY_STATUS[status]])
+        return Problem(status, CODE_BY_STATUS[status], detail.split("\n\n", 1)[0])
+    log.error("unexpected error while answering a request", exc_info=error)
+    return Problem(500, "internal_error", "The server could not answer this request.")
+
+
+def connexion_handler(
+    allowed_methods_for: Callable[[str], Sequence[str]],
+) -> Callable[[ConnexionRequest, Exception], ConnexionResponse]:
+    """An error handler for Connexion's ``add_error_handler`` that answers with the problem."""
+
+    def handle(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
+        problem = to_problem(error, allowed_methods_for(request.scope.get("path", "")))
+        return ConnexionResponse(
+            status_code=problem.status,
+            mimetype=MEDIA_TYPE,
+            body=problem.body(),
+            headers=problem.headers or {},
+        )
+
+    return handle
