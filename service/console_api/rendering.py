@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from identity.usage import DailyUsage
+from service.web.html_headers import page_headers
 
 STYLE = (
     "body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f4ef;color:#1d1b16}"
@@ -57,13 +58,7 @@ CONTENT_SECURITY_POLICY = (
     f"default-src 'none'; style-src 'sha256-{_hash(STYLE)}'; script-src 'sha256-{_hash(SCRIPT)}'; "
     "img-src 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
-PAGE_HEADERS = {
-    "Cache-Control": "no-store",
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-}
+PAGE_HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 
 _environment = Environment(
     loader=PackageLoader("service.console_api", "templates"),

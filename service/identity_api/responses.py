@@ -28,6 +28,7 @@ from identity.issuer import Issuer
 from identity.pages import CONTENT_SECURITY_POLICY, Page, message
 from identity.provider import Provider
 from service.web.body_limit import describe
+from service.web.html_headers import page_headers
 from service.web.problems import UNAVAILABLE_RETRY_AFTER
 
 log = logging.getLogger("service.identity")
@@ -45,13 +46,7 @@ BROWSER_ENDPOINTS = (
     "/consent",
 )
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
-PAGE_HEADERS = {
-    "Cache-Control": "no-store",
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-}
+PAGE_HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 PUBLIC_CACHE = {"Cache-Control": "public, max-age=300"}  # discovery and JWKS: safe to cache briefly
 
 
