@@ -7,6 +7,7 @@ database number (``redis_url``).
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from identity.api_keys import ApiKeyStore
 from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
+from service.ops.logs import SERVICE_LOGGERS
 from service.settings import Settings
 from tests.postgres import empty_every_table, throwaway_database
 
@@ -46,6 +48,20 @@ def fast_password_hashing() -> Iterator[None]:
         patch.setattr(passwords, "_hasher", FAST_HASHER)
         patch.setattr(passwords, "_DUMMY_HASH", FAST_HASHER.hash("not a real password"))
         yield
+
+
+@pytest.fixture(autouse=True)
+def service_loggers_restored() -> Iterator[None]:
+    """A command run in-process (``CliRunner``) sends the audit logger to standard error and stops its
+    propagation (``service.ops.logs.configure_command``); each test gets the service's loggers back as it found
+    them, so that a later test on the same worker still sees their records (``caplog``)."""
+    loggers = [logging.getLogger(name) for name in SERVICE_LOGGERS]
+    found = [(logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
+    yield
+    for logger, (handlers, level, propagate) in zip(loggers, found, strict=True):
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 @pytest.fixture
