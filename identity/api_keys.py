@@ -17,15 +17,16 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from identity import audit
-from identity.clock import now, utc
+from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.errors import InvalidInput
 from identity.storage import metadata
 from identity.tables import organizations
@@ -122,8 +123,9 @@ def _record(row: Any) -> ApiKey:
 
 
 class ApiKeyStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._clock = clock
         self._lookup = sa.select(api_keys.c.id, api_keys.c.key_hash).where(
             api_keys.c.key_hash == sa.bindparam("key_hash"), api_keys.c.revoked_at.is_(None)
         )
@@ -135,7 +137,7 @@ class ApiKeyStore:
         record = ApiKey(
             id="key_" + secrets.token_hex(8),
             name=name,
-            created_at=now(),
+            created_at=self._clock.now(),
             revoked_at=None,
             org_id=org_id,
             created_by=created_by,
@@ -183,7 +185,7 @@ class ApiKeyStore:
         scope = [api_keys.c.id == key_id] + ([api_keys.c.org_id == org_id] if org_id is not None else [])
         with self._engine.begin() as connection:
             connection.execute(
-                api_keys.update().where(*scope, api_keys.c.revoked_at.is_(None)).values(revoked_at=now())
+                api_keys.update().where(*scope, api_keys.c.revoked_at.is_(None)).values(revoked_at=self._clock.now())
             )
             row = connection.execute(sa.select(*_COLUMNS).where(*scope)).first()
         if row is None:
@@ -205,3 +207,17 @@ class ApiKeyStore:
 
 
 _ORG_EXISTS = sa.select(organizations.c.id).where(organizations.c.id == sa.bindparam("org_id"))
+
+
+def record_last_used(connection: Connection, used: Mapping[str, datetime]) -> None:
+    """In the caller's transaction: each key of ``used`` was last used at its time, unless a later use is
+    stored already (several processes write it)."""
+    update = (
+        api_keys.update()
+        .where(
+            api_keys.c.id == sa.bindparam("kid"),
+            sa.or_(api_keys.c.last_used_at.is_(None), api_keys.c.last_used_at < sa.bindparam("at")),
+        )
+        .values(last_used_at=sa.bindparam("at"))
+    )
+    connection.execute(update, [{"kid": key_id, "at": at} for key_id, at in used.items()])

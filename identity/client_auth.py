@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from identity.clients import Client, ClientStore, hash_secret
-from identity.clock import now
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidClient, InvalidRequest
 from identity.issuer import TOKEN_PATH, Issuer
 from identity.tables import client_assertions
@@ -52,10 +52,11 @@ def decode_basic(header: str) -> tuple[str, str]:
 
 
 class ClientAuthenticator:
-    def __init__(self, engine: Engine, clients: ClientStore, issuer: Issuer) -> None:
+    def __init__(self, engine: Engine, clients: ClientStore, issuer: Issuer, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._clients = clients
         self._issuer = issuer
+        self._clock = clock
 
     def authenticate(self, params: Mapping[str, str], authorization: str | None) -> Client:
         basic = authorization is not None and authorization[:6].lower() == "basic "
@@ -103,7 +104,7 @@ class ClientAuthenticator:
         claims = self._verified(token, header, client)
         if claims.get("sub") != client_id or not isinstance(claims.get("jti"), str):
             raise InvalidClient()
-        if claims["exp"] - now().timestamp() > MAX_ASSERTION_LIFETIME.total_seconds():
+        if claims["exp"] - self._clock.now().timestamp() > MAX_ASSERTION_LIFETIME.total_seconds():
             raise InvalidClient()
         expires = datetime.fromtimestamp(claims["exp"], UTC)
         self._spend(client_id, claims["jti"], expires)
@@ -143,7 +144,9 @@ class ClientAuthenticator:
         jti_hash = hashlib.sha256(f"{client_id}\x00{jti}".encode()).hexdigest()
         try:
             with self._engine.begin() as connection:
-                connection.execute(client_assertions.delete().where(client_assertions.c.expires_at <= now()))
+                connection.execute(
+                    client_assertions.delete().where(client_assertions.c.expires_at <= self._clock.now())
+                )
                 connection.execute(client_assertions.insert().values(jti_hash=jti_hash, expires_at=expires))
         except IntegrityError:
             raise InvalidClient() from None

@@ -22,9 +22,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from identity.clock import new_id, now
+from identity.access_tokens import AccessTokenStore
+from identity.clock import SYSTEM_CLOCK, Clock, new_id
 from identity.errors import InvalidInput, UnknownRecord
-from identity.tables import access_tokens, clients, organizations, refresh_tokens
+from identity.refresh_tokens import RefreshTokenStore
+from identity.tables import clients, organizations
 
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
 GRANTS = ("authorization_code", "refresh_token", "client_credentials")
@@ -124,8 +126,9 @@ def check_jwks(jwks: Any) -> dict[str, Any]:
 
 
 class ClientStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._clock = clock
 
     def create(
         self,
@@ -184,7 +187,7 @@ class ClientStore:
         with self._engine.begin() as connection:
             if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
                 raise InvalidInput(f"no organization has the id {org_id!r}")
-            connection.execute(clients.insert().values(**_row(client), created_at=now()))
+            connection.execute(clients.insert().values(**_row(client), created_at=self._clock.now()))
         return client, secret
 
     def ensure_first_party(
@@ -221,7 +224,7 @@ class ClientStore:
         try:
             with self._engine.begin() as connection:
                 if connection.execute(_BY_ID, {"client_id": client_id}).first() is None:
-                    connection.execute(clients.insert().values(**values, created_at=now()))
+                    connection.execute(clients.insert().values(**values, created_at=self._clock.now()))
                     return client
         except IntegrityError:
             pass  # another node registered it at the same moment: bring it up to date below
@@ -254,16 +257,12 @@ class ClientStore:
 
     def delete(self, client_id: str) -> None:
         """Delete the client and, in the same transaction, revoke every token issued to it."""
-        at = now()
+        at = self._clock.now()
         with self._engine.begin() as connection:
             if connection.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
                 raise UnknownRecord(client_id)
-            for table in (access_tokens, refresh_tokens):
-                connection.execute(
-                    table.update()
-                    .where(table.c.client_id == client_id, table.c.revoked_at.is_(None))
-                    .values(revoked_at=at)
-                )
+            AccessTokenStore.revoke_client(connection, client_id, at)
+            RefreshTokenStore.revoke_client(connection, client_id, at)
 
 
 # Built once: every token request looks its client up, and building a statement costs more than running it.

@@ -1,16 +1,36 @@
-"""Time and identifiers, in one place so tests can reason about them."""
+"""Time and identifiers, in one place so tests can reason about them.
+
+Every domain object that reads the time takes a ``Clock`` (the system's by default); the provider hands
+its own to each, so a test moves time for all of them at once instead of patching modules.
+"""
 
 import secrets
 from datetime import UTC, datetime
+from typing import Protocol
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware (UTC)."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+SYSTEM_CLOCK: Clock = SystemClock()
 
 
 def utc(moment: datetime) -> datetime:
     """SQLite returns naive datetimes; every stored time is UTC."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def epoch(moment: datetime) -> int:
+    """RFC 7519 §2 NumericDate: whole seconds since the epoch."""
+    return int(moment.timestamp())
 
 
 def new_id(prefix: str) -> str:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from identity.clock import new_id, now, utc
+from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.tables import authorization_codes
 
 LIFETIME = timedelta(seconds=60)
@@ -48,11 +48,14 @@ def hash_code(code: str) -> str:
 
 
 class CodeStore:
-    def __init__(self, engine: Engine, lifetime: timedelta = LIFETIME) -> None:
+    """The one module that writes ``authorization_codes``."""
+
+    def __init__(self, engine: Engine, lifetime: timedelta = LIFETIME, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._lifetime = lifetime
+        self._clock = clock
 
-    def issue(
+    def record(
         self,
         *,
         client_id: str,
@@ -66,7 +69,7 @@ class CodeStore:
         auth_time: datetime,
     ) -> str:
         code = secrets.token_urlsafe(32)
-        at = now()
+        at = self._clock.now()
         with self._engine.begin() as connection:
             connection.execute(
                 authorization_codes.insert().values(
@@ -91,7 +94,7 @@ class CodeStore:
 
         Only the client the code was issued to can use it up: another client's attempt leaves it alone.
         """
-        at = now()
+        at = self._clock.now()
         table = authorization_codes
         code_hash = hash_code(code)
         with self._engine.begin() as connection:
@@ -124,3 +127,9 @@ class CodeStore:
                 auth_time=utc(row.auth_time),
             )
         )
+
+    @staticmethod
+    def purge(connection: Connection, expired_before: datetime) -> int:
+        """Delete the codes expired before ``expired_before``; how many."""
+        table = authorization_codes
+        return connection.execute(table.delete().where(table.c.expires_at < expired_before)).rowcount

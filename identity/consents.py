@@ -8,13 +8,14 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity.clock import now
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.tables import consents
 
 
 class ConsentStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._clock = clock
 
     def covers(self, user_id: str, client_id: str, scopes: Iterable[str]) -> bool:
         """True when the user already allowed this client every scope asked for."""
@@ -31,7 +32,9 @@ class ConsentStore:
             merged = sorted(set(before or ()) | set(scopes))
             if before is None:
                 connection.execute(
-                    consents.insert().values(user_id=user_id, client_id=client_id, scopes=merged, granted_at=now())
+                    consents.insert().values(
+                        user_id=user_id, client_id=client_id, scopes=merged, granted_at=self._clock.now()
+                    )
                 )
             else:
-                connection.execute(consents.update().where(*where).values(scopes=merged, granted_at=now()))
+                connection.execute(consents.update().where(*where).values(scopes=merged, granted_at=self._clock.now()))

@@ -19,20 +19,20 @@ from data.errors import InvalidCursor
 from identity.clock import utc
 from identity.errors import InsufficientScope, MalformedBearerRequest
 from identity.tables import memberships, users
-from identity.tokens import TokenService
 from identity.userinfo import bearer_token
+from identity.verification import TokenVerifier
 
 SCOPE = "members:read"
 
 
 class Directory:
-    def __init__(self, engine: Engine, tokens: TokenService, cursor_key: bytes) -> None:
+    def __init__(self, engine: Engine, verifier: TokenVerifier, cursor_key: bytes) -> None:
         self._engine = engine
-        self._tokens = tokens
+        self._verifier = verifier
         self._cursors = CursorCodec(cursor_key)
 
     def members(self, authorization: str | None, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
-        access = self._tokens.verify_access_token(bearer_token(authorization))
+        access = self._verifier.verify_access_token(bearer_token(authorization))
         if access.user_id is not None or SCOPE not in access.scope:
             raise InsufficientScope(f"This token lacks the scope {SCOPE}.", scope=SCOPE)
         org_id = access.org_id

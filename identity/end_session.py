@@ -23,9 +23,10 @@ from identity.errors import ErrorPage, InvalidToken, UnknownRecord
 from identity.flow import EXPIRED, SESSION_COOKIE, Browser, Outcome, SetCookie
 from identity.issuer import END_SESSION_PATH, Issuer
 from identity.pages import Page, message, render
+from identity.revoked_grants import Revoker
 from identity.sessions import BrowserSession, SessionStore
-from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
+from identity.verification import TokenVerifier
 
 PARAMETERS = ("id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales", "csrf_token", "confirm")
 
@@ -42,15 +43,15 @@ class EndSession:
         issuer: Issuer,
         clients: ClientStore,
         sessions: SessionStore,
-        tokens: TokenService,
-        refresh_tokens: RefreshTokenStore,
+        verifier: TokenVerifier,
+        revoker: Revoker,
         users: UserStore,
     ) -> None:
         self._issuer = issuer
         self._clients = clients
         self._sessions = sessions
-        self._tokens = tokens
-        self._refresh_tokens = refresh_tokens
+        self._verifier = verifier
+        self._revoker = revoker
         self._users = users
 
     def handle(self, pairs: Sequence[tuple[str, str]], browser: Browser, *, posted: bool) -> Outcome:
@@ -92,7 +93,7 @@ class EndSession:
         if token is None:
             return None
         try:
-            claims = self._tokens.decode(token, audience=None, typ="jwt", verify_exp=False)  # an ID token
+            claims = self._verifier.decode(token, audience=None, typ="jwt", verify_exp=False)  # an ID token
         except InvalidToken:
             raise ErrorPage("Invalid sign-out request", "The id_token_hint was not issued by this provider.") from None
         if not isinstance(claims.get("aud"), str | list) or "sid" not in claims:
@@ -116,7 +117,7 @@ class EndSession:
 
     def _sign_out(self, session: BrowserSession, redirect_uri: str | None, state: str | None) -> Outcome:
         self._sessions.end(session.id)
-        self._refresh_tokens.revoke_session(session.id)
+        self._revoker.revoke_session(session.id)
         audit.record(audit.SIGN_OUT, user_id=session.user_id, session_id=session.id)
         return self._done(redirect_uri, state, signed_out=True)
 

@@ -18,8 +18,7 @@ from datetime import UTC, datetime, timedelta
 from identity import audit
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.clients import Client, ClientStore
-from identity.clock import now
-from identity.codes import CodeStore
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.consents import ConsentStore
 from identity.errors import (
     AccessDenied,
@@ -38,6 +37,7 @@ from identity.organizations import check_name as check_organization_name
 from identity.pages import SCOPE_WORDS, Page, message, render
 from identity.passwords import WeakPassword, check_strength
 from identity.sessions import BrowserSession, SessionStore
+from identity.stores import AuthorizationCodes
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore, check_email, check_name
 
@@ -112,10 +112,11 @@ class SignInFlow:
         users: UserStore,
         sessions: SessionStore,
         consents: ConsentStore,
-        codes: CodeStore,
+        codes: AuthorizationCodes,
         interactions: InteractionStore,
         throttle: SignInThrottle,
         interaction_ttl: timedelta,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.issuer = issuer
         self.clients = clients
@@ -126,6 +127,7 @@ class SignInFlow:
         self.interactions = interactions
         self.throttle = throttle
         self.interaction_ttl = interaction_ttl
+        self._clock = clock
 
     # The authorization request
 
@@ -138,7 +140,7 @@ class SignInFlow:
         except RedirectableError as error:
             return self._error_redirect(error.redirect_uri, error.state, error.error)
         binding = secrets.token_urlsafe(32)
-        interaction = new_interaction(request, binding, self.interaction_ttl)
+        interaction = new_interaction(request, binding, self._clock.now() + self.interaction_ttl)
         session = self.sessions.current(browser.session)
         if session is not None:
             interaction = interaction.changed(
@@ -314,14 +316,14 @@ class SignInFlow:
         if request.prompt & {"login", "create"}:
             return True
         if request.max_age is not None and interaction.auth_time is not None:
-            return (now() - interaction.auth_time).total_seconds() > request.max_age
+            return (self._clock.now() - interaction.auth_time).total_seconds() > request.max_age
         return False
 
     def _finish(self, interaction: Interaction) -> Outcome:
         """RFC 6749 §4.1.2: redirect with the code, ``state`` and (RFC 9207) ``iss``."""
         request = interaction.request
         assert interaction.user_id and interaction.session_id and interaction.org_id and interaction.auth_time
-        code = self.codes.issue(
+        code = self.codes.record(
             client_id=request.client_id,
             redirect_uri=request.redirect_uri,
             user_id=interaction.user_id,

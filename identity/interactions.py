@@ -11,14 +11,14 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity.authorization import AuthorizationRequest
-from identity.clock import now, utc
+from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.tables import interactions
 
 
@@ -51,19 +51,20 @@ def hash_browser(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def new_interaction(request: AuthorizationRequest, browser_secret: str, lifetime: timedelta) -> Interaction:
+def new_interaction(request: AuthorizationRequest, browser_secret: str, expires_at: datetime) -> Interaction:
     return Interaction(
         id="int_" + secrets.token_urlsafe(24),
         browser_hash=hash_browser(browser_secret),
         csrf_token=secrets.token_urlsafe(24),
         request=request,
-        expires_at=now() + lifetime,
+        expires_at=expires_at,
     )
 
 
 class InteractionStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._clock = clock
 
     def save(self, interaction: Interaction) -> None:
         values = _row(interaction)
@@ -76,7 +77,9 @@ class InteractionStore:
 
     def get(self, interaction_id: str) -> Interaction | None:
         """The unexpired interaction with this id, or None."""
-        query = sa.select(interactions).where(interactions.c.id == interaction_id, interactions.c.expires_at > now())
+        query = sa.select(interactions).where(
+            interactions.c.id == interaction_id, interactions.c.expires_at > self._clock.now()
+        )
         with self._engine.connect() as connection:
             row = connection.execute(query).first()
         if row is None:

@@ -12,19 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from identity import audit
 from identity.client_auth import ClientAuthenticator
 from identity.clients import Client, ClientStore
-from identity.clock import now
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidToken, UnknownRecord
 from identity.grants import required
 from identity.issuer import Issuer
-from identity.tables import access_tokens
+from identity.revoked_grants import Revoker
+from identity.stores import AccessTokens, RefreshTokens
 from identity.token_endpoint import single_values
-from identity.tokens import ACCESS_TOKEN_TYPE, RefreshTokenStore, TokenService
 from identity.users import UserStore
+from identity.verification import ACCESS_TOKEN_TYPE, TokenVerifier
 
 INACTIVE = {"active": False}
 
@@ -32,21 +31,25 @@ INACTIVE = {"active": False}
 class TokenInspector:
     def __init__(
         self,
-        engine: Engine,
         issuer: Issuer,
         authenticator: ClientAuthenticator,
         clients: ClientStore,
-        tokens: TokenService,
-        refresh_tokens: RefreshTokenStore,
+        verifier: TokenVerifier,
+        access_tokens: AccessTokens,
+        refresh_tokens: RefreshTokens,
+        revoker: Revoker,
         users: UserStore,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self._engine = engine
         self._issuer = issuer
         self._authenticator = authenticator
         self._clients = clients
-        self._tokens = tokens
+        self._verifier = verifier
+        self._access_tokens = access_tokens
         self._refresh_tokens = refresh_tokens
+        self._revoker = revoker
         self._users = users
+        self._clock = clock
 
     def introspect(self, pairs: Sequence[tuple[str, str]], authorization: str | None) -> dict[str, Any]:
         """RFC 7662 §2.2: the token's metadata when active, else only ``active: false``."""
@@ -71,7 +74,7 @@ class TokenInspector:
         if refresh is not None:
             if self._same_organization(refresh.client_id, caller):
                 # Revoking a refresh token revokes its family and the access tokens issued from it.
-                self._tokens.revoke_grant(refresh.grant_id)
+                self._revoker.revoke_grant(refresh.grant_id)
                 audit.record(
                     audit.TOKEN_REVOKED, client_id=caller.id, token_type="refresh_token", grant_id=refresh.grant_id
                 )
@@ -84,23 +87,18 @@ class TokenInspector:
     def _revoke_access(self, token: str, caller: Client) -> str | None:
         """Revoke the access token ``token`` if it is ours and of the caller's organization; its jti if so."""
         try:
-            claims = self._tokens.decode(token, audience=self._issuer.url, typ=ACCESS_TOKEN_TYPE, verify_exp=False)
+            claims = self._verifier.decode(token, audience=self._issuer.url, typ=ACCESS_TOKEN_TYPE, verify_exp=False)
         except InvalidToken:
             return None
         client_id, jti = claims.get("client_id"), claims.get("jti")
         if not (isinstance(client_id, str) and isinstance(jti, str) and self._same_organization(client_id, caller)):
             return None
-        with self._engine.begin() as connection:
-            connection.execute(
-                access_tokens.update()
-                .where(access_tokens.c.jti == jti, access_tokens.c.revoked_at.is_(None))
-                .values(revoked_at=now())
-            )
+        self._access_tokens.revoke(jti)
         return jti
 
     def _access(self, token: str, caller: Client) -> dict[str, Any] | None:
         try:
-            access = self._tokens.verify_access_token(token)
+            access = self._verifier.verify_access_token(token)
         except InvalidToken:
             return None
         if not self._same_organization(access.client_id, caller):
@@ -125,7 +123,7 @@ class TokenInspector:
         refresh = self._refresh_tokens.find(token)
         if refresh is None:
             return None
-        if not refresh.live or not self._same_organization(refresh.client_id, caller):
+        if not refresh.live(self._clock.now()) or not self._same_organization(refresh.client_id, caller):
             return INACTIVE
         answer: dict[str, Any] = {
             "active": True,

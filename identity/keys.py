@@ -25,7 +25,7 @@ from jwt.algorithms import RSAAlgorithm
 from sqlalchemy.engine import Engine
 
 from identity import audit
-from identity.clock import now, utc
+from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.sealing import Sealer
 from identity.tables import signing_keys
 
@@ -80,8 +80,17 @@ class _Candidate:
 
 
 class SigningKeys:
-    def __init__(self, engine: Engine, publish_delay: timedelta, verify_window: timedelta, *, sealer: Sealer) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        publish_delay: timedelta,
+        verify_window: timedelta,
+        *,
+        sealer: Sealer,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self._engine = engine
+        self._clock = clock
         self._sealer = sealer
         self._publish_delay = publish_delay
         self._verify_window = verify_window
@@ -95,7 +104,7 @@ class SigningKeys:
 
     def ensure(self) -> None:
         """Create a key that signs at once when no key signs now or later (first start)."""
-        at = now()
+        at = self._clock.now()
         if not any(info.state(at) in ("signing", "published") for info in self.list()):
             self._create(signs_from=at)
 
@@ -104,7 +113,7 @@ class SigningKeys:
 
         With no key signing now (an empty database), the new key signs at once.
         """
-        at = now()
+        at = self._clock.now()
         signing = any(info.state(at) == "signing" for info in self.list())
         signs_from = at + self._publish_delay if signing else at
         with self._engine.begin() as connection:
@@ -119,7 +128,7 @@ class SigningKeys:
 
     def signing_key(self) -> tuple[str, rsa.RSAPrivateKey]:
         """The newest key that signs now: its kid and private key."""
-        at = now()
+        at = self._clock.now()
         if monotonic() - self._candidates_read >= self._reread_every:
             self._read_candidates(at)
         signing = next((c for c in self._candidates if c.signs(at)), None)
@@ -151,7 +160,7 @@ class SigningKeys:
 
     def jwks(self) -> dict[str, Any]:
         """Every key that may still verify a live token, and the next key before it signs."""
-        at = now()
+        at = self._clock.now()
         query = (
             sa.select(signing_keys.c.public_jwk)
             .where(sa.or_(signing_keys.c.expires_at.is_(None), signing_keys.c.expires_at > at))
@@ -204,7 +213,7 @@ class SigningKeys:
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
         sealed = self._sealer.seal(pem).decode()
-        created = now()
+        created = self._clock.now()
         with self._engine.begin() as connection:
             connection.execute(
                 signing_keys.insert().values(

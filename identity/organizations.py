@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from identity.clock import new_id, now
+from identity.clock import SYSTEM_CLOCK, Clock, new_id
 from identity.errors import InvalidInput
 from identity.tables import organizations
 
@@ -38,15 +39,16 @@ def check_name(name: str) -> str:
 
 
 class OrganizationStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._clock = clock
 
     def create(self, name: str) -> Organization:
         with self._engine.begin() as connection:
-            return self.create_in(connection, name)
+            return self.create_in(connection, name, self._clock.now())
 
     @staticmethod
-    def create_in(connection: Connection, name: str) -> Organization:
+    def create_in(connection: Connection, name: str, created_at: datetime) -> Organization:
         """Create inside the caller's transaction (sign-up creates a user and their organization at once)."""
         name = check_name(name)
         base = slugify(name)
@@ -63,7 +65,9 @@ class OrganizationStore:
             else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
         )
         org = Organization(new_id("org"), name, slug)
-        connection.execute(organizations.insert().values(id=org.id, name=org.name, slug=org.slug, created_at=now()))
+        connection.execute(
+            organizations.insert().values(id=org.id, name=org.name, slug=org.slug, created_at=created_at)
+        )
         return org
 
     def ensure(self, org_id: str, name: str, slug: str) -> Organization:
@@ -72,7 +76,9 @@ class OrganizationStore:
         try:
             with self._engine.begin() as connection:
                 if connection.execute(_BY_ID, {"org_id": org_id}).first() is None:
-                    connection.execute(organizations.insert().values(id=org_id, name=name, slug=slug, created_at=now()))
+                    connection.execute(
+                        organizations.insert().values(id=org_id, name=name, slug=slug, created_at=self._clock.now())
+                    )
         except IntegrityError:
             pass  # another node created it at the same moment
         found = self.get(org_id)

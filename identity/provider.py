@@ -8,8 +8,10 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from identity.access_tokens import AccessTokenStore
 from identity.client_auth import ClientAuthenticator
 from identity.clients import ClientStore
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.codes import CodeStore
 from identity.consents import ConsentStore
 from identity.directory import Directory
@@ -23,15 +25,18 @@ from identity.interactions import InteractionStore
 from identity.introspection import TokenInspector
 from identity.issuer import Issuer
 from identity.keys import SigningKeys
+from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
 from identity.purge import Purger
+from identity.refresh_tokens import RefreshTokenStore
+from identity.revoked_grants import Revoker
 from identity.sealing import Sealer
 from identity.sessions import SessionStore
 from identity.throttle import Counters, SignInThrottle, SqlCounters
 from identity.token_endpoint import TokenEndpoint
-from identity.tokens import RefreshTokenStore, TokenService
 from identity.userinfo import UserInfo
 from identity.users import UserStore
+from identity.verification import PublicKeys, TokenVerifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,45 +57,68 @@ class Provider:
         cursor_key: bytes,
         sealer: Sealer,
         throttle_counters: Counters | None = None,  # the sign-in throttle's; the database's by default
+        clock: Clock = SYSTEM_CLOCK,  # every object that reads the time reads this one
     ) -> None:
         self.issuer = issuer
-        self.organizations = OrganizationStore(engine)
-        self.users = UserStore(engine)
-        self.clients = ClientStore(engine)
+        self.organizations = OrganizationStore(engine, clock)
+        self.users = UserStore(engine, clock)
+        self.clients = ClientStore(engine, clock)
         self.keys = SigningKeys(
-            engine, lifetimes.key_publish_delay, verify_window=lifetimes.access_token, sealer=sealer
+            engine, lifetimes.key_publish_delay, verify_window=lifetimes.access_token, sealer=sealer, clock=clock
         )
-        self.sessions = SessionStore(engine, lifetimes.session)
-        self.codes = CodeStore(engine)
-        self.refresh_tokens = RefreshTokenStore(engine)
-        self.tokens = TokenService(engine, self.keys, issuer, lifetimes.access_token, lifetimes.refresh_token)
+        self.sessions = SessionStore(engine, lifetimes.session, clock)
+        self.codes = CodeStore(engine, clock=clock)
+        access_tokens = AccessTokenStore(engine, clock)
+        refresh_tokens = RefreshTokenStore(engine, clock)
+        revoker = Revoker(engine, clock)
+        public_keys = PublicKeys(self.keys)
+        self.minter = TokenMinter(
+            self.keys,
+            public_keys,
+            issuer,
+            access_tokens,
+            refresh_tokens,
+            lifetimes.access_token,
+            lifetimes.refresh_token,
+            clock,
+        )
+        self.verifier = TokenVerifier(issuer, public_keys, access_tokens, clock)
         self.flow = SignInFlow(
             issuer=issuer,
             clients=self.clients,
             users=self.users,
             sessions=self.sessions,
-            consents=ConsentStore(engine),
+            consents=ConsentStore(engine, clock),
             codes=self.codes,
-            interactions=InteractionStore(engine),
-            throttle=SignInThrottle(throttle_counters or SqlCounters(engine)),
+            interactions=InteractionStore(engine, clock),
+            throttle=SignInThrottle(throttle_counters or SqlCounters(engine, clock)),
             interaction_ttl=lifetimes.interaction,
+            clock=clock,
         )
-        self.client_auth = ClientAuthenticator(engine, self.clients, issuer)
+        self.client_auth = ClientAuthenticator(engine, self.clients, issuer, clock)
         self.token_endpoint = TokenEndpoint(
             self.client_auth,
             [
-                AuthorizationCodeGrant(self.codes, self.tokens, self.users, self.sessions),
-                RefreshTokenGrant(self.refresh_tokens, self.tokens, self.users, self.sessions),
-                ClientCredentialsGrant(self.tokens, self.organizations),
+                AuthorizationCodeGrant(self.codes, self.minter, revoker, self.users, self.sessions),
+                RefreshTokenGrant(refresh_tokens, self.minter, revoker, self.users, self.sessions),
+                ClientCredentialsGrant(self.minter, self.organizations),
             ],
         )
-        self.userinfo = UserInfo(self.tokens, self.users)
+        self.userinfo = UserInfo(self.verifier, self.users)
         self.inspector = TokenInspector(
-            engine, issuer, self.client_auth, self.clients, self.tokens, self.refresh_tokens, self.users
+            issuer,
+            self.client_auth,
+            self.clients,
+            self.verifier,
+            access_tokens,
+            refresh_tokens,
+            revoker,
+            self.users,
+            clock,
         )
-        self.end_session = EndSession(issuer, self.clients, self.sessions, self.tokens, self.refresh_tokens, self.users)
-        self.directory = Directory(engine, self.tokens, cursor_key)
-        self.purger = Purger(engine, lifetimes.refresh_token)
+        self.end_session = EndSession(issuer, self.clients, self.sessions, self.verifier, revoker, self.users)
+        self.directory = Directory(engine, self.verifier, cursor_key)
+        self.purger = Purger(engine, lifetimes.refresh_token, clock)
 
     def start(self) -> None:
         """On start: make sure a key signs (the first start creates it)."""

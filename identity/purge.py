@@ -20,20 +20,21 @@ Deletes are idempotent, so every node of a deployment may purge on its own sched
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from identity.clock import now
+from identity.access_tokens import AccessTokenStore
+from identity.clock import SYSTEM_CLOCK, Clock
+from identity.codes import CodeStore
+from identity.refresh_tokens import RefreshTokenStore
+from identity.revoked_grants import Revoker
 from identity.tables import (
-    access_tokens,
-    authorization_codes,
     browser_sessions,
     client_assertions,
     interactions,
-    refresh_tokens,
-    revoked_grants,
     sign_in_failures,
     signing_keys,
 )
@@ -41,32 +42,42 @@ from identity.throttle import WINDOW
 
 GRACE = timedelta(days=1)
 
+Rule = Callable[[Connection], int]  # deletes in the given transaction; how many rows
+
+
+def _deleting(statement: sa.Delete) -> Rule:
+    return lambda connection: connection.execute(statement).rowcount
+
 
 class Purger:
-    def __init__(self, engine: Engine, refresh_token_lifetime: timedelta) -> None:
+    def __init__(self, engine: Engine, refresh_token_lifetime: timedelta, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._refresh_token_lifetime = refresh_token_lifetime
+        self._clock = clock
 
     def purge(self) -> dict[str, int]:
-        """Delete every row past its use, one table per transaction; the number deleted from each table."""
-        at = now()
-        rules: dict[str, sa.Delete] = {
-            "interactions": interactions.delete().where(interactions.c.expires_at <= at),
-            "authorization_codes": authorization_codes.delete().where(authorization_codes.c.expires_at < at - GRACE),
-            "access_tokens": access_tokens.delete().where(access_tokens.c.expires_at < at),
-            "refresh_tokens": refresh_tokens.delete().where(refresh_tokens.c.expires_at < at),
-            "browser_sessions": browser_sessions.delete().where(
-                sa.or_(browser_sessions.c.ended_at < at - GRACE, browser_sessions.c.expires_at < at - GRACE)
+        """Delete every row past its use, one table per transaction; the number deleted from each table.
+        The tokens' and codes' tables are purged by the stores that own them."""
+        at = self._clock.now()
+        rules: dict[str, Rule] = {
+            "interactions": _deleting(interactions.delete().where(interactions.c.expires_at <= at)),
+            "authorization_codes": lambda connection: CodeStore.purge(connection, at - GRACE),
+            "access_tokens": lambda connection: AccessTokenStore.purge(connection, at),
+            "refresh_tokens": lambda connection: RefreshTokenStore.purge(connection, at),
+            "browser_sessions": _deleting(
+                browser_sessions.delete().where(
+                    sa.or_(browser_sessions.c.ended_at < at - GRACE, browser_sessions.c.expires_at < at - GRACE)
+                )
             ),
-            "client_assertions": client_assertions.delete().where(client_assertions.c.expires_at < at),
-            "revoked_grants": revoked_grants.delete().where(
-                revoked_grants.c.revoked_at < at - self._refresh_token_lifetime
+            "client_assertions": _deleting(client_assertions.delete().where(client_assertions.c.expires_at < at)),
+            "revoked_grants": lambda connection: Revoker.purge(connection, at - self._refresh_token_lifetime),
+            "sign_in_failures": _deleting(
+                sign_in_failures.delete().where(sign_in_failures.c.window_start < at - WINDOW)
             ),
-            "sign_in_failures": sign_in_failures.delete().where(sign_in_failures.c.window_start < at - WINDOW),
-            "signing_keys": signing_keys.delete().where(signing_keys.c.expires_at < at - GRACE),
+            "signing_keys": _deleting(signing_keys.delete().where(signing_keys.c.expires_at < at - GRACE)),
         }
         deleted = {}
-        for table, statement in rules.items():
+        for table, rule in rules.items():
             with self._engine.begin() as connection:
-                deleted[table] = connection.execute(statement).rowcount
+                deleted[table] = rule(connection)
         return deleted

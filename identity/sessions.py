@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity.clock import new_id, now, utc
+from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.tables import browser_sessions
 
 
@@ -35,9 +35,10 @@ def hash_secret(secret: str) -> str:
 
 
 class SessionStore:
-    def __init__(self, engine: Engine, lifetime: timedelta) -> None:
+    def __init__(self, engine: Engine, lifetime: timedelta, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self.lifetime = lifetime
+        self._clock = clock
 
     def start(self, user_id: str, org_id: str | None, replacing: str | None = None) -> tuple[BrowserSession, str]:
         """Start a session after a sign-in; returns it and its new cookie secret.
@@ -48,7 +49,7 @@ class SessionStore:
         Signing in as someone else ends the browser's previous session, as a sign-out would.
         """
         secret = secrets.token_urlsafe(32)
-        at = now()
+        at = self._clock.now()
         expires_at = at + self.lifetime
         with self._engine.begin() as connection:
             if replacing:
@@ -98,7 +99,7 @@ class SessionStore:
 
     def _live(self, which: sa.ColumnElement[bool]) -> BrowserSession | None:
         query = sa.select(browser_sessions).where(
-            which, browser_sessions.c.ended_at.is_(None), browser_sessions.c.expires_at > now()
+            which, browser_sessions.c.ended_at.is_(None), browser_sessions.c.expires_at > self._clock.now()
         )
         with self._engine.connect() as connection:
             row = connection.execute(query).first()
@@ -124,6 +125,6 @@ class SessionStore:
             result = connection.execute(
                 browser_sessions.update()
                 .where(browser_sessions.c.id == session_id, browser_sessions.c.ended_at.is_(None))
-                .values(ended_at=now())
+                .values(ended_at=self._clock.now())
             )
         return result.rowcount == 1

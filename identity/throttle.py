@@ -44,7 +44,7 @@ from limits.errors import StorageError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from identity.clock import now, utc
+from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.errors import Throttled
 from identity.tables import sign_in_failures
 
@@ -101,16 +101,17 @@ class Counters(Protocol):
 class SqlCounters:
     """Counters in the state database's ``sign_in_failures`` table: shared by every node."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._clock = clock
 
     def add(self, key: str) -> tuple[int, int]:
-        at = now()
+        at = self._clock.now()
         count, window_start = self._increment(key, at)
         return count, _seconds_left(window_start, at)
 
     def peek(self, key: str) -> tuple[int, int]:
-        table, at = sign_in_failures, now()
+        table, at = sign_in_failures, self._clock.now()
         with self._engine.connect() as connection:
             row = connection.execute(
                 sa.select(table.c.failures, table.c.window_start).where(

@@ -15,14 +15,15 @@ import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
-from identity.api_keys import api_keys
+from identity.api_keys import api_keys, record_last_used
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.storage import metadata
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # last_used_at is written at most this often per key and process
@@ -41,14 +42,10 @@ Message = MutableMapping[str, Any]
 Send = Callable[[Message], Awaitable[None]]
 
 
-def _today() -> datetime:
-    return datetime.now(UTC)
-
-
 class UsageCounter:
     """Counts in memory; ``flush`` writes the counts in one transaction. Safe to use from several threads."""
 
-    def __init__(self, engine: Engine, clock: Callable[[], datetime] = _today) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._clock = clock
         self._lock = threading.Lock()
@@ -60,7 +57,7 @@ class UsageCounter:
 
     def count(self, key_id: str, status: int) -> None:
         """One answered request of ``key_id`` with ``status``."""
-        at = self._clock()
+        at = self._clock.now()
         status_class = min(max(status // 100, 2), 5)
         with self._lock:
             self._counts[(key_id, at.date(), status_class)] += 1
@@ -131,15 +128,7 @@ class UsageCounter:
                 connection.execute(upsert, rows)
                 statements += 1
         if stale:
-            update = (
-                api_keys.update()
-                .where(
-                    api_keys.c.id == sa.bindparam("kid"),
-                    sa.or_(api_keys.c.last_used_at.is_(None), api_keys.c.last_used_at < sa.bindparam("at")),
-                )
-                .values(last_used_at=sa.bindparam("at"))
-            )
-            connection.execute(update, [{"kid": key_id, "at": at} for key_id, at in stale.items()])
+            record_last_used(connection, stale)
             statements += 1
         return statements
 
@@ -165,13 +154,13 @@ class UsageReport:
 
     DAYS = 30
 
-    def __init__(self, engine: Engine, clock: Callable[[], datetime] = _today) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._clock = clock
 
     def days(self) -> list[date]:
         """The last 30 UTC days, oldest first, today last."""
-        today = self._clock().date()
+        today = self._clock.now().date()
         return [today - timedelta(days=n) for n in range(self.DAYS - 1, -1, -1)]
 
     def per_key(self, org_id: str) -> dict[str, KeyUsage]:

@@ -6,8 +6,9 @@ import re
 from typing import Any
 
 from identity.errors import InsufficientScope, InvalidToken, MalformedBearerRequest
-from identity.tokens import AccessToken, TokenService, profile_claims
+from identity.minting import profile_claims
 from identity.users import UserStore
+from identity.verification import AccessToken, TokenVerifier
 
 TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")  # RFC 6750 §2.1 b64token
 
@@ -23,13 +24,13 @@ def bearer_token(authorization: str | None) -> str:
 
 
 class UserInfo:
-    def __init__(self, tokens: TokenService, users: UserStore) -> None:
-        self._tokens = tokens
+    def __init__(self, verifier: TokenVerifier, users: UserStore) -> None:
+        self._verifier = verifier
         self._users = users
 
     def claims(self, authorization: str | None) -> dict[str, Any]:
         """The user's claims, by the token's scopes, with the organization chosen at sign-in."""
-        access: AccessToken = self._tokens.verify_access_token(bearer_token(authorization))
+        access: AccessToken = self._verifier.verify_access_token(bearer_token(authorization))
         if access.user_id is None:
             raise InvalidToken("An application token has no user.")
         if "openid" not in access.scope:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from identity.clock import new_id, now, utc
+from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.errors import InvalidInput, UnknownRecord
 from identity.organizations import Organization, OrganizationStore
 from identity.passwords import WeakPassword, hash_password, verify_password
@@ -66,8 +66,9 @@ def check_name(name: str) -> str:
 
 
 class UserStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._clock = clock
 
     def create(self, email: str, name: str, password: str, orgs: Sequence[tuple[str, str]]) -> User:
         """Create a user who belongs to ``orgs`` ((org id, role) pairs, at least one)."""
@@ -90,7 +91,7 @@ class UserStore:
                 if missing:
                     raise InvalidInput(f"no organization has the id {missing[0]!r}")
                 self._insert(connection, user_id, email, name, password_hash)
-                joined = now()
+                joined = self._clock.now()
                 for org_id, role in dict(orgs).items():
                     connection.execute(
                         memberships.insert().values(user_id=user_id, org_id=org_id, role=role, joined_at=joined)
@@ -106,10 +107,12 @@ class UserStore:
         user_id = new_id("usr")
         try:
             with self._engine.begin() as connection:
-                org = OrganizationStore.create_in(connection, organization)
+                org = OrganizationStore.create_in(connection, organization, self._clock.now())
                 self._insert(connection, user_id, email, name, password_hash)
                 connection.execute(
-                    memberships.insert().values(user_id=user_id, org_id=org.id, role="owner", joined_at=now())
+                    memberships.insert().values(
+                        user_id=user_id, org_id=org.id, role="owner", joined_at=self._clock.now()
+                    )
                 )
         except IntegrityError:
             raise InvalidInput("a user with this email address already exists") from None
@@ -153,8 +156,7 @@ class UserStore:
             member = _memberships(connection, [row.id for row in rows])
         return [User(row.id, row.email, row.name, member[row.id]) for row in rows]
 
-    @staticmethod
-    def _insert(connection: sa.Connection, user_id: str, email: str, name: str, password_hash: str) -> None:
+    def _insert(self, connection: sa.Connection, user_id: str, email: str, name: str, password_hash: str) -> None:
         connection.execute(
             users.insert().values(
                 id=user_id,
@@ -162,7 +164,7 @@ class UserStore:
                 email_key=email_key(email),
                 name=name,
                 password_hash=password_hash,
-                created_at=now(),
+                created_at=self._clock.now(),
             )
         )
 

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from data.catalog import Catalog, load_catalog
 from identity import audit
 from identity.api_keys import ApiKeyStore
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.console import Console
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
@@ -157,11 +158,15 @@ async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> 
         await send_problem(send, to_problem(error))
 
 
-def create_app(settings: Settings | None = None, *, catalog: Catalog | None = None) -> RequestObserver:
+def create_app(
+    settings: Settings | None = None, *, catalog: Catalog | None = None, clock: Clock | None = None
+) -> RequestObserver:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
-    it signs its cursors with this database's key all the same. The contracts are parsed once per process
+    it signs its cursors with this database's key all the same. ``clock``: the time every object of the
+    identity domain reads (the system's by default; tests move it). The contracts are parsed once per process
     (``service.web.contracts``)."""
     settings = settings or Settings.from_env()
+    clock = clock or SYSTEM_CLOCK
     audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
     engine = make_engine(settings.database_url)
     require_current(engine)  # SchemaOutOfDate names the command to run
@@ -171,8 +176,8 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
     catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
     limit_storage = StorageHealth()  # the Redis of the rate limit and the sign-in throttle, as this process sees it
     limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_storage, health=limit_storage)
-    keys = ApiKeyStore(engine)
-    usage = UsageCounter(engine)
+    keys = ApiKeyStore(engine, clock)
+    usage = UsageCounter(engine, clock)
     menus = create_menus_app(
         catalog=catalog,
         keys=keys,
@@ -187,12 +192,13 @@ def create_app(settings: Settings | None = None, *, catalog: Catalog | None = No
         cursor_key=service_secret(engine, "directory-cursor-key"),
         sealer=sealer,
         throttle_counters=throttle_counters(engine, settings.rate_limit_storage, limit_storage),
+        clock=clock,
     )
     provider.start()
     identity = create_identity_app(
         provider, validate_responses=settings.validate_responses, client_threads=client_threads(engine)
     )
-    web = console_web(settings, engine, provider, keys)
+    web = console_web(settings, engine, provider, keys, clock)
     console = (
         documented(
             create_console_app(web, validate_responses=settings.validate_responses),
@@ -261,7 +267,9 @@ def _problem_too_large(_: Scope, limit: int) -> Response:
     return Response(problem.body(), status_code=413, media_type=MEDIA_TYPE)
 
 
-def console_web(settings: Settings, engine: Engine, provider: Provider, keys: ApiKeyStore) -> ConsoleWeb | None:
+def console_web(
+    settings: Settings, engine: Engine, provider: Provider, keys: ApiKeyStore, clock: Clock
+) -> ConsoleWeb | None:
     """The developer console, registered as a client of the provider (one registration for every node).
 
     None, with a warning, when the base URL cannot carry a redirect URI (plain http off loopback): the
@@ -279,7 +287,7 @@ def console_web(settings: Settings, engine: Engine, provider: Provider, keys: Ap
         issuer_url=provider.issuer.url,
         client=client,
         cookies=Cookies(service_secret(engine, "console-cookie-key")),
-        console=Console(engine, keys, provider.users, UsageReport(engine)),
+        console=Console(engine, keys, provider.users, UsageReport(engine, clock)),
         sessions=provider.sessions,
         secure=provider.issuer.secure or console_url.startswith("https://"),
     )

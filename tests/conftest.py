@@ -26,6 +26,7 @@ from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.ops.logs import SERVICE_LOGGERS
 from service.settings import Settings
+from tests.clocks import MovableClock
 from tests.postgres import empty_every_table, throwaway_database
 
 pytest_plugins = [
@@ -142,8 +143,15 @@ def api_key(keys: ApiKeyStore) -> str:
 
 
 @pytest.fixture
-def app(settings: Settings, engine: Engine, catalog: Catalog):  # type: ignore[no-untyped-def]
-    return create_app(settings, catalog=catalog)  # the dataset loaded once per process, keyed by this database
+def clock() -> MovableClock:
+    """The time of the test's app (``app``): the system's until the test moves it."""
+    return MovableClock()
+
+
+@pytest.fixture
+def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock):  # type: ignore[no-untyped-def]
+    # The dataset loaded once per process, keyed by this database.
+    return create_app(settings, catalog=catalog, clock=clock)
 
 
 @pytest.fixture

@@ -30,8 +30,8 @@ from jwt.algorithms import RSAAlgorithm
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity import clock
 from identity.clients import redirect_uri_matches
+from identity.clock import SYSTEM_CLOCK
 from identity.introspection import TokenInspector
 from identity.organizations import Organization, OrganizationStore
 from identity.sealing import Sealer, SealingError, new_key
@@ -477,8 +477,8 @@ def test_rows_stored_in_clear_before_sealing_are_sealed_at_start_and_keep_workin
                 kid="old-clear-key",
                 private_pem=clear_pem.decode(),
                 public_jwk={**jwk, "kid": "old-clear-key", "use": "sig", "alg": "RS256"},
-                created_at=clock.now(),
-                signs_from=clock.now(),
+                created_at=SYSTEM_CLOCK.now(),
+                signs_from=SYSTEM_CLOCK.now(),
             )
         )
         connection.execute(service_secrets.insert().values(name="directory-cursor-key", value=b"c" * 32))

@@ -24,7 +24,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity import clock
 from identity.organizations import Organization, OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import User, UserStore
@@ -33,6 +32,7 @@ from service.console_api.relying_party import SERVICE_ORG_ID
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.clocks import MovableClock
 from tests.identity_fixtures import CALLBACK, CALLBACK_WITH_QUERY, EMAIL, PASSWORD, Registered, register
 from tests.postgres import throwaway_database
 
@@ -85,6 +85,7 @@ class Shared:
     engine: Engine
     org: Organization
     web: Registered
+    clock: MovableClock  # the app's: a test that moves it moves it back
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -98,7 +99,8 @@ def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         engine = make_engine(settings.database_url)
         upgrade(engine)
         org = OrganizationStore(engine).create("Acme Foods")
-        yield Shared(create_app(settings), engine, org, register(engine, org))
+        clock = MovableClock()
+        yield Shared(create_app(settings, clock=clock), engine, org, register(engine, org), clock)
         engine.dispose()
 
 
@@ -574,13 +576,14 @@ def test_authorization_form_post_of_another_media_type_shows_an_error_page(visit
     assert_error_page(response, status=415)
 
 
-def test_expired_interaction_shows_an_error_page(
-    visitor: TestClient, shared: Shared, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_expired_interaction_shows_an_error_page(visitor: TestClient, shared: Shared) -> None:
     location = to_page(authorize(visitor, shared.web.id), "sign-in")
-    later = clock.now() + timedelta(minutes=16)  # interactions live 15 minutes
-    monkeypatch.setattr("identity.interactions.now", lambda: later)
-    assert_error_page(visitor.get(location))
+    later = timedelta(minutes=16).total_seconds()  # interactions live 15 minutes
+    shared.clock.advance(later)
+    try:
+        assert_error_page(visitor.get(location))
+    finally:
+        shared.clock.advance(-later)
 
 
 def test_repeated_form_field_shows_an_error_page(visitor: TestClient, shared: Shared) -> None:
@@ -1086,11 +1089,10 @@ def test_unknown_code_is_invalid_grant(visitor: TestClient, shared: Shared) -> N
 
 
 def test_code_older_than_sixty_seconds_is_invalid_grant(
-    browser: TestClient, web: Registered, user: User, monkeypatch: pytest.MonkeyPatch
+    browser: TestClient, web: Registered, user: User, clock: MovableClock
 ) -> None:
     code = signed_in_code(browser, web.id)
-    later = clock.now() + timedelta(seconds=61)
-    monkeypatch.setattr("identity.codes.now", lambda: later)
+    clock.advance(61)
     assert_oauth_error(exchange(browser, web, code), 400, "invalid_grant")
 
 

@@ -9,18 +9,18 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity import clock
 from identity import keys as keys_module
 from identity.clients import ClientStore, check_redirect_uri
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidInput, InvalidToken, UnknownRecord
-from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.passwords import verify_password
 from identity.sealing import Sealer, new_key
 from identity.tables import clients, users
-from identity.tokens import TokenService
 from identity.users import UserStore
+from tests.clocks import MovableClock
+from tests.token_services import token_services
 
 
 @pytest.fixture
@@ -157,29 +157,29 @@ def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # t
     )
     keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
     keys.ensure()
-    tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
-    issued = tokens.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
-    assert tokens.verify_access_token(issued.token).client_id == client.id
+    tokens = token_services(engine, keys)
+    issued = tokens.minter.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
+    assert tokens.verifier.verify_access_token(issued.token).client_id == client.id
     store.delete(client.id)
     with pytest.raises(InvalidToken):
-        tokens.verify_access_token(issued.token)
+        tokens.verifier.verify_access_token(issued.token)
 
 
 def test_an_access_token_verified_before_expires_at_its_exp_all_the_same(  # type: ignore[no-untyped-def]
-    engine: Engine, org, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, org
 ) -> None:
     client, _ = ClientStore(engine).create(
         name="Job", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
     )
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
+    clock = MovableClock()
+    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), clock=clock)
     keys.ensure()
-    tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
-    issued = tokens.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
-    assert tokens.verify_access_token(issued.token).client_id == client.id  # verified, and remembered
-    later = clock.now() + timedelta(minutes=10, seconds=1)
-    monkeypatch.setattr("identity.tokens.now", lambda: later)
+    tokens = token_services(engine, keys, clock)
+    issued = tokens.minter.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
+    assert tokens.verifier.verify_access_token(issued.token).client_id == client.id  # verified, and remembered
+    clock.advance(timedelta(minutes=10, seconds=1).total_seconds())
     with pytest.raises(InvalidToken, match="expired"):
-        tokens.verify_access_token(issued.token)
+        tokens.verifier.verify_access_token(issued.token)
 
 
 def test_deleting_an_unknown_client_is_an_error(engine: Engine) -> None:
@@ -190,8 +190,10 @@ def test_deleting_an_unknown_client_is_an_error(engine: Engine) -> None:
 SEALER = Sealer([new_key()])  # every node of a deployment shares the keys
 
 
-def keys(engine: Engine, delay: int = 120) -> SigningKeys:
-    return SigningKeys(engine, publish_delay=timedelta(seconds=delay), verify_window=timedelta(hours=1), sealer=SEALER)
+def keys(engine: Engine, delay: int = 120, clock: Clock = SYSTEM_CLOCK) -> SigningKeys:
+    return SigningKeys(
+        engine, publish_delay=timedelta(seconds=delay), verify_window=timedelta(hours=1), sealer=SEALER, clock=clock
+    )
 
 
 def test_first_start_creates_one_signing_key(engine: Engine) -> None:
@@ -225,17 +227,18 @@ def test_rotated_key_signs_after_the_delay_and_old_key_still_verifies(engine: En
 def test_a_key_rotated_on_another_node_signs_here_from_its_time_though_keys_are_read_only_now_and_then(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    here, there = keys(engine, delay=120), keys(engine, delay=120)
+    clock = MovableClock()
+    here, there = keys(engine, delay=120, clock=clock), keys(engine, delay=120, clock=clock)
     here.ensure()
     old_kid, _ = here.signing_key()  # read now: the next reads come at most every half delay
     new = there.rotate()
     assert here.signing_key()[0] == old_kid  # published, not signing yet
-    real_monotonic, at = keys_module.monotonic(), clock.now()
+    real_monotonic = keys_module.monotonic()
     monkeypatch.setattr("identity.keys.monotonic", lambda: real_monotonic + 60)  # half the delay later
-    monkeypatch.setattr("identity.keys.now", lambda: at + timedelta(seconds=60))
+    clock.advance(60)
     assert here.signing_key()[0] == old_kid
     monkeypatch.setattr("identity.keys.monotonic", lambda: real_monotonic + 121)
-    monkeypatch.setattr("identity.keys.now", lambda: at + timedelta(seconds=121))
+    clock.advance(61)
     assert here.signing_key()[0] == new.kid
 
 

@@ -29,10 +29,11 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity import clock
 from identity.clients import Client, ClientStore
+from identity.clock import SYSTEM_CLOCK
 from identity.organizations import Organization, OrganizationStore
 from identity.users import User, UserStore
+from tests.clocks import FixedClock, MovableClock
 
 
 @pytest.fixture
@@ -327,11 +328,11 @@ def assert_oauth_error(response: httpx.Response, error: str, status: int = 400) 
     assert response.headers["cache-control"] == "no-store"
 
 
-def past_token(monkeypatch: pytest.MonkeyPatch, call: Any, ago: timedelta = timedelta(hours=2)) -> Any:
-    """Run ``call`` while the token service's clock reads ``ago`` in the past: its tokens are born expired."""
-    with monkeypatch.context() as patch:
-        patch.setattr("identity.tokens.now", lambda: clock.now() - ago)
-        return call()
+def then_later(clock: MovableClock, call: Any, later: timedelta = timedelta(hours=2)) -> Any:
+    """Run ``call``, then let ``later`` pass on the provider's clock: the tokens it got have expired."""
+    result = call()
+    clock.advance(later.total_seconds())
+    return result
 
 
 # Refresh tokens (RFC 6749 §6, RFC 9700 §4.14.2)
@@ -766,17 +767,17 @@ def test_introspection_of_an_unknown_token_is_only_inactive(http: TestClient, wo
 
 
 def test_introspection_of_an_expired_access_token_is_only_inactive(
-    http: TestClient, world: World, monkeypatch: pytest.MonkeyPatch
+    http: TestClient, world: World, clock: MovableClock
 ) -> None:
-    expired = past_token(monkeypatch, lambda: application_token(http, world.reporter).json()["access_token"])
+    expired = then_later(clock, lambda: application_token(http, world.reporter).json()["access_token"])
 
     assert introspect(http, world.reporter, expired) == {"active": False}
 
 
 def test_introspection_of_an_expired_refresh_token_is_only_inactive(
-    http: TestClient, world: World, monkeypatch: pytest.MonkeyPatch
+    http: TestClient, world: World, clock: MovableClock
 ) -> None:
-    tokens = past_token(monkeypatch, lambda: user_tokens(http, world.planner), ago=timedelta(days=31))
+    tokens = then_later(clock, lambda: user_tokens(http, world.planner), later=timedelta(days=31))
 
     assert introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
     assert_oauth_error(refresh(http, world.planner, tokens["refresh_token"]), "invalid_grant")
@@ -970,11 +971,10 @@ def test_end_session_refuses_an_access_token_as_id_token_hint(http: TestClient, 
 
 
 def test_end_session_accepts_an_expired_id_token_hint_of_ours(
-    http: TestClient, world: World, monkeypatch: pytest.MonkeyPatch
+    http: TestClient, world: World, clock: MovableClock
 ) -> None:
-    tokens = past_token(monkeypatch, lambda: user_tokens(http, world.planner))
-    with pytest.raises(jwt.ExpiredSignatureError):
-        verified(http, tokens["id_token"], world.planner.id)
+    tokens = then_later(clock, lambda: user_tokens(http, world.planner))
+    assert verified(http, tokens["id_token"], world.planner.id)["exp"] <= clock.now().timestamp()  # expired
 
     response = end_session(
         http, "GET", id_token_hint=tokens["id_token"], post_logout_redirect_uri=LOGOUT_URI, state="s1"
@@ -1190,12 +1190,9 @@ def test_directory_pagination_visits_every_member_once(http: TestClient, world: 
     assert seen == [m["id"] for m in full["data"]]
 
 
-def test_directory_pagination_breaks_joined_at_ties_by_id(
-    http: TestClient, engine: Engine, world: World, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    moment = clock.now().replace(microsecond=0) + timedelta(seconds=1)  # after Ana joined
-    monkeypatch.setattr("identity.users.now", lambda: moment)  # four members join at the same instant
-    users = UserStore(engine)
+def test_directory_pagination_breaks_joined_at_ties_by_id(http: TestClient, engine: Engine, world: World) -> None:
+    moment = SYSTEM_CLOCK.now().replace(microsecond=0) + timedelta(seconds=1)  # after Ana joined
+    users = UserStore(engine, FixedClock(moment))  # four members join at the same instant
     twins = [users.create(f"twin{n}@example.com", f"Twin {n}", PASSWORD, [(world.acme.id, "member")]) for n in range(4)]
     headers = bearer(members_token(http, world.reporter))
     seen: list[str] = []

@@ -10,10 +10,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity import clock
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.client_auth import ClientAuthenticator, decode_basic
 from identity.clients import ClientStore
+from identity.clock import SYSTEM_CLOCK
 from identity.codes import CodeStore
 from identity.consents import ConsentStore
 from identity.errors import (
@@ -32,12 +32,14 @@ from identity.issuer import Issuer
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
+from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore
 from identity.tables import authorization_codes, browser_sessions
 from identity.token_endpoint import single_values
-from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
+from tests.clocks import MovableClock
+from tests.token_services import token_services
 
 
 @pytest.fixture
@@ -202,7 +204,7 @@ def test_response_parameters_keep_the_redirect_uris_own_query() -> None:
 
 
 def issue_code(codes: CodeStore, client_id: str) -> str:
-    return codes.issue(
+    return codes.record(
         client_id=client_id,
         redirect_uri=REDIRECT,
         user_id="usr_1",
@@ -211,7 +213,7 @@ def issue_code(codes: CodeStore, client_id: str) -> str:
         scope=("openid",),
         nonce=None,
         code_challenge=CHALLENGE,
-        auth_time=clock.now(),
+        auth_time=SYSTEM_CLOCK.now(),
     )
 
 
@@ -231,11 +233,11 @@ def test_code_is_consumed_once_and_a_second_use_reports_the_replay(engine: Engin
     assert second.grant is None and second.replayed == first.grant.grant_id
 
 
-def test_expired_code_is_refused_without_reporting_a_replay(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    codes = CodeStore(engine)
+def test_expired_code_is_refused_without_reporting_a_replay(engine: Engine) -> None:
+    clock = MovableClock()
+    codes = CodeStore(engine, clock=clock)
     code = issue_code(codes, "cli_1")
-    later = clock.now() + timedelta(seconds=61)
-    monkeypatch.setattr("identity.codes.now", lambda: later)
+    clock.advance(61)
     consumed = codes.consume(code, "cli_1")
     assert consumed.grant is None and consumed.replayed is None
 
@@ -253,12 +255,9 @@ def test_another_clients_attempt_neither_uses_up_the_code_nor_reports_a_replay(e
 
 
 def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issued(engine: Engine) -> None:
-    tokens = TokenService(
-        engine, SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()])), Issuer("http://127.0.0.1:8000"),
-        timedelta(minutes=10), timedelta(days=1),
-    )  # fmt: skip
-    tokens.revoke_grant("grt_1")  # the replay's revocation ran before the exchange issued anything
-    assert tokens.grant_revoked("grt_1") and not tokens.grant_revoked("grt_2")
+    revoker = Revoker(engine)
+    revoker.revoke_grant("grt_1")  # the replay's revocation ran before the exchange issued anything
+    assert revoker.revoked("grt_1") and not revoker.revoked("grt_2")
 
 
 # Sessions
@@ -304,7 +303,7 @@ def test_ended_session_is_no_longer_current(engine: Engine, org) -> None:  # typ
 
 def test_interaction_belongs_only_to_the_browser_that_started_it(client, clients) -> None:  # type: ignore[no-untyped-def]
     request, _ = parse_request(authorization(client[0].id), clients)
-    interaction = new_interaction(request, "browser-secret", timedelta(minutes=5))
+    interaction = new_interaction(request, "browser-secret", SYSTEM_CLOCK.now() + timedelta(minutes=5))
     assert interaction.belongs_to("browser-secret")
     assert not interaction.belongs_to("another-browser") and not interaction.belongs_to(None)
     assert interaction.csrf_matches(interaction.csrf_token) and not interaction.csrf_matches("forged")
@@ -390,19 +389,21 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
     keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
     keys.ensure()
-    tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
-    store = RefreshTokenStore(engine)
-    token = tokens.refresh_token(
+    tokens = token_services(engine, keys)
+    store = tokens.refresh_tokens
+    token = tokens.minter.refresh_token(
         grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
-        scope=("openid", "offline_access"), auth_time=clock.now(),
+        scope=("openid", "offline_access"), auth_time=SYSTEM_CLOCK.now(),
     )  # fmt: skip
     stale = store.find(token)
     assert stale is not None and store.rotate(stale)  # the other request wins the rotation...
     real_find = store.find
     answers = iter([stale])
     monkeypatch.setattr(store, "find", lambda t: next(answers, None) or real_find(t))  # ...after we read it
-    grant = RefreshTokenGrant(store, tokens, UserStore(engine), SessionStore(engine, timedelta(hours=1)))
+    grant = RefreshTokenGrant(
+        store, tokens.minter, tokens.revoker, UserStore(engine), SessionStore(engine, timedelta(hours=1))
+    )
 
     with pytest.raises(InvalidGrant, match="already used"):
         grant.exchange(client[0], {"refresh_token": token})
-    assert tokens.grant_revoked("grt_1")
+    assert tokens.revoker.revoked("grt_1")

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clock import now
+from identity.clock import SYSTEM_CLOCK
 from identity.organizations import OrganizationStore
 from identity.purge import GRACE, Purger
 from identity.tables import (
@@ -53,7 +53,7 @@ def insert(engine: Engine, table: sa.Table, **values: Any) -> None:
         if python_type is str:
             row[column.name] = f"{column.name[:8]}{next(_serial)}"
         elif python_type is datetime:
-            row[column.name] = now()
+            row[column.name] = SYSTEM_CLOCK.now()
         elif python_type is int:
             row[column.name] = 1
         elif python_type is bool:
@@ -72,7 +72,7 @@ def count(engine: Engine, table: sa.Table) -> int:
 
 
 def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: Engine) -> None:
-    at = now()
+    at = SYSTEM_CLOCK.now()
     minute = timedelta(minutes=1)
     org = OrganizationStore(engine).create("Acme Foods")
     user = UserStore(engine).create("ana@example.com", "Ana", "correct horse battery", [(org.id, "owner")])
@@ -112,7 +112,7 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
 
 
 def test_the_running_service_purges_at_start_and_then_on_its_interval(settings: Settings, engine: Engine) -> None:
-    expired = {"expires_at": now() - timedelta(minutes=1)}
+    expired = {"expires_at": SYSTEM_CLOCK.now() - timedelta(minutes=1)}
     insert(engine, interactions, **expired)
     with TestClient(create_app(settings.with_changes(purge_interval=1))):
         assert eventually(lambda: count(engine, interactions) == 0), "not purged at start"

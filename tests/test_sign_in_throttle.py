@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity import clock, passwords
+from identity import passwords
 from identity.errors import Throttled
 from identity.tables import sign_in_failures
 from identity.throttle import (
@@ -35,6 +35,7 @@ from identity.throttle import (
 )
 from identity.users import User
 from service.menus_api.ratelimit import StorageHealth, sync_storage
+from tests.clocks import MovableClock
 from tests.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.live import free_port
 from tests.test_identity_api import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page
@@ -259,13 +260,13 @@ def test_sign_up_attempts_count_against_the_network_only(counters: Counters) -> 
     assert counters.peek(account_key("ana@example.com")) == (0, 0)
 
 
-def test_throttle_window_ends(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    throttle = SignInThrottle(engine)
+def test_throttle_window_ends(engine: Engine) -> None:
+    clock = MovableClock()
+    throttle = SignInThrottle(SqlCounters(engine, clock))
     for _ in range(ACCOUNT_LIMIT):
         throttle.attempt("ana@example.com", "10.0.0.1")
         throttle.failed("ana@example.com")
-    later = clock.now() + timedelta(minutes=16)
-    monkeypatch.setattr("identity.throttle.now", lambda: later)
+    clock.advance(timedelta(minutes=16).total_seconds())
     throttle.attempt("ana@example.com", "10.0.0.1")  # a new window starts at one attempt
     throttle.attempt("ana@example.com", "10.0.0.1")
 

@@ -12,8 +12,9 @@ from typing import Any, Protocol
 from identity import audit
 from identity.clients import Client
 from identity.errors import InvalidGrant, InvalidRequest
+from identity.minting import Issued
+from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
-from identity.tokens import Issued, TokenService
 from identity.users import Membership, User, UserStore
 
 
@@ -60,9 +61,9 @@ def issued(grant_type: str, client: Client, user_id: str | None, org_id: str, gr
     )
 
 
-def revoke_if_raced(tokens: TokenService, sessions: SessionStore, grant_id: str, session_id: str) -> None:
+def revoke_if_raced(revoker: Revoker, sessions: SessionStore, grant_id: str, session_id: str) -> None:
     """A replay, a reuse, a revocation or a sign-out that raced this grant revoked only what existed
     then: checked after issuing, it revokes what was just issued too."""
-    if tokens.grant_revoked(grant_id) or sessions.ended(session_id):
-        tokens.revoke_grant(grant_id)
+    if revoker.revoked(grant_id) or sessions.ended(session_id):
+        revoker.revoke_grant(grant_id)
         raise InvalidGrant("The authorization was revoked while tokens were being issued from it.")

@@ -7,21 +7,25 @@ from typing import Any
 
 from identity import audit
 from identity.clients import Client
-from identity.codes import CodeStore
 from identity.errors import InvalidGrant
 from identity.grants import issued, member_of_grant, required, revoke_if_raced, token_response
+from identity.minting import TokenMinter
 from identity.pkce import verifies
+from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
-from identity.tokens import TokenService
+from identity.stores import AuthorizationCodes
 from identity.users import UserStore
 
 
 class AuthorizationCodeGrant:
     grant_type = "authorization_code"
 
-    def __init__(self, codes: CodeStore, tokens: TokenService, users: UserStore, sessions: SessionStore) -> None:
+    def __init__(
+        self, codes: AuthorizationCodes, minter: TokenMinter, revoker: Revoker, users: UserStore, sessions: SessionStore
+    ) -> None:
         self._codes = codes
-        self._tokens = tokens
+        self._minter = minter
+        self._revoker = revoker
         self._users = users
         self._sessions = sessions
 
@@ -31,7 +35,7 @@ class AuthorizationCodeGrant:
         redirect_uri = required(params, "redirect_uri")
         consumed = self._codes.consume(code, client.id)
         if consumed.replayed is not None:
-            self._tokens.revoke_grant(consumed.replayed)
+            self._revoker.revoke_grant(consumed.replayed)
             audit.record(audit.CODE_REPLAY, audit.FAILURE, client_id=client.id, grant_id=consumed.replayed)
             raise InvalidGrant("The authorization code was already used; the tokens issued from it are revoked.")
         grant = consumed.grant
@@ -49,7 +53,7 @@ class AuthorizationCodeGrant:
             # RFC 9700 §2.1.1: a verifier without a challenge is a downgrade attempt.
             raise InvalidGrant("A code_verifier was sent, but the authorization request had no code_challenge.")
         user, member = member_of_grant(self._users, grant.user_id, grant.org_id)
-        access = self._tokens.access_token(
+        access = self._minter.access_token(
             client_id=client.id,
             org=member.org,
             scope=grant.scope,
@@ -59,7 +63,7 @@ class AuthorizationCodeGrant:
             auth_time=grant.auth_time,
         )
         response = token_response(access, grant.scope)
-        response["id_token"] = self._tokens.id_token(
+        response["id_token"] = self._minter.id_token(
             client_id=client.id,
             user=user,
             org=member.org,
@@ -70,7 +74,7 @@ class AuthorizationCodeGrant:
             access_token=access.token,
         )
         if "offline_access" in grant.scope and "refresh_token" in client.grants:
-            response["refresh_token"] = self._tokens.refresh_token(
+            response["refresh_token"] = self._minter.refresh_token(
                 grant_id=grant.grant_id,
                 client_id=client.id,
                 user_id=user.id,
@@ -79,6 +83,6 @@ class AuthorizationCodeGrant:
                 scope=grant.scope,
                 auth_time=grant.auth_time,
             )
-        revoke_if_raced(self._tokens, self._sessions, grant.grant_id, grant.session_id)
+        revoke_if_raced(self._revoker, self._sessions, grant.grant_id, grant.session_id)
         issued(self.grant_type, client, user.id, member.org.id, grant.grant_id)
         return response

@@ -13,15 +13,15 @@ from typing import Any
 from identity.clients import APPLICATION_SCOPES, SCOPES, Client
 from identity.errors import InvalidScope, UnknownRecord
 from identity.grants import issued, token_response
+from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
-from identity.tokens import TokenService
 
 
 class ClientCredentialsGrant:
     grant_type = "client_credentials"
 
-    def __init__(self, tokens: TokenService, organizations: OrganizationStore) -> None:
-        self._tokens = tokens
+    def __init__(self, minter: TokenMinter, organizations: OrganizationStore) -> None:
+        self._minter = minter
         self._organizations = organizations
 
     def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]:
@@ -39,6 +39,6 @@ class ClientCredentialsGrant:
         org = self._organizations.get(client.org_id)
         if org is None:
             raise UnknownRecord(client.org_id)
-        access = self._tokens.access_token(client_id=client.id, org=org, scope=scope, user_id=None)
+        access = self._minter.access_token(client_id=client.id, org=org, scope=scope, user_id=None)
         issued(self.grant_type, client, None, org.id, None)
         return token_response(access, scope)

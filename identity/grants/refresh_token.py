@@ -14,8 +14,10 @@ from identity import audit
 from identity.clients import SCOPES, Client
 from identity.errors import InvalidGrant, InvalidScope
 from identity.grants import issued, member_of_grant, required, revoke_if_raced, token_response
+from identity.minting import TokenMinter
+from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
-from identity.tokens import RefreshTokenStore, TokenService
+from identity.stores import RefreshTokens
 from identity.users import UserStore
 
 
@@ -23,10 +25,16 @@ class RefreshTokenGrant:
     grant_type = "refresh_token"
 
     def __init__(
-        self, refresh_tokens: RefreshTokenStore, tokens: TokenService, users: UserStore, sessions: SessionStore
+        self,
+        refresh_tokens: RefreshTokens,
+        minter: TokenMinter,
+        revoker: Revoker,
+        users: UserStore,
+        sessions: SessionStore,
     ) -> None:
         self._refresh_tokens = refresh_tokens
-        self._tokens = tokens
+        self._minter = minter
+        self._revoker = revoker
         self._users = users
         self._sessions = sessions
 
@@ -44,7 +52,7 @@ class RefreshTokenGrant:
         if not self._refresh_tokens.rotate(presented):
             now_seen = self._refresh_tokens.find(params["refresh_token"])  # what made it lose: reuse?
             if now_seen is not None and now_seen.rotated:
-                self._tokens.revoke_grant(presented.grant_id)
+                self._revoker.revoke_grant(presented.grant_id)
                 audit.record(
                     audit.REFRESH_TOKEN_REUSE,
                     audit.FAILURE,
@@ -55,7 +63,7 @@ class RefreshTokenGrant:
                 raise InvalidGrant("The refresh token was already used; its whole family is revoked.")
             raise InvalidGrant("The refresh token has expired or was revoked.")
         user, member = member_of_grant(self._users, presented.user_id, presented.org_id)
-        access = self._tokens.access_token(
+        access = self._minter.access_token(
             client_id=client.id,
             org=member.org,
             scope=scope,
@@ -65,7 +73,7 @@ class RefreshTokenGrant:
             auth_time=presented.auth_time,
         )
         response = token_response(access, scope)
-        response["refresh_token"] = self._tokens.refresh_token(
+        response["refresh_token"] = self._minter.refresh_token(
             grant_id=presented.grant_id,
             client_id=client.id,
             user_id=user.id,
@@ -75,10 +83,10 @@ class RefreshTokenGrant:
             auth_time=presented.auth_time,
             expires_at=presented.expires_at,
         )
-        revoke_if_raced(self._tokens, self._sessions, presented.grant_id, presented.session_id)
+        revoke_if_raced(self._revoker, self._sessions, presented.grant_id, presented.session_id)
         if "openid" in scope:
             # OpenID Connect Core §12.2: the same sub, auth_time and organization; no nonce.
-            response["id_token"] = self._tokens.id_token(
+            response["id_token"] = self._minter.id_token(
                 client_id=client.id,
                 user=user,
                 org=member.org,

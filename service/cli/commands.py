@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 
 from identity.api_keys import ApiKeyStore, UnknownApiKey
 from identity.clients import AUTH_METHODS, GRANTS, SCOPES, ClientStore
-from identity.clock import now
+from identity.clock import SYSTEM_CLOCK
 from identity.errors import InvalidInput, UnknownRecord
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
@@ -463,7 +463,7 @@ def _sealer(engine: Engine) -> Sealer:
 def keys_rotate(as_json: bool, engine: Engine) -> None:
     """Publish a new key now; it signs after MENUS_KEY_PUBLISH_DELAY seconds, when the current key retires."""
     info = _signing_keys(engine).rotate()
-    at = now()
+    at = SYSTEM_CLOCK.now()
     _print(as_json, info.as_dict(at), _table(KEY_HEADERS, [[info.kid, info.state(at), info.signs_from.isoformat()]]))
 
 
@@ -472,7 +472,7 @@ def keys_rotate(as_json: bool, engine: Engine) -> None:
 @_database_option
 def keys_list(as_json: bool, engine: Engine) -> None:
     """List signing keys and their states (published, signing, retired, expired)."""
-    at = now()
+    at = SYSTEM_CLOCK.now()
     infos = _signing_keys(engine).list()
     rows = [[i.kid, i.state(at), i.signs_from.isoformat()] for i in infos]
     _print(as_json, [i.as_dict(at) for i in infos], _table(KEY_HEADERS, rows))

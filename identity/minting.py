@@ -1,0 +1,183 @@
+"""Issuing tokens: access tokens (RFC 9068 JWTs), ID tokens (OpenID Connect Core §2) and refresh tokens.
+
+Access and ID tokens are RS256 JWTs signed with the current signing key. Every access token is also
+recorded by its ``jti`` (``AccessTokens``) so that revocation takes effect at once; refresh tokens are
+opaque 256-bit values recorded by their hash (``RefreshTokens``), in families that share an expiry.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import jwt
+
+from identity.access_tokens import AccessTokenRecord
+from identity.clock import SYSTEM_CLOCK, Clock, epoch, new_id
+from identity.issuer import Issuer
+from identity.keys import ALGORITHM, SigningKeys
+from identity.organizations import Organization
+from identity.stores import AccessTokens, RefreshTokens
+from identity.users import User
+from identity.verification import ACCESS_TOKEN_TYPE, PublicKeys
+
+
+@dataclass(frozen=True, slots=True)
+class Issued:
+    token: str
+    expires_in: int
+
+
+def left_half_hash(value: str) -> str:
+    """OpenID Connect Core §3.1.3.6 ``at_hash``: base64url of the left half of SHA-256."""
+    digest = hashlib.sha256(value.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode("ascii")
+
+
+def profile_claims(user: User, scope: tuple[str, ...]) -> dict[str, Any]:
+    """OpenID Connect Core §5.4: ``profile`` gives name, ``email`` gives email and email_verified."""
+    claims: dict[str, Any] = {}
+    if "profile" in scope:
+        claims["name"] = user.name
+    if "email" in scope:
+        claims["email"] = user.email
+        claims["email_verified"] = False  # addresses are not verified by this provider
+    return claims
+
+
+class TokenMinter:
+    def __init__(
+        self,
+        keys: SigningKeys,
+        public_keys: PublicKeys,
+        issuer: Issuer,
+        access_tokens: AccessTokens,
+        refresh_tokens: RefreshTokens,
+        access_ttl: timedelta,
+        refresh_ttl: timedelta,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self._keys = keys
+        self._public_keys = public_keys
+        self._issuer = issuer
+        self._access_tokens = access_tokens
+        self._refresh_tokens = refresh_tokens
+        self.access_ttl = access_ttl
+        self.refresh_ttl = refresh_ttl
+        self._clock = clock
+
+    def access_token(
+        self,
+        *,
+        client_id: str,
+        org: Organization,
+        scope: tuple[str, ...],
+        user_id: str | None,
+        session_id: str | None = None,
+        grant_id: str | None = None,
+        auth_time: datetime | None = None,
+    ) -> Issued:
+        """RFC 9068 §2.2: a JWT access token, recorded before it is handed out."""
+        at = self._clock.now()
+        expires = at + self.access_ttl
+        jti = new_id("at")
+        claims: dict[str, Any] = {
+            "iss": self._issuer.url,
+            "sub": user_id or client_id,
+            "aud": self._issuer.url,
+            "exp": epoch(expires),
+            "iat": epoch(at),
+            "jti": jti,
+            "client_id": client_id,
+            "scope": " ".join(scope),
+            "org_id": org.id,
+            "org_name": org.name,
+        }
+        if session_id:
+            claims["sid"] = session_id
+        if auth_time:
+            claims["auth_time"] = epoch(auth_time)
+        self._access_tokens.record(
+            AccessTokenRecord(
+                jti=jti,
+                grant_id=grant_id,
+                client_id=client_id,
+                user_id=user_id,
+                org_id=org.id,
+                session_id=session_id,
+                scope=scope,
+                issued_at=at,
+                expires_at=expires,
+            )
+        )
+        return Issued(self._sign(claims, ACCESS_TOKEN_TYPE), int(self.access_ttl.total_seconds()))
+
+    def id_token(
+        self,
+        *,
+        client_id: str,
+        user: User,
+        org: Organization,
+        scope: tuple[str, ...],
+        session_id: str,
+        auth_time: datetime,
+        nonce: str | None,
+        access_token: str,
+    ) -> str:
+        """OpenID Connect Core §2 and §5.4: identity claims, then profile and email claims by scope."""
+        at = self._clock.now()
+        claims: dict[str, Any] = {
+            "iss": self._issuer.url,
+            "sub": user.id,
+            "aud": client_id,
+            "exp": epoch(at + self.access_ttl),
+            "iat": epoch(at),
+            "auth_time": epoch(auth_time),
+            "sid": session_id,
+            "azp": client_id,
+            "at_hash": left_half_hash(access_token),
+            "org_id": org.id,
+            "org_name": org.name,
+        }
+        if nonce is not None:
+            claims["nonce"] = nonce
+        claims.update(profile_claims(user, scope))
+        return self._sign(claims, "JWT")
+
+    def refresh_token(
+        self,
+        *,
+        grant_id: str,
+        client_id: str,
+        user_id: str,
+        org_id: str,
+        session_id: str,
+        scope: tuple[str, ...],
+        auth_time: datetime,
+        expires_at: datetime | None = None,
+    ) -> str:
+        """A new refresh token of the family ``grant_id``; a family lives ``refresh_ttl`` from its start."""
+        token = "rt_" + secrets.token_urlsafe(32)
+        at = self._clock.now()
+        self._refresh_tokens.record(
+            token,
+            grant_id=grant_id,
+            client_id=client_id,
+            user_id=user_id,
+            org_id=org_id,
+            session_id=session_id,
+            scope=scope,
+            auth_time=auth_time,
+            issued_at=at,
+            expires_at=expires_at or at + self.refresh_ttl,
+        )
+        return token
+
+    def _sign(self, claims: dict[str, Any], typ: str) -> str:
+        kid, private = self._keys.signing_key()
+        self._public_keys.signing_with(kid, private)
+        return jwt.encode(claims, private, algorithm=ALGORITHM, headers={"kid": kid, "typ": typ})

@@ -1,0 +1,162 @@
+"""Refresh tokens (RFC 6749 §6): the one module that writes ``refresh_tokens``.
+
+Refresh tokens are opaque 256-bit values stored only as SHA-256 hashes, grouped in families (one per
+authorization, its ``grant_id``) that share an expiry. RFC 9700 §4.14.2: each use rotates the token,
+and rotating is one atomic statement, so two requests presenting the same token cannot both win.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.tables import refresh_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshToken:
+    id: str
+    token_hash: str
+    grant_id: str
+    client_id: str
+    user_id: str
+    org_id: str
+    session_id: str
+    scope: tuple[str, ...]
+    auth_time: datetime
+    issued_at: datetime
+    expires_at: datetime
+    rotated: bool
+    revoked: bool
+
+    def live(self, at: datetime) -> bool:
+        return not self.rotated and not self.revoked and self.expires_at > at
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class RefreshTokenStore:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def record(
+        self,
+        token: str,
+        *,
+        grant_id: str,
+        client_id: str,
+        user_id: str,
+        org_id: str,
+        session_id: str,
+        scope: tuple[str, ...],
+        auth_time: datetime,
+        issued_at: datetime,
+        expires_at: datetime,
+    ) -> None:
+        """Record a new token of the family ``grant_id``, by its hash only."""
+        with self._engine.begin() as connection:
+            connection.execute(
+                refresh_tokens.insert().values(
+                    token_hash=hash_token(token),
+                    id=new_id("rt"),
+                    grant_id=grant_id,
+                    client_id=client_id,
+                    user_id=user_id,
+                    org_id=org_id,
+                    session_id=session_id,
+                    scope=" ".join(scope),
+                    auth_time=auth_time,
+                    issued_at=issued_at,
+                    expires_at=expires_at,
+                )
+            )
+
+    def find(self, token: str) -> RefreshToken | None:
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                sa.select(refresh_tokens).where(refresh_tokens.c.token_hash == hash_token(token))
+            ).first()
+        if row is None:
+            return None
+        return RefreshToken(
+            id=row.id,
+            token_hash=row.token_hash,
+            grant_id=row.grant_id,
+            client_id=row.client_id,
+            user_id=row.user_id,
+            org_id=row.org_id,
+            session_id=row.session_id,
+            scope=tuple(row.scope.split()),
+            auth_time=utc(row.auth_time),
+            issued_at=utc(row.issued_at),
+            expires_at=utc(row.expires_at),
+            rotated=row.rotated_at is not None,
+            revoked=row.revoked_at is not None,
+        )
+
+    def rotate(self, token: RefreshToken) -> bool:
+        """Mark the token used; False when it was not live (used, revoked or expired) at that instant."""
+        at = self._clock.now()
+        table = refresh_tokens
+        with self._engine.begin() as connection:
+            return (
+                connection.execute(
+                    table.update()
+                    .where(
+                        table.c.token_hash == token.token_hash,
+                        table.c.rotated_at.is_(None),
+                        table.c.revoked_at.is_(None),
+                        table.c.expires_at > at,
+                    )
+                    .values(rotated_at=at)
+                ).rowcount
+                == 1
+            )
+
+    # In the caller's transaction: revoking across tables is all or nothing.
+
+    @staticmethod
+    def revoke_grant(connection: Connection, grant_id: str, at: datetime) -> None:
+        """Revoke the whole family of one authorization."""
+        connection.execute(
+            refresh_tokens.update()
+            .where(refresh_tokens.c.grant_id == grant_id, refresh_tokens.c.revoked_at.is_(None))
+            .values(revoked_at=at)
+        )
+
+    @staticmethod
+    def revoke_session(connection: Connection, session_id: str, at: datetime) -> list[str]:
+        """Revoke the refresh tokens issued in a browser session; the authorizations (families) they were of."""
+        grant_ids = list(
+            connection.scalars(
+                sa.select(refresh_tokens.c.grant_id).where(refresh_tokens.c.session_id == session_id).distinct()
+            )
+        )
+        connection.execute(
+            refresh_tokens.update()
+            .where(refresh_tokens.c.session_id == session_id, refresh_tokens.c.revoked_at.is_(None))
+            .values(revoked_at=at)
+        )
+        return grant_ids
+
+    @staticmethod
+    def revoke_client(connection: Connection, client_id: str, at: datetime) -> None:
+        """Revoke every refresh token issued to a client (it is being deleted)."""
+        connection.execute(
+            refresh_tokens.update()
+            .where(refresh_tokens.c.client_id == client_id, refresh_tokens.c.revoked_at.is_(None))
+            .values(revoked_at=at)
+        )
+
+    @staticmethod
+    def purge(connection: Connection, at: datetime) -> int:
+        """Delete the tokens expired at ``at`` (refused by their expiry already); how many."""
+        return connection.execute(refresh_tokens.delete().where(refresh_tokens.c.expires_at < at)).rowcount

@@ -1,0 +1,80 @@
+"""What the grants and the token services need of storage, one small protocol per artifact
+(as fosite's ``AuthorizeCodeStorage``): record it, find it, use it up or rotate it, revoke it.
+
+The stores of this package (``codes``, ``access_tokens``, ``refresh_tokens``) satisfy them; each owns
+every write to its table.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from identity.access_tokens import AccessTokenRecord
+from identity.codes import Consumed
+from identity.refresh_tokens import RefreshToken
+
+
+class AuthorizationCodes(Protocol):
+    """RFC 6749 §4.1.2: the code is short-lived and single-use; a code presented a second time is
+    refused, and the tokens issued from it should be revoked. Consuming is one atomic statement, so two
+    concurrent exchanges cannot both succeed."""
+
+    def record(
+        self,
+        *,
+        client_id: str,
+        redirect_uri: str,
+        user_id: str,
+        org_id: str,
+        session_id: str,
+        scope: tuple[str, ...],
+        nonce: str | None,
+        code_challenge: str | None,
+        auth_time: datetime,
+    ) -> str:
+        """A new code for this authorization (stored only as a hash)."""
+        ...
+
+    def consume(self, code: str, client_id: str) -> Consumed:
+        """Use the code up and return its grant; a second use reports the replay."""
+        ...
+
+
+class AccessTokens(Protocol):
+    """RFC 7009 §2.2: a revoked access token is invalid from then on, though it is a self-contained JWT:
+    every token is recorded, and the record is read at every use."""
+
+    def record(self, token: AccessTokenRecord) -> None: ...
+
+    def get(self, jti: str) -> AccessTokenRecord | None: ...
+
+    def revoke(self, jti: str) -> None: ...
+
+
+class RefreshTokens(Protocol):
+    """RFC 6749 §10.4 and RFC 9700 §4.14.2: refresh tokens rotate; each is used once, and presenting a
+    rotated one revokes its family. Rotating is one atomic statement."""
+
+    def record(
+        self,
+        token: str,
+        *,
+        grant_id: str,
+        client_id: str,
+        user_id: str,
+        org_id: str,
+        session_id: str,
+        scope: tuple[str, ...],
+        auth_time: datetime,
+        issued_at: datetime,
+        expires_at: datetime,
+    ) -> None:
+        """Record a new token of the family ``grant_id`` (only as a hash)."""
+        ...
+
+    def find(self, token: str) -> RefreshToken | None: ...
+
+    def rotate(self, token: RefreshToken) -> bool:
+        """Mark the token used; False when it was not live at that instant."""
+        ...

@@ -1,0 +1,29 @@
+"""Clocks for tests: handed to the provider (``create_app(clock=…)``) or to a store, instead of patching time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+
+class MovableClock:
+    """The system's time, moved by ``advance``: time passes for every object that reads this clock."""
+
+    def __init__(self) -> None:
+        self._offset = timedelta(0)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self._offset
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock by ``seconds`` (back, if negative)."""
+        self._offset += timedelta(seconds=seconds)
+
+
+class FixedClock:
+    """Always the same instant."""
+
+    def __init__(self, moment: datetime) -> None:
+        self._moment = moment
+
+    def now(self) -> datetime:
+        return self._moment
