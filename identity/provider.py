@@ -27,7 +27,7 @@ from identity.organizations import OrganizationStore
 from identity.purge import Purger
 from identity.sealing import Sealer
 from identity.sessions import SessionStore
-from identity.throttle import Counters, SignInThrottle, SqlCounters
+from identity.throttle import Counters, SignInThrottle, SqlCounters, ThrottlePolicy
 from identity.token_endpoint import TokenEndpoint
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.userinfo import UserInfo
@@ -43,12 +43,21 @@ class Lifetimes:
     key_publish_delay: timedelta
 
 
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """Limits and cache ages of the identity domain (the values: ``service/settings.py``)."""
+
+    throttle: ThrottlePolicy
+    signing_keys_max_age: timedelta  # the keys that may sign are used this long before their table is read again
+
+
 class Provider:
     def __init__(
         self,
         engine: Engine,
         issuer: Issuer,
         lifetimes: Lifetimes,
+        tuning: Tuning,
         cursor_key: bytes,
         sealer: Sealer,
         throttle_counters: Counters | None = None,  # the sign-in throttle's; the database's by default
@@ -58,7 +67,11 @@ class Provider:
         self.users = UserStore(engine)
         self.clients = ClientStore(engine)
         self.keys = SigningKeys(
-            engine, lifetimes.key_publish_delay, verify_window=lifetimes.access_token, sealer=sealer
+            engine,
+            lifetimes.key_publish_delay,
+            verify_window=lifetimes.access_token,
+            sealer=sealer,
+            max_age=tuning.signing_keys_max_age,
         )
         self.sessions = SessionStore(engine, lifetimes.session)
         self.codes = CodeStore(engine)
@@ -72,7 +85,7 @@ class Provider:
             consents=ConsentStore(engine),
             codes=self.codes,
             interactions=InteractionStore(engine),
-            throttle=SignInThrottle(throttle_counters or SqlCounters(engine)),
+            throttle=SignInThrottle(throttle_counters or SqlCounters(engine), tuning.throttle),
             interaction_ttl=lifetimes.interaction,
         )
         self.client_auth = ClientAuthenticator(engine, self.clients, issuer)

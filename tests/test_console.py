@@ -26,6 +26,7 @@ from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
 from tests.console_client import ORIGIN, PASSWORD, ConsoleBrowser, form_with, forms, key_in
+from tests.defaults import LAST_USED_RESOLUTION, POOL
 
 HOME = "/console/"
 
@@ -440,10 +441,12 @@ async def _requests(app: Any, key: str, n: int) -> float:
 def test_usage_counts_by_status_class_and_survives_a_failed_flush(engine: Engine, tmp_path: Path) -> None:
     org = OrganizationStore(engine).create("Counted")
     record, _ = ApiKeyStore(engine).create("k", org_id=org.id)
-    counter = UsageCounter(engine)
+    counter = UsageCounter(engine, LAST_USED_RESOLUTION)
     for status in (200, 304, 404, 429, 500, 503):
         counter.count(record.id, status)
-    broken = UsageCounter(make_engine(f"sqlite:///{tmp_path / 'no-tables.sqlite3'}"))  # every write fails
+    broken = UsageCounter(
+        make_engine(f"sqlite:///{tmp_path / 'no-tables.sqlite3'}", POOL), LAST_USED_RESOLUTION
+    )  # every write fails
     broken._counts, broken._seen = counter._counts.copy(), dict(counter._seen)
     with pytest.raises(sa.exc.DBAPIError):
         broken.flush()
@@ -460,7 +463,7 @@ def test_usage_counts_by_status_class_and_survives_a_failed_flush(engine: Engine
 
 @pytest.fixture
 def shared_database(either_database: str) -> str:
-    engine = make_engine(either_database)
+    engine = make_engine(either_database, POOL)
     upgrade(engine)
     engine.dispose()
     return either_database
@@ -469,7 +472,7 @@ def shared_database(either_database: str) -> str:
 def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_database: str) -> None:
     settings = Settings(database_url=shared_database, validate_responses=True, purge_interval=0)
     node_a, node_b = create_app(settings), create_app(settings)  # both register the console: one client
-    engine = make_engine(shared_database)
+    engine = make_engine(shared_database, POOL)
     try:
         with engine.connect() as connection:
             assert connection.scalar(sa.text("SELECT COUNT(*) FROM clients WHERE id = 'cli_console'")) == 1

@@ -21,6 +21,7 @@ from identity.sealing import Sealer, new_key
 from identity.tables import clients, users
 from identity.tokens import TokenService
 from identity.users import UserStore
+from tests.defaults import SIGNING_KEYS_MAX_AGE
 
 
 @pytest.fixture
@@ -155,7 +156,9 @@ def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # t
     client, _ = store.create(
         name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
     )
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
     keys.ensure()
     tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
     issued = tokens.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
@@ -171,7 +174,9 @@ def test_an_access_token_verified_before_expires_at_its_exp_all_the_same(  # typ
     client, _ = ClientStore(engine).create(
         name="Job", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
     )
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
     keys.ensure()
     tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
     issued = tokens.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
@@ -191,7 +196,13 @@ SEALER = Sealer([new_key()])  # every node of a deployment shares the keys
 
 
 def keys(engine: Engine, delay: int = 120) -> SigningKeys:
-    return SigningKeys(engine, publish_delay=timedelta(seconds=delay), verify_window=timedelta(hours=1), sealer=SEALER)
+    return SigningKeys(
+        engine,
+        publish_delay=timedelta(seconds=delay),
+        verify_window=timedelta(hours=1),
+        sealer=SEALER,
+        max_age=SIGNING_KEYS_MAX_AGE,
+    )
 
 
 def test_first_start_creates_one_signing_key(engine: Engine) -> None:

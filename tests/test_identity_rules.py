@@ -38,6 +38,7 @@ from identity.tables import authorization_codes, browser_sessions
 from identity.token_endpoint import single_values
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
+from tests.defaults import SIGNING_KEYS_MAX_AGE
 
 
 @pytest.fixture
@@ -254,8 +255,11 @@ def test_another_clients_attempt_neither_uses_up_the_code_nor_reports_a_replay(e
 
 def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issued(engine: Engine) -> None:
     tokens = TokenService(
-        engine, SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()])), Issuer("http://127.0.0.1:8000"),
-        timedelta(minutes=10), timedelta(days=1),
+        engine,
+        SigningKeys(
+            engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+        ),
+        Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1),
     )  # fmt: skip
     tokens.revoke_grant("grt_1")  # the replay's revocation ran before the exchange issued anything
     assert tokens.grant_revoked("grt_1") and not tokens.grant_revoked("grt_2")
@@ -388,7 +392,9 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
 ) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
     keys.ensure()
     tokens = TokenService(engine, keys, Issuer("http://127.0.0.1:8000"), timedelta(minutes=10), timedelta(days=1))
     store = RefreshTokenStore(engine)

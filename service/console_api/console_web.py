@@ -37,8 +37,6 @@ from service.identity_api.responses import form_pairs
 
 log = logging.getLogger("service.console")
 
-BODY_LIMIT = 16 * 1024  # bytes of a console form; a key's name is at most 200 characters
-
 
 @dataclass(frozen=True, slots=True)
 class Visitor:
@@ -58,8 +56,10 @@ class ConsoleWeb:
         console: Console,
         sessions: SessionStore,
         secure: bool,
+        form_limit: int,
     ) -> None:
         self.path = path  # e.g. /console
+        self.form_limit = form_limit  # bytes of a console form at most (a larger one is 413)
         self.home = path + "/"
         self.new_key_path = path + "/keys/new"
         self.base_url = base_url
@@ -191,7 +191,7 @@ class ConsoleWeb:
         return RedirectResponse(location, status_code=303, headers={"Cache-Control": "no-store"})
 
     def too_large(self) -> Response:
-        return self._message("Request too large", f"A console form is at most {BODY_LIMIT} bytes.", status=413)
+        return self._message("Request too large", f"A console form is at most {self.form_limit} bytes.", status=413)
 
     def error_response(self, status: int, error: Exception) -> Response:
         if status >= 500:
