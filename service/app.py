@@ -30,7 +30,7 @@ from identity.provider import Provider
 from identity.usage import UsageCounter, UsageReport
 from service.console_api import create_console_app
 from service.console_api.console_web import ConsoleWeb
-from service.console_api.cookies import Cookies
+from service.console_api.cookies import CookieLifetimes, Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret
 from service.database.db import client_threads, make_engine, service_secret
 from service.database.schema import require_current
@@ -304,7 +304,10 @@ def console_web(settings: Settings, engine: Engine, provider: Provider, keys: Ap
         base_url=settings.base_url,
         issuer_url=provider.issuer.url,
         client=client,
-        cookies=Cookies(service_secret(engine, "console-cookie-key")),
+        cookies=Cookies(
+            service_secret(engine, "console-cookie-key"),
+            CookieLifetimes(settings.console_session_ttl, settings.console_sign_in_ttl, settings.console_new_key_ttl),
+        ),
         console=Console(engine, keys, provider.users, UsageReport(engine)),
         sessions=provider.sessions,
         secure=provider.issuer.secure or console_url.startswith("https://"),

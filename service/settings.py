@@ -63,6 +63,9 @@ SIGN_IN_ADDRESS_LIMIT = 20  # sign-in and sign-up attempts per network per windo
 SIGNING_KEYS_MAX_AGE = 60.0  # seconds the keys that may sign are used before their table is read again
 
 # Developer console (service/console_api/)
+CONSOLE_SESSION_TTL = 8 * 3600  # seconds a console session lasts (the provider's session may end it sooner)
+CONSOLE_SIGN_IN_TTL = 15 * 60  # seconds a started console sign-in may take to come back
+CONSOLE_NEW_KEY_TTL = 120  # seconds between creating a key and the page that shows it (one redirect)
 CONSOLE_CLOCK_SKEW = 60  # seconds of leeway on the console's check of an ID token's iat and exp
 
 # Background work
@@ -135,6 +138,9 @@ class Settings:
     signing_keys_max_age: float = SIGNING_KEYS_MAX_AGE
 
     # Developer console
+    console_session_ttl: int = CONSOLE_SESSION_TTL
+    console_sign_in_ttl: int = CONSOLE_SIGN_IN_TTL
+    console_new_key_ttl: int = CONSOLE_NEW_KEY_TTL
     console_clock_skew: int = CONSOLE_CLOCK_SKEW
 
     # Background work

@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import sqlalchemy as sa
+from cryptography import fernet
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -21,12 +24,11 @@ from identity.organizations import OrganizationStore
 from identity.usage import UsageCounter
 from identity.users import UserStore
 from service.app import create_app
-from service.console_api import cookies as sessions
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
 from tests.console_client import ORIGIN, PASSWORD, ConsoleBrowser, form_with, forms, key_in
-from tests.defaults import LAST_USED_RESOLUTION, POOL
+from tests.defaults import DEFAULTS, LAST_USED_RESOLUTION, POOL
 
 HOME = "/console/"
 
@@ -236,7 +238,8 @@ def test_the_new_key_page_refuses_a_cookie_of_another_session_a_tampered_or_an_e
     tampered = sealed[:-4] + ("AAAA" if not sealed.endswith("AAAA") else "BBBB")
     page = with_new_key_cookie(console, tampered).get("/console/keys/new")
     assert key_in(page.text) is None and "no longer shown" in page.text
-    monkeypatch.setattr(sessions, "NEW_KEY_TTL", -1)  # as if two minutes had passed
+    later = time.time() + DEFAULTS.console_new_key_ttl + 1
+    monkeypatch.setattr(fernet, "time", SimpleNamespace(time=lambda: later))  # as if two minutes had passed
     page = with_new_key_cookie(console, sealed).get("/console/keys/new")
     assert key_in(page.text) is None and "no longer shown" in page.text
 
