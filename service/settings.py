@@ -43,7 +43,7 @@ ANSWER_CACHE_ENTRIES = 4096  # distinct menus URLs whose answer is kept
 ANSWER_CACHE_BYTES = 32 * 1024 * 1024  # body bytes the menus answer cache keeps, whatever the number of entries
 
 # Request limits and logs
-IDENTITY_FORM_LIMIT = 64 * 1024  # bytes: the largest form an identity endpoint takes (DESIGN §3)
+IDENTITY_FORM_LIMIT = 64 * 1024  # bytes: the largest form an identity endpoint takes (a larger one is 413)
 CONSOLE_FORM_LIMIT = 16 * 1024  # bytes of a console form; a key's name is at most 200 characters
 LOGGED_PATH_MAX = 512  # characters of the path kept in a log line
 ROUTE_CACHE_PATHS = 4096  # distinct raw paths whose route template is remembered (bounded: clients choose paths)
