@@ -28,6 +28,7 @@ from bench.workload import TYPICAL, region_paths, unique_mix, write_lines
 from data.catalog import load_catalog
 from identity.sealing import new_key
 from service.database.db import make_engine, service_secret
+from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIRECT_URI = "http://127.0.0.1:9/callback"
@@ -82,7 +83,7 @@ def run(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
     workspace.cli("db", "upgrade")
     api_keys = [workspace.cli("api-keys", "create", "--name", f"bench-{n}")["key"] for n in range(KEYS)]
     keys_file = write_lines(workspace.folder / "keys.txt", api_keys)
-    engine = make_engine(workspace.database_url)
+    engine = make_engine(workspace.database_url, Settings().database_pool())
     catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))  # the key the service will use
     engine.dispose()
     folder = workspace.folder

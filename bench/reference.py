@@ -42,7 +42,8 @@ from data.errors import InvalidCursor
 from data.folding import fold, terms
 from identity.api_keys import ApiKeyStore
 from service.database.db import make_engine, service_secret
-from service.menus_api.ratelimit import RateLimiter
+from service.menus_api.ratelimit import RateLimiter, RedisTuning
+from service.settings import Settings
 
 COURSES = {"breakfast", "starter", "main", "side", "bread", "rice", "snack", "dessert", "beverage"}
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -89,9 +90,10 @@ def problem(status: int, code: str, detail: str, headers: dict[str, str] | None 
 
 
 def create_reference(database_url: str, rate_limit: int) -> Starlette:
-    engine = make_engine(database_url)
+    settings = Settings(database_url=database_url)
+    engine = make_engine(database_url, settings.database_pool())
     keys = ApiKeyStore(engine)
-    limiter = RateLimiter(rate_limit)
+    limiter = RateLimiter(rate_limit, redis=RedisTuning.of(settings))
     cursors = CursorCodec(service_secret(engine, "menus-cursor-key"))
     dishes, regions = load(dataset_directory())
 

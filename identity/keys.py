@@ -31,7 +31,6 @@ from identity.tables import signing_keys
 
 ALGORITHM = "RS256"
 KEY_SIZE = 2048
-CANDIDATES_MAX_AGE = 60.0  # seconds the keys that may sign are used before the table is read again
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +86,7 @@ class SigningKeys:
         verify_window: timedelta,
         *,
         sealer: Sealer,
+        max_age: timedelta,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._engine = engine
@@ -96,11 +96,11 @@ class SigningKeys:
         self._verify_window = verify_window
         self._private: dict[str, rsa.RSAPrivateKey] = {}  # loading a PEM costs milliseconds; keep the objects
         # Every token signed asks which key signs now. The answer is read from the table at most every
-        # half publish delay (and every CANDIDATES_MAX_AGE): a key rotated in on any node is published a
+        # half publish delay (and every ``max_age``): a key rotated in on any node is published a
         # whole delay before it signs, so every node has read it before its first token is due.
         self._candidates: list[_Candidate] = []
         self._candidates_read = -math.inf  # monotonic time of the last read: never yet
-        self._reread_every = min(CANDIDATES_MAX_AGE, publish_delay.total_seconds() / 2)
+        self._reread_every = min(max_age.total_seconds(), publish_delay.total_seconds() / 2)
 
     def ensure(self) -> None:
         """Create a key that signs at once when no key signs now or later (first start)."""

@@ -32,7 +32,7 @@ from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer
 from identity.sessions import SessionStore
-from identity.throttle import Counters, SignInThrottle, SqlCounters
+from identity.throttle import Counters, SignInThrottle, SqlCounters, ThrottlePolicy
 from identity.token_endpoint import TokenEndpoint
 from identity.userinfo import UserInfo
 from identity.users import UserStore
@@ -48,12 +48,21 @@ class Lifetimes:
     key_publish_delay: timedelta
 
 
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """Limits and cache ages of the identity domain (the values: ``service/settings.py``)."""
+
+    throttle: ThrottlePolicy
+    signing_keys_max_age: timedelta  # the keys that may sign are used this long before their table is read again
+
+
 class Provider:
     def __init__(
         self,
         engine: Engine,
         issuer: Issuer,
         lifetimes: Lifetimes,
+        tuning: Tuning,
         cursor_key: bytes,
         sealer: Sealer,
         throttle_counters: Counters | None = None,  # the sign-in throttle's; the database's by default
@@ -64,7 +73,12 @@ class Provider:
         self.users = UserStore(engine, clock)
         self.clients = ClientStore(engine, clock)
         self.keys = SigningKeys(
-            engine, lifetimes.key_publish_delay, verify_window=lifetimes.access_token, sealer=sealer, clock=clock
+            engine,
+            lifetimes.key_publish_delay,
+            verify_window=lifetimes.access_token,
+            sealer=sealer,
+            max_age=tuning.signing_keys_max_age,
+            clock=clock,
         )
         self.sessions = SessionStore(engine, lifetimes.session, clock)
         self.codes = CodeStore(engine, clock=clock)
@@ -91,7 +105,7 @@ class Provider:
             consents=ConsentStore(engine, clock),
             codes=self.codes,
             interactions=InteractionStore(engine, clock),
-            throttle=SignInThrottle(throttle_counters or SqlCounters(engine, clock)),
+            throttle=SignInThrottle(throttle_counters or SqlCounters(engine, clock), tuning.throttle),
             interaction_ttl=lifetimes.interaction,
             clock=clock,
         )

@@ -36,6 +36,7 @@ import hashlib
 import ipaddress
 import math
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -48,8 +49,6 @@ from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.errors import Throttled
 from identity.tables import sign_in_failures
 
-ACCOUNT_LIMIT = 5  # failed sign-ins per account (and attempts per account from one network) per window
-ADDRESS_LIMIT = 20  # sign-in and sign-up attempts per network per window
 WINDOW = timedelta(minutes=15)
 IPV6_NETWORK = 64  # IPv6 addresses count by their /64: the smallest network one subscriber gets
 
@@ -239,13 +238,19 @@ class FallbackCounters:
         return getattr(self._fallback, name)(key)
 
 
+@dataclass(frozen=True, slots=True)
+class ThrottlePolicy:
+    """How many attempts each counter allows per ``WINDOW`` (the values: ``service/settings.py``)."""
+
+    account_limit: int  # failed sign-ins per account (and attempts per account from one network)
+    address_limit: int  # sign-in and sign-up attempts per network
+
+
 class SignInThrottle:
-    def __init__(
-        self, counters: Counters | Engine, account_limit: int = ACCOUNT_LIMIT, address_limit: int = ADDRESS_LIMIT
-    ) -> None:
+    def __init__(self, counters: Counters | Engine, policy: ThrottlePolicy) -> None:
         self._counters: Counters = SqlCounters(counters) if isinstance(counters, Engine) else counters
-        self.account_limit = account_limit
-        self.address_limit = address_limit
+        self.account_limit = policy.account_limit
+        self.address_limit = policy.address_limit
 
     def attempt(self, email: str, address: str) -> None:
         """Before a password is checked: raise ``Throttled`` when this network may not try this account now."""

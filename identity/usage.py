@@ -3,8 +3,8 @@
 Counting happens in memory, in the process that answered (``UsageCounter.count``: a dictionary
 increment under a lock, no I/O). ``flush`` writes what was counted in one transaction: one upsert
 row per (key, day, status class) seen since the last flush, plus ``last_used_at`` for keys whose
-stored value is more than ``LAST_USED_RESOLUTION`` old as far as this process knows (at most once a
-minute per key and process). The service flushes every few seconds and at shutdown, so a thousand
+stored value is more than ``last_used_resolution`` old as far as this process knows (at most once a
+minute per key and process by default). The service flushes every few seconds and at shutdown, so a thousand
 requests a second add a handful of writes, not a thousand. Counts of a process that dies without
 shutting down (SIGKILL, power loss) since its last flush are lost: usage is a statistic, not a bill.
 """
@@ -26,7 +26,6 @@ from identity.api_keys import api_keys, record_last_used
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.storage import metadata
 
-LAST_USED_RESOLUTION = timedelta(minutes=1)  # last_used_at is written at most this often per key and process
 STATUS_CLASSES = (2, 3, 4, 5)  # 2xx, 3xx (304s), 4xx, 5xx; 1xx never ends a request
 
 api_key_usage = sa.Table(
@@ -45,8 +44,9 @@ Send = Callable[[Message], Awaitable[None]]
 class UsageCounter:
     """Counts in memory; ``flush`` writes the counts in one transaction. Safe to use from several threads."""
 
-    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, engine: Engine, last_used_resolution: timedelta, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._last_used_resolution = last_used_resolution  # last_used_at is written at most this often per key
         self._clock = clock
         self._lock = threading.Lock()
         self._counts: Counter[tuple[str, date, int]] = Counter()
@@ -89,7 +89,7 @@ class UsageCounter:
             stale = {
                 key_id: at
                 for key_id, at in seen.items()
-                if key_id not in self._written or at - self._written[key_id] >= LAST_USED_RESOLUTION
+                if key_id not in self._written or at - self._written[key_id] >= self._last_used_resolution
             }
             if not counts and not stale:
                 return 0

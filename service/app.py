@@ -27,19 +27,20 @@ from identity.clock import SYSTEM_CLOCK, Clock
 from identity.console import Console
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
-from identity.provider import Lifetimes, Provider
+from identity.provider import Provider
 from identity.usage import UsageCounter, UsageReport
 from service.console_api import create_console_app
 from service.console_api.console_web import ConsoleWeb
-from service.console_api.cookies import Cookies
+from service.console_api.cookies import CookieLifetimes, Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret
 from service.database.db import client_threads, make_engine, service_secret
 from service.database.schema import require_current
 from service.database.secret_keys import open_sealer, reseal
 from service.identity_api.identity_app import create_identity_app
+from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
 from service.menus_api.menus_app import create_menus_app
-from service.menus_api.ratelimit import RateLimiter, StorageHealth, throttle_counters
+from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth, throttle_counters
 from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
@@ -69,9 +70,9 @@ class Dispatcher:
     purge_interval: float = 0
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
     console: ASGIApp | None = None  # the developer console, at console_path
-    console_path: str = "/console"
+    console_path: str = ""  # given with console
     flush_usage: Callable[[], object] | None = None  # run in a thread every usage_interval seconds and at shutdown
-    usage_interval: float = 5
+    usage_interval: float = 0  # given with flush_usage
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -168,35 +169,45 @@ def create_app(
     settings = settings or Settings.from_env()
     clock = clock or SYSTEM_CLOCK
     audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
-    engine = make_engine(settings.database_url)
+    pool = settings.database_pool()
+    engine = make_engine(settings.database_url, pool)
     require_current(engine)  # SchemaOutOfDate names the command to run
     sealer = open_sealer(engine, settings.secret_keys, settings.database_url)
     reseal(engine, sealer, rotate=False)  # a database from before sealing: its clear rows sealed (once; CAS per row)
     cursor_key = service_secret(engine, "menus-cursor-key")
     catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
-    limit_storage = StorageHealth()  # the Redis of the rate limit and the sign-in throttle, as this process sees it
-    limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_storage, health=limit_storage)
+    redis = RedisTuning.of(settings)
+    # the Redis of the rate limit and the sign-in throttle, as this process sees it
+    limit_storage = StorageHealth(redis.retry_after_outage, redis.log_every)
+    limiter = RateLimiter(
+        settings.rate_limit_per_minute, settings.rate_limit_storage, redis=redis, health=limit_storage
+    )
     keys = ApiKeyStore(engine, clock)
-    usage = UsageCounter(engine, clock)
+    usage = UsageCounter(engine, timedelta(seconds=settings.last_used_resolution), clock)
     menus = create_menus_app(
         catalog=catalog,
         keys=keys,
         limiter=limiter,
+        answers=AnswerCache(settings.answer_cache_entries, settings.answer_cache_bytes),
         validate_responses=settings.validate_responses,
         usage=usage,
     )
     provider = Provider(
         engine,
         Issuer(settings.issuer),
-        lifetimes(settings),
+        settings.lifetimes(),
+        settings.tuning(),
         cursor_key=service_secret(engine, "directory-cursor-key"),
         sealer=sealer,
-        throttle_counters=throttle_counters(engine, settings.rate_limit_storage, limit_storage),
+        throttle_counters=throttle_counters(engine, settings.rate_limit_storage, limit_storage, redis.timeout),
         clock=clock,
     )
     provider.start()
     identity = create_identity_app(
-        provider, validate_responses=settings.validate_responses, client_threads=client_threads(engine)
+        provider,
+        client_threads=client_threads(engine, pool),
+        form_limit=settings.identity_form_limit,
+        validate_responses=settings.validate_responses,
     )
     web = console_web(settings, engine, provider, keys, clock)
     console = (
@@ -217,7 +228,11 @@ def create_app(
         ),
         identity=documented(identity, settings, "identity.yaml", provider.issuer.path, settings.issuer),
         operations=documented(
-            BodyLimit(create_operations_app(Readiness(engine, limiter)), NO_BODY, _problem_too_large),
+            BodyLimit(
+                create_operations_app(Readiness(engine, limiter, timeout=settings.ready_timeout)),
+                NO_BODY,
+                _problem_too_large,
+            ),
             settings,
             "operations.yaml",
             "/ops",
@@ -239,9 +254,10 @@ def create_app(
             ("identity.yaml", provider.issuer.path, provider.issuer.path),
             ("operations.yaml", "", DOCUMENT_PREFIX.rstrip("/")),
             ("console.yaml", settings.console_path, settings.console_path),
-        ]
+        ],
+        cached_paths=settings.route_cache_paths,
     )
-    return RequestObserver(dispatcher, routes)
+    return RequestObserver(dispatcher, routes, logged_path_max=settings.logged_path_max)
 
 
 def documented(
@@ -259,7 +275,12 @@ def documented(
         pages_end_in_slash=pages_end_in_slash,
     )
     issuer_path = prefix if name == "identity.yaml" else None
-    return CrossOrigin(documentation, origins=settings.cors_origins, selected=cross_origin_paths(issuer_path))
+    return CrossOrigin(
+        documentation,
+        origins=settings.cors_origins,
+        selected=cross_origin_paths(issuer_path),
+        max_age=settings.cors_max_age,
+    )
 
 
 def _problem_too_large(_: Scope, limit: int) -> Response:
@@ -275,7 +296,12 @@ def console_web(
     None, with a warning, when the base URL cannot carry a redirect URI (plain http off loopback): the
     service runs without its console rather than send sign-ins over an unprotected channel."""
     console_url = settings.base_url + settings.console_path
-    client = ConsoleClient(provider, console_url, client_secret(service_secret(engine, "console-client-secret")))
+    client = ConsoleClient(
+        provider,
+        console_url,
+        client_secret(service_secret(engine, "console-client-secret")),
+        clock_skew=settings.console_clock_skew,
+    )
     try:
         client.register()
     except InvalidInput as error:
@@ -286,18 +312,12 @@ def console_web(
         base_url=settings.base_url,
         issuer_url=provider.issuer.url,
         client=client,
-        cookies=Cookies(service_secret(engine, "console-cookie-key")),
+        cookies=Cookies(
+            service_secret(engine, "console-cookie-key"),
+            CookieLifetimes(settings.console_session_ttl, settings.console_sign_in_ttl, settings.console_new_key_ttl),
+        ),
         console=Console(engine, keys, provider.users, UsageReport(engine, clock)),
         sessions=provider.sessions,
         secure=provider.issuer.secure or console_url.startswith("https://"),
-    )
-
-
-def lifetimes(settings: Settings) -> Lifetimes:
-    return Lifetimes(
-        access_token=timedelta(seconds=settings.access_token_ttl),
-        refresh_token=timedelta(seconds=settings.refresh_token_ttl),
-        session=timedelta(seconds=settings.session_ttl),
-        interaction=timedelta(seconds=settings.interaction_ttl),
-        key_publish_delay=timedelta(seconds=settings.key_publish_delay),
+        form_limit=settings.console_form_limit,
     )

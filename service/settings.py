@@ -7,24 +7,71 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 
+from identity.provider import Lifetimes, Tuning
+from identity.throttle import ThrottlePolicy
+from service.database.db import Pool
+
+# Server
+DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
+DEFAULT_PORT = 8000  # the port serve listens on unless told otherwise (--port)
+GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM (serve --workers)
+KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
+CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/web/cors.py)
+CORS_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
+CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
+
+# Database
 # Where state lives when MENUS_DATABASE_URL is unset: SQLite in ./var/ of the working directory, made absolute
 # when read (default_database_url()), so that every message names the file whichever folder it is read from.
 DEFAULT_DATABASE_PATH = Path("var") / "regional-menus.sqlite3"
-DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
-DEFAULT_PORT = 8000
+DATABASE_CONNECT_TIMEOUT = 5  # seconds to wait for PostgreSQL to accept a connection
+DATABASE_POOL_SIZE = 5  # connections each process keeps open (SQLAlchemy's default, stated here)
+DATABASE_MAX_OVERFLOW = 10  # more connections a process may open at busy times (SQLAlchemy's default, stated here)
+READY_TIMEOUT = 3.0  # seconds a readiness probe waits for the database before answering 503
+
+# Menus API limits
 DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (in any 60-second moving window)
 DEFAULT_RATE_LIMIT_STORAGE = "memory://"  # rate-limit windows per process; redis://host:port/db: one for every node
-KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
+REDIS_TIMEOUT = 0.5  # seconds a Redis connection or command may take before the limit fails open
+REDIS_RETRY_AFTER_OUTAGE = 2.0  # seconds after a Redis failure during which requests do not wait for Redis
+REDIS_LOG_EVERY = 60.0  # seconds between two log lines about the same Redis outage
+REDIS_MAX_BATCH = 500  # rate-limit requests in one Redis pipeline at most (a thousand commands)
+ANSWER_CACHE_ENTRIES = 4096  # distinct menus URLs whose answer is kept
+ANSWER_CACHE_BYTES = 32 * 1024 * 1024  # body bytes the menus answer cache keeps, whatever the number of entries
+
+# Request limits and logs
+IDENTITY_FORM_LIMIT = 64 * 1024  # bytes: the largest form an identity endpoint takes (a larger one is 413)
+CONSOLE_FORM_LIMIT = 16 * 1024  # bytes of a console form; a key's name is at most 200 characters
+LOGGED_PATH_MAX = 512  # characters of the path kept in a log line
+ROUTE_CACHE_PATHS = 4096  # distinct raw paths whose route template is remembered (bounded: clients choose paths)
+
+# Identity lifetimes
 ACCESS_TOKEN_TTL = 600  # seconds an access token (and an ID token) is valid
 REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
 SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentials are asked again
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
-CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
-USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted in memory (and at shutdown)
+KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
+
+# Identity throttling (identity/throttle.py)
+SIGN_IN_ACCOUNT_LIMIT = 5  # failed sign-ins per account (and attempts per account from one network) per window
+SIGN_IN_ADDRESS_LIMIT = 20  # sign-in and sign-up attempts per network per window
+
+# Identity caches
+SIGNING_KEYS_MAX_AGE = 60.0  # seconds the keys that may sign are used before their table is read again
+
+# Developer console (service/console_api/)
+CONSOLE_SESSION_TTL = 8 * 3600  # seconds a console session lasts (the provider's session may end it sooner)
+CONSOLE_SIGN_IN_TTL = 15 * 60  # seconds a started console sign-in may take to come back
+CONSOLE_NEW_KEY_TTL = 120  # seconds between creating a key and the page that shows it (one redirect)
+CONSOLE_CLOCK_SKEW = 60  # seconds of leeway on the console's check of an ID token's iat and exp
+
+# Background work
 PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more (identity/purge.py); 0: never
-CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/web/cors.py)
+USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted in memory (and at shutdown)
+LAST_USED_RESOLUTION = 60  # seconds: an API key's last use is written at most this often per key and process
 
 
 def default_database_url() -> str:
@@ -39,23 +86,67 @@ def default_database_url() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    database_url: str = field(default_factory=default_database_url)
-    base_url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # public address of the menus API
-    issuer: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # OpenID Connect issuer identifier
-    rate_limit_per_minute: int = DEFAULT_RATE_LIMIT
-    rate_limit_storage: str = DEFAULT_RATE_LIMIT_STORAGE  # MENUS_RATE_LIMIT_STORAGE: memory:// or redis://…
+    """Every setting of the service; the constants above are the defaults, each with what it is for."""
+
+    # Server
+    base_url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # MENUS_BASE_URL: public address of the menus API
+    issuer: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # MENUS_ISSUER: OpenID Connect issuer identifier
+    graceful_timeout: int = GRACEFUL_TIMEOUT
+    keep_alive: int = KEEP_ALIVE
+    docs: bool = True  # MENUS_DOCS: serve the OpenAPI documents and Swagger UI (off: every one is 404)
+    cors_origins: tuple[str, ...] = CORS_ORIGINS  # MENUS_CORS_ORIGINS
+    cors_max_age: int = CORS_MAX_AGE
+    console_path: str = CONSOLE_PATH  # MENUS_CONSOLE_PATH
     validate_responses: bool = False  # validate every response against the contract (on in tests)
-    key_publish_delay: int = KEY_PUBLISH_DELAY
-    access_token_ttl: int = ACCESS_TOKEN_TTL
-    refresh_token_ttl: int = REFRESH_TOKEN_TTL
-    session_ttl: int = SESSION_TTL
-    interaction_ttl: int = INTERACTION_TTL
-    purge_interval: int = PURGE_INTERVAL
-    cors_origins: tuple[str, ...] = CORS_ORIGINS
-    docs: bool = True  # serve the OpenAPI documents and Swagger UI (MENUS_DOCS=off: every one is 404)
+
+    # Database
+    database_url: str = field(default_factory=default_database_url)  # MENUS_DATABASE_URL
     secret_keys: tuple[str, ...] = ()  # MENUS_SECRET_KEYS; () means the key file
-    console_path: str = CONSOLE_PATH
-    usage_flush_interval: int = USAGE_FLUSH_INTERVAL
+    database_connect_timeout: int = DATABASE_CONNECT_TIMEOUT
+    database_pool_size: int = DATABASE_POOL_SIZE
+    database_max_overflow: int = DATABASE_MAX_OVERFLOW
+    ready_timeout: float = READY_TIMEOUT
+
+    # Menus API limits
+    rate_limit_per_minute: int = DEFAULT_RATE_LIMIT  # MENUS_RATE_LIMIT
+    rate_limit_storage: str = DEFAULT_RATE_LIMIT_STORAGE  # MENUS_RATE_LIMIT_STORAGE: memory:// or redis://…
+    redis_timeout: float = REDIS_TIMEOUT
+    redis_retry_after_outage: float = REDIS_RETRY_AFTER_OUTAGE
+    redis_log_every: float = REDIS_LOG_EVERY
+    redis_max_batch: int = REDIS_MAX_BATCH
+    answer_cache_entries: int = ANSWER_CACHE_ENTRIES
+    answer_cache_bytes: int = ANSWER_CACHE_BYTES
+
+    # Request limits and logs
+    identity_form_limit: int = IDENTITY_FORM_LIMIT
+    console_form_limit: int = CONSOLE_FORM_LIMIT
+    logged_path_max: int = LOGGED_PATH_MAX
+    route_cache_paths: int = ROUTE_CACHE_PATHS
+
+    # Identity lifetimes
+    access_token_ttl: int = ACCESS_TOKEN_TTL  # MENUS_ACCESS_TOKEN_TTL
+    refresh_token_ttl: int = REFRESH_TOKEN_TTL  # MENUS_REFRESH_TOKEN_TTL
+    session_ttl: int = SESSION_TTL  # MENUS_SESSION_TTL
+    interaction_ttl: int = INTERACTION_TTL
+    key_publish_delay: int = KEY_PUBLISH_DELAY  # MENUS_KEY_PUBLISH_DELAY
+
+    # Identity throttling
+    sign_in_account_limit: int = SIGN_IN_ACCOUNT_LIMIT
+    sign_in_address_limit: int = SIGN_IN_ADDRESS_LIMIT
+
+    # Identity caches
+    signing_keys_max_age: float = SIGNING_KEYS_MAX_AGE
+
+    # Developer console
+    console_session_ttl: int = CONSOLE_SESSION_TTL
+    console_sign_in_ttl: int = CONSOLE_SIGN_IN_TTL
+    console_new_key_ttl: int = CONSOLE_NEW_KEY_TTL
+    console_clock_skew: int = CONSOLE_CLOCK_SKEW
+
+    # Background work
+    purge_interval: int = PURGE_INTERVAL  # MENUS_PURGE_INTERVAL
+    usage_flush_interval: int = USAGE_FLUSH_INTERVAL  # MENUS_USAGE_FLUSH_INTERVAL
+    last_used_resolution: int = LAST_USED_RESOLUTION
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -82,6 +173,31 @@ class Settings:
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def lifetimes(self) -> Lifetimes:
+        """The identity domain's lifetimes."""
+        return Lifetimes(
+            access_token=timedelta(seconds=self.access_token_ttl),
+            refresh_token=timedelta(seconds=self.refresh_token_ttl),
+            session=timedelta(seconds=self.session_ttl),
+            interaction=timedelta(seconds=self.interaction_ttl),
+            key_publish_delay=timedelta(seconds=self.key_publish_delay),
+        )
+
+    def tuning(self) -> Tuning:
+        """The identity domain's limits and cache ages."""
+        return Tuning(
+            throttle=ThrottlePolicy(account_limit=self.sign_in_account_limit, address_limit=self.sign_in_address_limit),
+            signing_keys_max_age=timedelta(seconds=self.signing_keys_max_age),
+        )
+
+    def database_pool(self) -> Pool:
+        """The connection pool of each process (and PostgreSQL's connect timeout)."""
+        return Pool(
+            size=self.database_pool_size,
+            max_overflow=self.database_max_overflow,
+            connect_timeout=self.database_connect_timeout,
+        )
 
 
 def check_storage_url(url: str) -> str:

@@ -27,6 +27,7 @@ from service.database.schema import upgrade
 from service.ops.logs import SERVICE_LOGGERS
 from service.settings import Settings
 from tests.clocks import MovableClock
+from tests.defaults import POOL
 from tests.postgres import empty_every_table, throwaway_database
 
 pytest_plugins = [
@@ -113,7 +114,7 @@ def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An SQLite database at the current schema, made once per process: a test's own database starts as a
     copy of it (running every migration takes about 0.2 s; copying the file, a millisecond)."""
     path = tmp_path_factory.mktemp("migrated") / "state.sqlite3"
-    engine = make_engine(f"sqlite:///{path}")
+    engine = make_engine(f"sqlite:///{path}", POOL)
     upgrade(engine)
     with engine.connect() as connection:
         connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the file itself
@@ -126,7 +127,7 @@ def engine(settings: Settings, migrated_sqlite: Path) -> Iterator[Engine]:
     url = sa.make_url(settings.database_url)
     if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
         shutil.copyfile(migrated_sqlite, url.database)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, POOL)
     upgrade(engine)  # nothing to do on the copy; a PostgreSQL database may need it
     yield engine
     engine.dispose()

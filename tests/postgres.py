@@ -18,6 +18,7 @@ from sqlalchemy.engine import URL, Engine
 
 from service.database.db import make_engine, metadata
 from service.database.schema import load_tables, upgrade
+from tests.defaults import POOL
 
 SERVER_URL = os.environ.get("MENUS_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
@@ -40,7 +41,7 @@ def throwaway_database(*, migrated: bool = True) -> Iterator[str]:
     url: URL = sa.make_url(SERVER_URL).set(database=name)
     rendered = url.render_as_string(hide_password=False)
     if migrated:
-        engine = make_engine(rendered)
+        engine = make_engine(rendered, POOL)
         upgrade(engine)
         engine.dispose()
     try:
@@ -55,7 +56,7 @@ def empty_every_table(url: str) -> None:
     """Delete every row (the schema stays): a clean database for the next test, faster than a new one."""
     load_tables()
     names = ", ".join(f'"{table.name}"' for table in metadata.sorted_tables)
-    engine = make_engine(url)
+    engine = make_engine(url, POOL)
     with engine.begin() as connection:
         connection.execute(sa.text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
     engine.dispose()

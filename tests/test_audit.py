@@ -24,8 +24,8 @@ from identity.api_keys import ApiKeyStore
 from identity.keys import SigningKeys
 from identity.organizations import Organization
 from identity.sealing import Sealer, new_key
-from identity.throttle import ACCOUNT_LIMIT
 from identity.users import User
+from tests.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
 from tests.test_identity_api import (
     CALLBACK,
     SIGN_UP,
@@ -244,7 +244,9 @@ def test_sign_out_is_audited_with_the_user_and_session(
 
 
 def test_key_rotation_is_audited_with_the_new_kid(engine: Engine, audited: pytest.LogCaptureFixture) -> None:
-    info = SigningKeys(engine, timedelta(seconds=60), timedelta(seconds=60), sealer=Sealer([new_key()])).rotate()
+    info = SigningKeys(
+        engine, timedelta(seconds=60), timedelta(seconds=60), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    ).rotate()
     assert only(audited) == {"event": "key_rotated", "outcome": "success", "kid": info.kid}
 
 

@@ -34,6 +34,7 @@ from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.defaults import POOL
 from tests.form_browser import FormParser
 from tests.live import live_service
 
@@ -93,7 +94,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     url = f"sqlite:///{tmp_path_factory.mktemp('bad-input') / 'state.sqlite3'}"
-    engine = make_engine(url)
+    engine = make_engine(url, POOL)
     upgrade(engine)
     orgs = OrganizationStore(engine)
     org, other = orgs.create("Acme Foods"), orgs.create("Blue Harbor")

@@ -20,12 +20,13 @@ from service.cli.demo import prepare
 from service.database.db import MissingDriver, make_engine
 from service.database.schema import head, upgrade
 from service.settings import Settings
+from tests.defaults import POOL
 
 
 @pytest.fixture(autouse=True)
 def migrated(tmp_path: Path) -> None:
     """The default database of a command run in ``tmp_path``, at the current schema (as `db upgrade` leaves it)."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'regional-menus.sqlite3'}")
+    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'regional-menus.sqlite3'}", POOL)
     upgrade(engine)
     engine.dispose()
 
@@ -126,7 +127,7 @@ def test_a_postgresql_url_without_psycopg_names_the_extra_to_install(monkeypatch
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a))
     with pytest.raises(MissingDriver, match=r"pip install 'regional-menus\[postgres\]'"):
-        make_engine("postgresql+psycopg://menus@127.0.0.1/menus")
+        make_engine("postgresql+psycopg://menus@127.0.0.1/menus", POOL)
 
 
 @pytest.mark.parametrize(

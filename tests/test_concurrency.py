@@ -31,6 +31,7 @@ from sqlalchemy.engine import Engine
 from identity.codes import hash_code
 from identity.tables import access_tokens, authorization_codes, refresh_tokens, revoked_grants
 from service.database.db import make_engine
+from tests.defaults import POOL
 from tests.form_browser import Browser, Callback, Page
 from tests.live import LiveService, live_service
 from tests.postgres import throwaway_database
@@ -122,7 +123,7 @@ def provisioned(engine: str, service: LiveService, url: str) -> Iterator[Identit
         "--redirect-uri", REDIRECT_URI, "--auth-method", "client_secret_basic", "--first-party",
         "--grant", "authorization_code", "--grant", "refresh_token", "--scope", "openid", "--scope", "offline_access",
     )  # fmt: skip
-    database = make_engine(url)
+    database = make_engine(url, POOL)
     browser = Browser(service.url)
     found = Identity(engine, service, database, client["client_id"], client["client_secret"], email, browser)
     try:

@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import sqlalchemy as sa
+from cryptography import fernet
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -21,11 +24,11 @@ from identity.organizations import OrganizationStore
 from identity.usage import UsageCounter
 from identity.users import UserStore
 from service.app import create_app
-from service.console_api import cookies as sessions
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
 from tests.console_client import ORIGIN, PASSWORD, ConsoleBrowser, form_with, forms, key_in
+from tests.defaults import DEFAULTS, LAST_USED_RESOLUTION, POOL
 
 HOME = "/console/"
 
@@ -235,7 +238,8 @@ def test_the_new_key_page_refuses_a_cookie_of_another_session_a_tampered_or_an_e
     tampered = sealed[:-4] + ("AAAA" if not sealed.endswith("AAAA") else "BBBB")
     page = with_new_key_cookie(console, tampered).get("/console/keys/new")
     assert key_in(page.text) is None and "no longer shown" in page.text
-    monkeypatch.setattr(sessions, "NEW_KEY_TTL", -1)  # as if two minutes had passed
+    later = time.time() + DEFAULTS.console_new_key_ttl + 1
+    monkeypatch.setattr(fernet, "time", SimpleNamespace(time=lambda: later))  # as if two minutes had passed
     page = with_new_key_cookie(console, sealed).get("/console/keys/new")
     assert key_in(page.text) is None and "no longer shown" in page.text
 
@@ -440,10 +444,12 @@ async def _requests(app: Any, key: str, n: int) -> float:
 def test_usage_counts_by_status_class_and_survives_a_failed_flush(engine: Engine, tmp_path: Path) -> None:
     org = OrganizationStore(engine).create("Counted")
     record, _ = ApiKeyStore(engine).create("k", org_id=org.id)
-    counter = UsageCounter(engine)
+    counter = UsageCounter(engine, LAST_USED_RESOLUTION)
     for status in (200, 304, 404, 429, 500, 503):
         counter.count(record.id, status)
-    broken = UsageCounter(make_engine(f"sqlite:///{tmp_path / 'no-tables.sqlite3'}"))  # every write fails
+    broken = UsageCounter(
+        make_engine(f"sqlite:///{tmp_path / 'no-tables.sqlite3'}", POOL), LAST_USED_RESOLUTION
+    )  # every write fails
     broken._counts, broken._seen = counter._counts.copy(), dict(counter._seen)
     with pytest.raises(sa.exc.DBAPIError):
         broken.flush()
@@ -460,7 +466,7 @@ def test_usage_counts_by_status_class_and_survives_a_failed_flush(engine: Engine
 
 @pytest.fixture
 def shared_database(either_database: str) -> str:
-    engine = make_engine(either_database)
+    engine = make_engine(either_database, POOL)
     upgrade(engine)
     engine.dispose()
     return either_database
@@ -469,7 +475,7 @@ def shared_database(either_database: str) -> str:
 def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_database: str) -> None:
     settings = Settings(database_url=shared_database, validate_responses=True, purge_interval=0)
     node_a, node_b = create_app(settings), create_app(settings)  # both register the console: one client
-    engine = make_engine(shared_database)
+    engine = make_engine(shared_database, POOL)
     try:
         with engine.connect() as connection:
             assert connection.scalar(sa.text("SELECT COUNT(*) FROM clients WHERE id = 'cli_console'")) == 1

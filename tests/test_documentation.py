@@ -12,6 +12,7 @@ from service.app import create_app
 from service.settings import Settings
 from service.web.documents import authored
 from service.web.routes import UNMATCHED, RouteTemplates
+from tests.defaults import DEFAULTS
 
 BASE_URL = "https://menus.example.com"
 ISSUER = "https://id.example.com/tenant-a"
@@ -119,7 +120,9 @@ def test_docs_setting_reads_on_and_off_only() -> None:
 
 
 def test_both_forms_of_each_document_are_routes_of_their_own_for_metrics_and_logs() -> None:
-    routes = RouteTemplates([("menus.yaml", "/v1", "/v1"), ("operations.yaml", "", "/ops")])
+    routes = RouteTemplates(
+        [("menus.yaml", "/v1", "/v1"), ("operations.yaml", "", "/ops")], cached_paths=DEFAULTS.route_cache_paths
+    )
     for path in ("/v1/openapi.json", "/v1/openapi.yaml", "/ops/openapi.json", "/ops/openapi.yaml"):
         assert routes.template(path) == path
     assert routes.template("/v1/openapi.yml") == UNMATCHED

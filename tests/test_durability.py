@@ -37,6 +37,7 @@ import sqlalchemy as sa
 from identity.api_keys import api_keys
 from identity.tables import signing_keys
 from service.database.db import commit_without_waiting, make_engine, service_secrets
+from tests.defaults import POOL
 from tests.live import LiveService, free_port, live_service
 from tests.postgres import throwaway_database
 from tests.traffic import TIMEOUT, Tenant, introspect, provision, refresh, revoke, sign_in
@@ -152,7 +153,7 @@ def lost_tokens(tenant: Tenant, family: Family) -> list[str]:
 def state(service: LiveService, database_url: str) -> dict[str, Any]:
     """What must survive untouched: the published JWKS, the signing keys, the API keys and the service secrets
     (the cursor keys), row for row."""
-    engine = make_engine(database_url)
+    engine = make_engine(database_url, POOL)
     try:
         with engine.connect() as connection:
             rows = {
@@ -232,7 +233,7 @@ def sqlite_checks(path: Path) -> tuple[list[str], list[tuple[Any, ...]]]:
 
 def test_sqlite_commits_reach_the_disk_before_they_are_acknowledged(tmp_path: Path) -> None:
     """WAL with synchronous=FULL: a commit is durable against power loss too, not only against a process crash."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'state.sqlite3'}")
+    engine = make_engine(f"sqlite:///{tmp_path / 'state.sqlite3'}", POOL)
     try:
         with engine.connect() as connection:
             pragmas = [connection.scalar(sa.text(f"PRAGMA {name}")) for name in ("journal_mode", "synchronous")]
@@ -252,7 +253,7 @@ def _durability_setting(connection: sa.Connection) -> str:
 def test_only_a_commit_that_may_fail_closed_skips_waiting_for_the_disk(either_database: str) -> None:
     """Access-token records commit without waiting for the disk (lost in a power cut, a token is only inactive);
     the connection goes back to the pool waiting again, even when the transaction failed."""
-    engine = make_engine(either_database)
+    engine = make_engine(either_database, POOL)
     table = sa.Table("durability_probe", sa.MetaData(), sa.Column("n", sa.Integer, primary_key=True))
     try:
         table.create(engine)

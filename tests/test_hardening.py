@@ -40,10 +40,11 @@ from identity.token_endpoint import TokenEndpoint
 from identity.users import User, UserStore
 from service.app import create_app
 from service.cli.commands import main
-from service.database.db import POOL_CAPACITY, client_threads, make_engine, service_secret, service_secrets
+from service.database.db import client_threads, make_engine, service_secret, service_secrets
 from service.database.secret_keys import load_sealer, reseal
 from service.settings import Settings
 from tests import test_identity_part2 as part2
+from tests.defaults import POOL
 from tests.live import live_service
 from tests.test_identity_part2 import PASSWORD, Registered, assert_oauth_error, introspect, refresh, user_tokens
 
@@ -245,7 +246,7 @@ def test_signing_in_as_someone_else_ends_the_first_users_browser_session_grants(
 
 def test_state_folder_is_private_to_the_user_and_the_database_file_too(tmp_path: Path) -> None:
     database = tmp_path / "var" / "regional-menus.sqlite3"
-    engine = make_engine(f"sqlite:///{database}")
+    engine = make_engine(f"sqlite:///{database}", POOL)
     with engine.connect() as connection:
         connection.exec_driver_sql("CREATE TABLE t (x INTEGER)")
         connection.commit()
@@ -434,7 +435,7 @@ def stored_bytes(database: Path) -> bytes:
 
 
 def sealed_rows(database_url: str) -> tuple[list[str], list[bytes]]:
-    engine = make_engine(database_url)
+    engine = make_engine(database_url, POOL)
     with engine.connect() as connection:
         pems = list(connection.scalars(sa.select(signing_keys.c.private_pem)))
         secrets = [bytes(value) for value in connection.scalars(sa.select(service_secrets.c.value))]
@@ -566,9 +567,9 @@ def test_client_endpoint_work_runs_in_a_thread_while_the_loop_answers_others(
 
 
 def test_client_endpoint_threads_are_one_on_sqlite_and_the_pool_on_postgresql(engine: Engine) -> None:
-    assert client_threads(engine) == 1  # one writer at a time: more threads would only queue on the file lock
-    postgres = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")  # never connected
+    assert client_threads(engine, POOL) == 1  # one writer at a time: more threads would only queue on the file lock
+    postgres = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none", POOL)  # never connected
     try:
-        assert client_threads(postgres) == POOL_CAPACITY
+        assert client_threads(postgres, POOL) == POOL.capacity
     finally:
         postgres.dispose()

@@ -33,6 +33,7 @@ from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
 from tests.clocks import MovableClock
+from tests.defaults import POOL
 from tests.identity_fixtures import CALLBACK, CALLBACK_WITH_QUERY, EMAIL, PASSWORD, Registered, register
 from tests.postgres import throwaway_database
 
@@ -96,7 +97,7 @@ def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         else:
             url = stack.enter_context(throwaway_database())
         settings = Settings(database_url=url, validate_responses=True)
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, POOL)
         upgrade(engine)
         org = OrganizationStore(engine).create("Acme Foods")
         clock = MovableClock()

@@ -20,6 +20,7 @@ from identity.sealing import Sealer, new_key
 from identity.tables import clients, users
 from identity.users import UserStore
 from tests.clocks import MovableClock
+from tests.defaults import SIGNING_KEYS_MAX_AGE
 from tests.token_services import token_services
 
 
@@ -155,7 +156,9 @@ def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # t
     client, _ = store.create(
         name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
     )
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
     keys.ensure()
     tokens = token_services(engine, keys)
     issued = tokens.minter.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
@@ -172,7 +175,14 @@ def test_an_access_token_verified_before_expires_at_its_exp_all_the_same(  # typ
         name="Job", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
     )
     clock = MovableClock()
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), clock=clock)
+    keys = SigningKeys(
+        engine,
+        timedelta(0),
+        timedelta(minutes=10),
+        sealer=Sealer([new_key()]),
+        max_age=SIGNING_KEYS_MAX_AGE,
+        clock=clock,
+    )
     keys.ensure()
     tokens = token_services(engine, keys, clock)
     issued = tokens.minter.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None)
@@ -192,7 +202,12 @@ SEALER = Sealer([new_key()])  # every node of a deployment shares the keys
 
 def keys(engine: Engine, delay: int = 120, clock: Clock = SYSTEM_CLOCK) -> SigningKeys:
     return SigningKeys(
-        engine, publish_delay=timedelta(seconds=delay), verify_window=timedelta(hours=1), sealer=SEALER, clock=clock
+        engine,
+        publish_delay=timedelta(seconds=delay),
+        verify_window=timedelta(hours=1),
+        sealer=SEALER,
+        max_age=SIGNING_KEYS_MAX_AGE,
+        clock=clock,
     )
 
 

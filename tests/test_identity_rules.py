@@ -39,6 +39,7 @@ from identity.tables import authorization_codes, browser_sessions
 from identity.token_endpoint import single_values
 from identity.users import UserStore
 from tests.clocks import MovableClock
+from tests.defaults import SIGNING_KEYS_MAX_AGE
 from tests.token_services import token_services
 
 
@@ -387,7 +388,9 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
 ) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
-    keys = SigningKeys(engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]))
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
     keys.ensure()
     tokens = token_services(engine, keys)
     store = tokens.refresh_tokens

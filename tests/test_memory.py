@@ -38,8 +38,9 @@ from service.database.schema import upgrade
 from service.settings import Settings
 
 url = "sqlite:///" + sys.argv[1]
-upgrade(make_engine(url))
-app = create_app(Settings(database_url=url))
+settings = Settings(database_url=url)
+upgrade(make_engine(url, settings.database_pool()))
+app = create_app(settings)
 tracked = len(gc.get_objects())
 frozen = freeze_startup_objects()
 print(tracked, frozen, len(gc.get_objects()))

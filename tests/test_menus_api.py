@@ -13,6 +13,7 @@ from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.defaults import POOL
 
 PROBLEM = "application/problem+json"
 
@@ -184,7 +185,7 @@ def test_a_prebuilt_catalog_signs_cursors_with_each_databases_own_key(
     with TestClient(create_app(settings), headers=headers) as loaded_afresh:  # the same database
         assert loaded_afresh.get("/v1/menus/dishes", params={"limit": 3, "cursor": cursor}).status_code == 200
     other = settings.with_changes(database_url=f"sqlite:///{tmp_path / 'other.sqlite3'}")
-    engine = make_engine(other.database_url)
+    engine = make_engine(other.database_url, POOL)
     upgrade(engine)
     other_key = ApiKeyStore(engine).create("other")[1]
     engine.dispose()

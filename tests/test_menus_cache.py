@@ -14,6 +14,7 @@ from service.menus_api.answer_cache import Answer, AnswerCache, cache_key
 from service.menus_api.gate import MenusGate
 from service.settings import Settings
 from service.web.observe import RequestObserver
+from tests.defaults import DEFAULTS
 
 TYPICAL = "/v1/menus/dishes?course=main&max_spice=3&limit=20"
 # Headers that legitimately differ from one answer to the next.
@@ -171,7 +172,7 @@ def test_answer_larger_than_the_whole_cache_is_not_kept() -> None:
 
 
 def test_recently_used_entry_survives_eviction() -> None:
-    cache = AnswerCache(max_entries=2)
+    cache = AnswerCache(max_entries=2, max_bytes=DEFAULTS.answer_cache_bytes)
     answer = Answer(headers=(), body=b"a", etag=b'"a"')
     first, second, third = (("/v1/menus/regions", (("country", c),)) for c in ("IN", "FR", "JP"))
     cache.put(first, answer)

@@ -19,10 +19,10 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.organizations import Organization
-from identity.throttle import ACCOUNT_LIMIT
 from identity.users import User
 from service.app import create_app
 from service.settings import Settings
+from tests.defaults import ACCOUNT_LIMIT
 from tests.live import live_service
 from tests.test_identity_api import (
     Registered,

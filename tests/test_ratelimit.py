@@ -27,6 +27,7 @@ from service.menus_api.ratelimit import (
 )
 from service.ops import metrics
 from service.settings import Settings
+from tests.defaults import REDIS
 from tests.live import free_port
 
 
@@ -48,28 +49,28 @@ def take(limiter: RateLimiter, key: str, times: int = 1, *, close: bool = True) 
 
 
 def test_window_allows_the_limit_then_refuses(storage: str) -> None:
-    decisions = take(RateLimiter(3, storage), "k", 4)
+    decisions = take(RateLimiter(3, storage, redis=REDIS), "k", 4)
     assert [d.allowed for d in decisions] == [True, True, True, False]
     assert [d.remaining for d in decisions] == [2, 1, 0, 0]
     assert all(d.limit == 3 for d in decisions)
 
 
 def test_refused_request_says_when_to_retry(storage: str) -> None:
-    *_, refused = take(RateLimiter(2, storage), "k", 3)
+    *_, refused = take(RateLimiter(2, storage, redis=REDIS), "k", 3)
     assert not refused.allowed
     assert 1 <= refused.retry_after <= 60
     assert refused.reset == refused.retry_after  # the oldest request leaves the window then
 
 
 def test_window_moves_and_admits_again(storage: str) -> None:
-    limiter = RateLimiter(2, storage, window_seconds=1)
+    limiter = RateLimiter(2, storage, window_seconds=1, redis=REDIS)
     assert [d.allowed for d in take(limiter, "k", 3)] == [True, True, False]
     asyncio.run(asyncio.sleep(1.1))
     assert take(limiter, "k")[0].allowed
 
 
 def test_keys_have_separate_windows(storage: str) -> None:
-    limiter = RateLimiter(1, storage)
+    limiter = RateLimiter(1, storage, redis=REDIS)
     assert take(limiter, "a")[0].allowed
     assert take(limiter, "b")[0].allowed
     assert not take(limiter, "a")[0].allowed
@@ -77,15 +78,15 @@ def test_keys_have_separate_windows(storage: str) -> None:
 
 def test_two_limiters_on_one_redis_share_the_limit(redis_url: str) -> None:
     """Two processes (or nodes) with the same MENUS_RATE_LIMIT_STORAGE count one window per key."""
-    first, second = RateLimiter(4, redis_url), RateLimiter(4, redis_url)
+    first, second = RateLimiter(4, redis_url, redis=REDIS), RateLimiter(4, redis_url, redis=REDIS)
     allowed = [d.allowed for limiter in (first, second, first, second, first, second) for d in take(limiter, "k")]
     assert allowed == [True, True, True, True, False, False]
 
 
 def test_unreachable_redis_fails_open_logs_once_and_counts(caplog: pytest.LogCaptureFixture) -> None:
     errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
-    health = StorageHealth(retry_after=0)  # ask Redis again on every request: each one fails
-    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=health)  # nothing listens there
+    health = StorageHealth(retry_after=0, log_every=REDIS.log_every)  # ask Redis again on every request: each one fails
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=health, redis=REDIS)  # nothing listens there
     with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
         decisions = take(limiter, "k", 3)
     assert [d.allowed for d in decisions] == [True, True, True]  # over the limit of 1, and still answered
@@ -102,8 +103,8 @@ def test_unreachable_redis_fails_open_logs_once_and_counts(caplog: pytest.LogCap
 
 
 def test_after_an_outage_requests_do_not_wait_for_redis_until_the_retry_time() -> None:
-    health = StorageHealth(retry_after=60)
-    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=health)
+    health = StorageHealth(retry_after=60, log_every=REDIS.log_every)
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=health, redis=REDIS)
     take(limiter, "k")
     assert not health.usable()
     errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
@@ -145,7 +146,7 @@ def test_requests_of_one_iteration_go_to_redis_in_one_round_trip_each_with_its_o
 ) -> None:
     pipelines = count_round_trips(monkeypatch)
     keys = ["a", "b", "a", "c", "a", "b", "a"]
-    decisions = take_together(RateLimiter(3, redis_url), keys)
+    decisions = take_together(RateLimiter(3, redis_url, redis=REDIS), keys)
     assert pipelines == [2 * len(keys)]  # admit and read the window, per request, all in one pipeline
     by_key = {key: [d for k, d in zip(keys, decisions, strict=True) if k == key] for key in "abc"}
     assert [(d.allowed, d.remaining) for d in by_key["a"]] == [(True, 2), (True, 1), (True, 0), (False, 0)]
@@ -168,7 +169,7 @@ def test_requests_taken_while_a_pipeline_is_in_flight_go_together_in_the_next(
         return await sent(self, commands)
 
     monkeypatch.setattr(RedisWindows, "_run", slow)
-    limiter = RateLimiter(4, redis_url)
+    limiter = RateLimiter(4, redis_url, redis=REDIS)
 
     async def run() -> list[Decision]:
         try:
@@ -190,12 +191,12 @@ def test_requests_taken_while_a_pipeline_is_in_flight_go_together_in_the_next(
 
 def test_the_windows_in_redis_are_the_limits_librarys_own(redis_url: str) -> None:
     """Same keys, same entries: the library's strategy reads what the limiter wrote, and the limiter counts its hits."""
-    limiter = RateLimiter(5, redis_url)
+    limiter = RateLimiter(5, redis_url, redis=REDIS)
     take_together(limiter, ["k", "k"])
     item = RateLimitItemPerSecond(5, 60)
 
     async def library(hits: int) -> tuple[float, int]:
-        storage, pool = async_storage(redis_url)  # the library's RedisStorage, with our key prefix
+        storage, pool = async_storage(redis_url, REDIS.timeout)  # the library's RedisStorage, with our key prefix
         try:
             strategy = AsyncMovingWindow(storage)
             for _ in range(hits):
@@ -218,7 +219,7 @@ def test_scripts_redis_does_not_hold_are_sent_once_and_each_request_counted_once
     for name in ("SCRIPT_ACQUIRE_MOVING_WINDOW", "SCRIPT_MOVING_WINDOW"):
         monkeypatch.setattr(RedisBridge, name, getattr(RedisBridge, name) + f"\n-- {uuid.uuid4()}\n".encode())
     pipelines = count_round_trips(monkeypatch)
-    limiter = RateLimiter(3, redis_url)
+    limiter = RateLimiter(3, redis_url, redis=REDIS)
     decisions = take_together(limiter, ["k", "k", "k"])
     assert [(d.allowed, d.remaining) for d in decisions] == [(True, 2), (True, 1), (True, 0)]  # each counted once
     assert pipelines == [6, 6]  # EVALSHA: NOSCRIPT for all six; EVAL sends (and caches) the scripts
@@ -229,7 +230,12 @@ def test_scripts_redis_does_not_hold_are_sent_once_and_each_request_counted_once
 
 def test_a_failed_round_trip_answers_every_waiting_request_open(caplog: pytest.LogCaptureFixture) -> None:
     errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
-    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=StorageHealth(retry_after=0))
+    limiter = RateLimiter(
+        1,
+        f"redis://127.0.0.1:{free_port()}/0",
+        health=StorageHealth(retry_after=0, log_every=REDIS.log_every),
+        redis=REDIS,
+    )
     with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
         decisions = take_together(limiter, ["a", "a", "b", "a", "c"])
     assert all(d.allowed and d.remaining == 1 and d.reset == 0 for d in decisions)
@@ -243,7 +249,7 @@ def test_requests_that_waited_for_a_failed_round_trip_are_answered_open_without_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pipelines = count_round_trips(monkeypatch)
-    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", redis=REDIS)  # nothing listens there
 
     async def run() -> list[Decision]:
         try:
@@ -265,9 +271,9 @@ def test_a_key_redis_cannot_count_fails_open_alone(redis_url: str) -> None:
         connection.set(f"{KEY_PREFIX}:{RateLimitItemPerSecond(1, 60).key_for('broken')}", "not a list")
     finally:
         connection.close()
-    health = StorageHealth()
+    health = StorageHealth(REDIS.retry_after_outage, REDIS.log_every)
     errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
-    decisions = take_together(RateLimiter(1, redis_url, health=health), ["ok", "broken", "ok"])
+    decisions = take_together(RateLimiter(1, redis_url, health=health, redis=REDIS), ["ok", "broken", "ok"])
     assert [d.allowed for d in decisions] == [True, True, False]
     after = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
     assert after == (errors or 0) + 1
@@ -280,7 +286,7 @@ def test_an_error_that_is_not_redis_reaches_every_waiting_request(
         raise ValueError("a bug, not an outage")
 
     monkeypatch.setattr(RedisWindows, "_run", broken)
-    limiter = RateLimiter(5, redis_url)
+    limiter = RateLimiter(5, redis_url, redis=REDIS)
 
     async def run() -> list[BaseException | Decision]:
         try:
@@ -294,7 +300,7 @@ def test_an_error_that_is_not_redis_reaches_every_waiting_request(
 
 
 def test_a_request_cancelled_while_waiting_for_redis_leaves_the_others_answered(redis_url: str) -> None:
-    limiter = RateLimiter(5, redis_url)
+    limiter = RateLimiter(5, redis_url, redis=REDIS)
 
     async def run() -> list[Decision]:
         try:
@@ -311,7 +317,7 @@ def test_a_request_cancelled_while_waiting_for_redis_leaves_the_others_answered(
 
 
 def test_requests_left_waiting_by_a_closed_event_loop_do_not_block_the_next_loop(redis_url: str) -> None:
-    limiter = RateLimiter(5, redis_url)
+    limiter = RateLimiter(5, redis_url, redis=REDIS)
 
     async def leave_waiting() -> None:
         asyncio.ensure_future(limiter.take("k"))  # the loop closes before its pipeline is sent

@@ -23,6 +23,7 @@ from service.database.schema import (
     require_current,
     upgrade,
 )
+from tests.defaults import POOL
 from tests.postgres import throwaway_database
 
 
@@ -30,12 +31,12 @@ from tests.postgres import throwaway_database
 def empty_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
     """An engine on a database without any table."""
     if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp_path / 'empty.sqlite3'}")
+        engine = make_engine(f"sqlite:///{tmp_path / 'empty.sqlite3'}", POOL)
         yield engine
         engine.dispose()
         return
     with throwaway_database(migrated=False) as url:
-        engine = make_engine(url)
+        engine = make_engine(url, POOL)
         yield engine
         engine.dispose()
 

@@ -11,6 +11,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -23,19 +24,19 @@ from identity import passwords
 from identity.errors import Throttled
 from identity.tables import sign_in_failures
 from identity.throttle import (
-    ACCOUNT_LIMIT,
-    ADDRESS_LIMIT,
     Counters,
     FallbackCounters,
     SignInThrottle,
     SqlCounters,
     StorageCounters,
+    ThrottlePolicy,
     account_key,
     network,
 )
 from identity.users import User
 from service.menus_api.ratelimit import StorageHealth, sync_storage
 from tests.clocks import MovableClock
+from tests.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, REDIS, THROTTLE
 from tests.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.live import free_port
 from tests.test_identity_api import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page
@@ -177,7 +178,7 @@ def test_addresses_count_by_network(address: str, counted_as: str) -> None:
 
 
 def test_one_host_rotating_through_its_ipv6_64_meets_the_address_limit(engine: Engine) -> None:
-    throttle = SignInThrottle(engine)
+    throttle = SignInThrottle(engine, THROTTLE)
     for n in range(ADDRESS_LIMIT):
         throttle.attempt(f"user{n}@example.com", f"2001:db8:5:6::{n + 1:x}")
     with pytest.raises(Throttled):
@@ -186,7 +187,7 @@ def test_one_host_rotating_through_its_ipv6_64_meets_the_address_limit(engine: E
 
 
 def test_ipv4_mapped_addresses_share_the_ipv4_address_counter(engine: Engine) -> None:
-    throttle = SignInThrottle(engine)
+    throttle = SignInThrottle(engine, THROTTLE)
     for n in range(ADDRESS_LIMIT):
         throttle.attempt(f"user{n}@example.com", "192.0.2.50" if n % 2 else "::ffff:192.0.2.50")
     with pytest.raises(Throttled):
@@ -200,11 +201,11 @@ def test_ipv4_mapped_addresses_share_the_ipv4_address_counter(engine: Engine) ->
 def counters(request: pytest.FixtureRequest, engine: Engine) -> Counters:
     if request.param == "database":
         return SqlCounters(engine)
-    return StorageCounters(sync_storage(request.getfixturevalue("redis_url")))
+    return StorageCounters(sync_storage(request.getfixturevalue("redis_url"), REDIS.timeout))
 
 
 def test_concurrent_guesses_from_one_network_are_counted_before_the_password_is_checked(counters: Counters) -> None:
-    throttle = SignInThrottle(counters)
+    throttle = SignInThrottle(counters, THROTTLE)
 
     def guess(_: int) -> bool:
         try:
@@ -219,7 +220,7 @@ def test_concurrent_guesses_from_one_network_are_counted_before_the_password_is_
 
 
 def test_guarded_account_refuses_networks_with_failures_and_admits_a_fresh_one_once(counters: Counters) -> None:
-    throttle = SignInThrottle(counters)
+    throttle = SignInThrottle(counters, THROTTLE)
     for n in range(ACCOUNT_LIMIT):
         throttle.attempt("Ana@example.com", f"10.0.0.{n}")
         throttle.failed("ANA@example.com")
@@ -233,7 +234,7 @@ def test_guarded_account_refuses_networks_with_failures_and_admits_a_fresh_one_o
 
 
 def test_address_is_throttled_after_its_attempts_at_any_accounts(counters: Counters) -> None:
-    throttle = SignInThrottle(counters)
+    throttle = SignInThrottle(counters, THROTTLE)
     for n in range(ADDRESS_LIMIT):
         throttle.attempt(f"user{n}@example.com", "10.0.0.1")
     with pytest.raises(Throttled):
@@ -242,7 +243,7 @@ def test_address_is_throttled_after_its_attempts_at_any_accounts(counters: Count
 
 
 def test_success_gives_the_address_its_attempt_back(counters: Counters) -> None:
-    throttle = SignInThrottle(counters, account_limit=2, address_limit=2)
+    throttle = SignInThrottle(counters, ThrottlePolicy(account_limit=2, address_limit=2))
     throttle.attempt("ana@example.com", "10.0.0.1")
     throttle.attempt("ana@example.com", "10.0.0.1")
     throttle.succeeded("ana@example.com", "10.0.0.1")
@@ -252,7 +253,7 @@ def test_success_gives_the_address_its_attempt_back(counters: Counters) -> None:
 
 
 def test_sign_up_attempts_count_against_the_network_only(counters: Counters) -> None:
-    throttle = SignInThrottle(counters, address_limit=3)
+    throttle = SignInThrottle(counters, replace(THROTTLE, address_limit=3))
     for _ in range(3):
         throttle.signing_up("10.0.0.1")
     with pytest.raises(Throttled):
@@ -262,7 +263,7 @@ def test_sign_up_attempts_count_against_the_network_only(counters: Counters) -> 
 
 def test_throttle_window_ends(engine: Engine) -> None:
     clock = MovableClock()
-    throttle = SignInThrottle(SqlCounters(engine, clock))
+    throttle = SignInThrottle(SqlCounters(engine, clock), THROTTLE)
     for _ in range(ACCOUNT_LIMIT):
         throttle.attempt("ana@example.com", "10.0.0.1")
         throttle.failed("ana@example.com")
@@ -274,9 +275,11 @@ def test_throttle_window_ends(engine: Engine) -> None:
 def test_the_throttle_counts_in_the_database_while_redis_is_unreachable(
     engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    health = StorageHealth()
-    unreachable = StorageCounters(sync_storage(f"redis://127.0.0.1:{free_port()}/0"))  # nothing listens there
-    throttle = SignInThrottle(FallbackCounters(unreachable, SqlCounters(engine), health))
+    health = StorageHealth(REDIS.retry_after_outage, REDIS.log_every)
+    unreachable = StorageCounters(
+        sync_storage(f"redis://127.0.0.1:{free_port()}/0", REDIS.timeout)
+    )  # nothing listens there
+    throttle = SignInThrottle(FallbackCounters(unreachable, SqlCounters(engine), health), THROTTLE)
     for _ in range(ACCOUNT_LIMIT):
         throttle.attempt("ana@example.com", "10.0.0.1")
     with pytest.raises(Throttled):

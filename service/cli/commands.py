@@ -65,7 +65,7 @@ def _opened(database_url: str, *, schema_current: bool) -> Iterator[Engine]:
     one line naming the database."""
     name = database_name(database_url)
     try:
-        engine = make_engine(database_url)
+        engine = make_engine(database_url, Settings().database_pool())  # no variable sets the pool: never refused
     except sa.exc.ArgumentError:
         _fail(f"{name} is not a database URL (for example sqlite:///var/menus.sqlite3)")
     except (MissingDriver, ImportError) as error:
@@ -185,7 +185,7 @@ def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, d
             upgrade(engine)
             click.echo(prepare_demo(engine, settings).instructions)
         require_current(engine)
-        listen = Listen(host, port, forwarded_allow_ips)
+        listen = Listen(host, port, forwarded_allow_ips, settings.keep_alive, settings.graceful_timeout)
         configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.ops.server)
         if workers is None:
             if multiprocess.ENV in os.environ:  # an operator's metrics directory: start it empty
@@ -441,11 +441,13 @@ def keys_group() -> None:
 
 def _signing_keys(engine: Engine) -> SigningKeys:
     settings = Settings.from_env()
+    lifetimes = settings.lifetimes()
     return SigningKeys(
         engine,
-        publish_delay=timedelta(seconds=settings.key_publish_delay),
-        verify_window=timedelta(seconds=settings.access_token_ttl),
+        publish_delay=lifetimes.key_publish_delay,
+        verify_window=lifetimes.access_token,
         sealer=_sealer(engine),
+        max_age=settings.tuning().signing_keys_max_age,
     )
 
 

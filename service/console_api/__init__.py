@@ -17,7 +17,7 @@ from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.console_api.console_web import BODY_LIMIT, ConsoleWeb
+from service.console_api.console_web import ConsoleWeb
 from service.identity_api.responses import BodyRecorder, as_connexion
 from service.web.async_app import AsyncApp
 from service.web.documents import declared_methods, spec_path
@@ -55,7 +55,7 @@ def create_console_app(web: ConsoleWeb, *, validate_responses: bool = False) -> 
 
 class ConsoleEntry:
     """Puts the console in each request's state, keeps a POST's body for the handlers, caps it at
-    ``BODY_LIMIT`` (413), and sends the bare console path to its home page."""
+    ``web.form_limit`` (413), and sends the bare console path to its home page."""
 
     def __init__(self, app: ASGIApp, web: ConsoleWeb) -> None:
         self.app = app
@@ -75,21 +75,21 @@ class ConsoleEntry:
         state["console"] = self.web
         if scope["method"] == "POST":
             length = dict(scope["headers"]).get(b"content-length", b"0")
-            if not length.isdigit() or int(length) > BODY_LIMIT:
+            if not length.isdigit() or int(length) > self.web.form_limit:
                 await self.web.too_large()(scope, receive, send)
                 return
-            receive = state["body"] = BodyRecorder(_capped(receive))
+            receive = state["body"] = BodyRecorder(_capped(receive, self.web.form_limit))
         await self.app(scope, receive, send)
 
 
-def _capped(receive: Receive) -> Receive:
+def _capped(receive: Receive, limit: int) -> Receive:
     seen = 0
 
     async def capped() -> Message:
         nonlocal seen
         message = await receive()
         seen += len(message.get("body", b""))
-        if seen > BODY_LIMIT:  # more than its Content-Length announced: treat as a disconnect
+        if seen > limit:  # more than its Content-Length announced: treat as a disconnect
             return {"type": "http.disconnect"}
         return message
 

@@ -23,11 +23,8 @@ from identity.sessions import SessionStore
 from service.console_api import rendering as pages
 from service.console_api.cookies import (
     NEW_KEY_COOKIE,
-    NEW_KEY_TTL,
     SESSION_COOKIE,
-    SESSION_TTL,
     SIGN_IN_COOKIE,
-    SIGN_IN_TTL,
     ConsoleSession,
     Cookies,
     NewKey,
@@ -36,8 +33,6 @@ from service.console_api.relying_party import ConsoleClient, PendingSignIn, Sign
 from service.identity_api.responses import form_pairs
 
 log = logging.getLogger("service.console")
-
-BODY_LIMIT = 16 * 1024  # bytes of a console form; a key's name is at most 200 characters
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +53,10 @@ class ConsoleWeb:
         console: Console,
         sessions: SessionStore,
         secure: bool,
+        form_limit: int,
     ) -> None:
         self.path = path  # e.g. /console
+        self.form_limit = form_limit  # bytes of a console form at most (a larger one is 413)
         self.home = path + "/"
         self.new_key_path = path + "/keys/new"
         self.base_url = base_url
@@ -85,12 +82,18 @@ class ConsoleWeb:
     async def sign_in(self, request: Request) -> Response:
         url, pending = self.client.start(request.query_params.get("prompt"))
         response = self.redirect(url)
-        self._set(response, SIGN_IN_COOKIE, self.cookies.seal(pending.as_dict()), SIGN_IN_TTL, self.path + "/callback")
+        self._set(
+            response,
+            SIGN_IN_COOKIE,
+            self.cookies.seal(pending.as_dict()),
+            self.cookies.lifetimes.sign_in,
+            self.path + "/callback",
+        )
         return response
 
     async def callback(self, request: Request) -> Response:
         params = _single(request.query_params.multi_items())
-        sealed = self.cookies.open(request.cookies.get(SIGN_IN_COOKIE), SIGN_IN_TTL)
+        sealed = self.cookies.open(request.cookies.get(SIGN_IN_COOKIE), self.cookies.lifetimes.sign_in)
         pending = PendingSignIn.from_dict(sealed) if sealed is not None else None
         try:
             if params is None:
@@ -105,7 +108,7 @@ class ConsoleWeb:
         )
         response = self.redirect(self.home)
         self._forget(response, SIGN_IN_COOKIE, self.path + "/callback")  # a replayed callback finds no sign-in
-        self._set(response, SESSION_COOKIE, value, SESSION_TTL, self.path)
+        self._set(response, SESSION_COOKIE, value, self.cookies.lifetimes.session, self.path)
         return response
 
     async def create_key(self, request: Request) -> Response:
@@ -123,7 +126,7 @@ class ConsoleWeb:
         # reloading that page neither shows the key again nor posts the form again (no second key).
         response = self.redirect(self.new_key_path)
         sealed = NewKey(record.id, key, visitor.session.csrf_token).seal(self.cookies)
-        self._set(response, NEW_KEY_COOKIE, sealed, NEW_KEY_TTL, self.new_key_path)
+        self._set(response, NEW_KEY_COOKIE, sealed, self.cookies.lifetimes.new_key, self.new_key_path)
         return response
 
     async def new_key_page(self, request: Request) -> Response:
@@ -191,7 +194,7 @@ class ConsoleWeb:
         return RedirectResponse(location, status_code=303, headers={"Cache-Control": "no-store"})
 
     def too_large(self) -> Response:
-        return self._message("Request too large", f"A console form is at most {BODY_LIMIT} bytes.", status=413)
+        return self._message("Request too large", f"A console form is at most {self.form_limit} bytes.", status=413)
 
     def error_response(self, status: int, error: Exception) -> Response:
         if status >= 500:

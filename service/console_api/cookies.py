@@ -28,9 +28,15 @@ from cryptography.fernet import Fernet, InvalidToken
 SESSION_COOKIE = "console_session"
 SIGN_IN_COOKIE = "console_sign_in"
 NEW_KEY_COOKIE = "console_new_key"
-SESSION_TTL = 8 * 3600  # seconds a console session lasts (the provider's session may end it sooner)
-SIGN_IN_TTL = 15 * 60  # seconds a started sign-in may take to come back
-NEW_KEY_TTL = 120  # seconds between creating a key and the page that shows it (one redirect)
+
+
+@dataclass(frozen=True, slots=True)
+class CookieLifetimes:
+    """Seconds each console cookie is accepted after it was sealed (the values: ``service/settings.py``)."""
+
+    session: int  # a console session (the provider's session may end it sooner)
+    sign_in: int  # a started sign-in, until it comes back
+    new_key: int  # a key just created, until the page that shows it (one redirect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +52,8 @@ class ConsoleSession:
 
 
 class Cookies:
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, lifetimes: CookieLifetimes) -> None:
+        self.lifetimes = lifetimes
         self._fernet = Fernet(base64.urlsafe_b64encode(key[:32].ljust(32, b"\0")))
 
     def seal(self, payload: dict[str, Any]) -> str:
@@ -67,7 +74,7 @@ class Cookies:
         return session, self.seal(payload)
 
     def session(self, value: str | None) -> ConsoleSession | None:
-        data = self.open(value, SESSION_TTL)
+        data = self.open(value, self.lifetimes.session)
         if data is None:
             return None
         fields = [data.get(name) for name in ("u", "o", "s", "t", "c")]
@@ -92,7 +99,7 @@ class NewKey:
 
     @classmethod
     def open(cls, cookies: Cookies, value: str | None) -> NewKey | None:
-        data = cookies.open(value, NEW_KEY_TTL)
+        data = cookies.open(value, cookies.lifetimes.new_key)
         if data is None:
             return None
         fields = [data.get(name) for name in ("i", "k", "s")]

@@ -33,7 +33,6 @@ SERVICE_ORG_NAME = "Regional Menus"
 SERVICE_ORG_SLUG = "_service"  # no organization made by a user can have it (slugs start with a letter or digit)
 SCOPE = "openid profile email"
 PROMPTS = ("create", "select_account")  # "Create an account", "Switch organization"
-CLOCK_SKEW = 60  # seconds of leeway on the ID token's iat and exp
 
 
 class SignInFailed(Exception):
@@ -73,8 +72,9 @@ def client_secret(shared: bytes) -> str:
 
 
 class ConsoleClient:
-    def __init__(self, provider: Provider, console_url: str, secret: str) -> None:
+    def __init__(self, provider: Provider, console_url: str, secret: str, *, clock_skew: int) -> None:
         self.provider = provider
+        self.clock_skew = clock_skew  # seconds of leeway on the ID token's iat and exp
         self.console_url = console_url  # e.g. http://127.0.0.1:8000/console (no trailing slash)
         self.redirect_uri = console_url + "/callback"
         self.post_logout_redirect_uri = console_url + "/"
@@ -156,7 +156,7 @@ class ConsoleClient:
                 algorithms=["RS256"],
                 audience=CLIENT_ID,
                 issuer=self.provider.issuer.url,
-                leeway=CLOCK_SKEW,
+                leeway=self.clock_skew,
                 options={"require": ["exp", "iat", "sub", "aud", "iss", "nonce"]},
             )
         except jwt.PyJWTError as error:

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import secrets
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -23,20 +24,29 @@ from identity.sealing import Sealer
 from identity.storage import commit_without_waiting as commit_without_waiting
 from identity.storage import metadata as metadata
 
-CONNECT_TIMEOUT = 5  # seconds to wait for PostgreSQL to accept a connection
-POOL_SIZE = 5  # connections each process keeps open (SQLAlchemy's default, stated here)
-MAX_OVERFLOW = 10  # more connections it may open at busy times (SQLAlchemy's default, stated here)
-POOL_CAPACITY = POOL_SIZE + MAX_OVERFLOW  # the most connections in use at once: the client endpoints' thread limit
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """A process's connections to the state database (the values: ``service/settings.py``)."""
+
+    size: int  # connections kept open
+    max_overflow: int  # more opened at busy times
+    connect_timeout: int  # seconds to wait for PostgreSQL to accept a connection
+
+    @property
+    def capacity(self) -> int:
+        """The most connections in use at once."""
+        return self.size + self.max_overflow
 
 
-def client_threads(engine: Engine) -> int:
+def client_threads(engine: Engine, pool: Pool) -> int:
     """How many worker threads may run the token, introspection and revocation work of one process at once.
 
     PostgreSQL: one per connection the pool can give. SQLite: one, since the file takes one writer at a time
     and more threads only queue on its lock, whose busy handler sleeps (scenario 4 of the benchmark: p99 of
     380 ms with 15 threads, 21 ms with one, at the same rate).
     """
-    return 1 if engine.dialect.name == "sqlite" else POOL_CAPACITY
+    return 1 if engine.dialect.name == "sqlite" else pool.capacity
 
 
 service_secrets = sa.Table(
@@ -51,8 +61,8 @@ class MissingDriver(RuntimeError):
     """The database URL names a driver that is not installed; the message names the extra that installs it."""
 
 
-def make_engine(url: str) -> Engine:
-    """Create the engine for ``url``; for SQLite, create its folder and set durable pragmas.
+def make_engine(url: str, pool: Pool) -> Engine:
+    """Create the engine for ``url`` with ``pool``; for SQLite, create its folder and set durable pragmas.
 
     ``hide_parameters``: a database error logged with its trace never shows the statement's values
     (hashes of tokens and codes, CSRF tokens, email addresses), only the statement.
@@ -61,12 +71,12 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             private_file(Path(parsed.database))
-        pool = (
-            {"pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
+        sizes = (
+            {"pool_size": pool.size, "max_overflow": pool.max_overflow}
             if parsed.database not in (None, "", ":memory:")
             else {}
         )
-        engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True, **pool)
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True, **sizes)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if parsed.get_driver_name() == "psycopg" and importlib.util.find_spec("psycopg") is None:
@@ -79,10 +89,10 @@ def make_engine(url: str) -> Engine:
     return sa.create_engine(
         url,
         pool_pre_ping=True,
-        connect_args={"connect_timeout": CONNECT_TIMEOUT},
+        connect_args={"connect_timeout": pool.connect_timeout},
         hide_parameters=True,
-        pool_size=POOL_SIZE,
-        max_overflow=MAX_OVERFLOW,
+        pool_size=pool.size,
+        max_overflow=pool.max_overflow,
     )
 
 

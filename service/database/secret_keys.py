@@ -80,7 +80,8 @@ def reseal(engine: Engine, sealer: Sealer, *, rotate: bool) -> Resealed:
 
     Idempotent and safe on several nodes at once: a row is replaced only if it still holds what was read.
     """
-    keys = SigningKeys(engine, timedelta(0), timedelta(0), sealer=sealer).reseal(rotate=rotate)
+    # Only its reseal is used: no key signs or is published through it, so no delay or cache age matters.
+    keys = SigningKeys(engine, timedelta(0), timedelta(0), sealer=sealer, max_age=timedelta(0)).reseal(rotate=rotate)
     secrets = 0
     with engine.connect() as connection:
         rows = connection.execute(sa.select(service_secrets.c.name, service_secrets.c.value)).all()

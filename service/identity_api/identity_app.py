@@ -35,10 +35,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from identity.errors import BearerError, ErrorPage, OAuthError, describable
 from identity.pages import message
 from identity.provider import Provider
-from service.database.db import POOL_CAPACITY
 from service.identity_api import responses as web
 from service.web.async_app import AsyncApp
-from service.web.body_limit import IDENTITY_FORM_LIMIT, BodyLimit
+from service.web.body_limit import BodyLimit
 from service.web.contracts import specification
 from service.web.documents import declared_methods
 from service.web.problems import connexion_handler
@@ -50,8 +49,10 @@ logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
 
 
 def create_identity_app(
-    provider: Provider, *, validate_responses: bool = False, client_threads: int = POOL_CAPACITY
+    provider: Provider, *, client_threads: int, form_limit: int, validate_responses: bool = False
 ) -> ASGIApp:
+    """The identity API; ``client_threads`` run the client endpoints' work at once, ``form_limit``: the largest
+    form taken (bytes; a larger one is 413)."""
     issuer = provider.issuer
     app = AsyncApp(__name__, middlewares=MIDDLEWARES)
     app.add_api(
@@ -83,7 +84,7 @@ def create_identity_app(
     base = issuer.path
     return BodyLimit(
         IdentityEntry(app, provider, anyio.CapacityLimiter(client_threads)),
-        IDENTITY_FORM_LIMIT,
+        form_limit,
         lambda scope, limit: web.too_large(str(scope["path"])[len(base) :], limit),
     )
 

@@ -23,8 +23,6 @@ from urllib.parse import parse_qsl
 
 # Operations whose answer is a function of path and query alone (not /random).
 CACHEABLE_PATH = re.compile(r"/v1/menus/(?:regions|dishes)(?:/[^/]+)?")
-MAX_ENTRIES = 4096  # distinct URLs kept
-MAX_BYTES = 32 * 1024 * 1024  # body bytes kept, whatever the number of entries
 
 CacheKey = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -53,9 +51,9 @@ def cache_key(path: str, query_string: bytes) -> CacheKey | None:
 class AnswerCache:
     """Least-recently-used, bounded both in entries and in body bytes."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self.max_entries = max_entries  # distinct URLs kept
+        self.max_bytes = max_bytes  # body bytes kept, whatever the number of entries
         self._answers: OrderedDict[CacheKey, Answer] = OrderedDict()
         self._bytes = 0
 

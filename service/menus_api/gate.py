@@ -37,7 +37,7 @@ class MenusGate:
         keys: ApiKeyStore,
         limiter: RateLimiter,
         catalog: Catalog,
-        answers: AnswerCache | None = None,
+        answers: AnswerCache,
         prefix: str = "/v1/menus",
         if_none_match_max: int = IF_NONE_MATCH_MAX,
         counting: Callable[[str, Send], Send] | None = None,  # usage: wraps send to count the key's answer
@@ -46,7 +46,7 @@ class MenusGate:
         self.keys = keys
         self.limiter = limiter
         self.catalog = catalog
-        self.answers = answers if answers is not None else AnswerCache()
+        self.answers = answers
         self.prefix = prefix
         self.if_none_match_max = if_none_match_max
         self.random = prefix + "/random"

@@ -38,8 +38,8 @@ def create_menus_app(
     catalog: Catalog,
     keys: ApiKeyStore,
     limiter: RateLimiter,
+    answers: AnswerCache,
     validate_responses: bool = False,
-    answers: AnswerCache | None = None,
     usage: UsageCounter | None = None,
 ) -> ASGIApp:
     app = AsyncApp(__name__, middlewares=MIDDLEWARES)

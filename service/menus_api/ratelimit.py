@@ -20,7 +20,7 @@ Where the windows live (``MENUS_RATE_LIMIT_STORAGE``):
 
 Redis unreachable: the menus API fails open. Requests are answered without a limit, the outage is
 logged at most once a minute and counted in ``regional_menus_rate_limit_storage_errors_total``,
-Redis is not asked again for ``RETRY_AFTER_OUTAGE`` seconds (no timeout on every request), and
+Redis is not asked again for ``RedisTuning.retry_after_outage`` seconds (no timeout on every request), and
 ``/readyz`` answers "degraded" (200) until Redis answers its ping again.
 """
 
@@ -49,15 +49,11 @@ from sqlalchemy.engine import Engine
 
 from identity.throttle import Counters, FallbackCounters, SqlCounters, StorageCounters
 from service.settings import DEFAULT_RATE_LIMIT_STORAGE as MEMORY
-from service.settings import check_storage_url
+from service.settings import Settings, check_storage_url
 
 log = logging.getLogger("service.ratelimit")  # the name operators filter on (kept from before the re-layout)
 
-REDIS_TIMEOUT = 0.5  # seconds a Redis connection or command may take before the limit fails open
-RETRY_AFTER_OUTAGE = 2.0  # seconds after a Redis failure during which requests do not wait for Redis
-LOG_EVERY = 60.0  # seconds between two log lines about the same Redis outage
 KEY_PREFIX = "regional-menus"  # every key this service writes to Redis starts with it
-MAX_BATCH = 500  # requests in one Redis pipeline at most (a thousand commands)
 
 STORAGE_ERRORS = Counter(
     "regional_menus_rate_limit_storage_errors",
@@ -66,33 +62,52 @@ STORAGE_ERRORS = Counter(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class RedisTuning:
+    """How the service waits for Redis and batches its calls (the values: ``service/settings.py``)."""
+
+    timeout: float  # seconds a connection or command may take before the limit fails open
+    retry_after_outage: float  # seconds after a failure during which requests do not wait for Redis
+    log_every: float  # seconds between two log lines about the same outage
+    max_batch: int  # rate-limit requests in one pipeline at most
+
+    @classmethod
+    def of(cls, settings: Settings) -> RedisTuning:
+        return cls(
+            timeout=settings.redis_timeout,
+            retry_after_outage=settings.redis_retry_after_outage,
+            log_every=settings.redis_log_every,
+            max_batch=settings.redis_max_batch,
+        )
+
+
 def is_shared(url: str) -> bool:
     return check_storage_url(url) != MEMORY
 
 
-def redis_options() -> dict[str, Any]:
-    """Timeouts for redis-py, so that an unreachable Redis costs half a second, not a hung request."""
+def redis_options(timeout: float) -> dict[str, Any]:
+    """Timeouts for redis-py, so that an unreachable Redis costs ``timeout`` (half a second), not a hung request."""
     return {
-        "socket_timeout": REDIS_TIMEOUT,
-        "socket_connect_timeout": REDIS_TIMEOUT,
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
         "key_prefix": KEY_PREFIX,
         "wrap_exceptions": True,
     }
 
 
-def sync_storage(url: str) -> Any:
+def sync_storage(url: str, timeout: float) -> Any:
     """The blocking ``limits`` storage for ``url`` (the sign-in throttle runs in a thread)."""
     url = check_storage_url(url)
     if url == MEMORY:
         return storage_from_string(MEMORY)
-    return storage_from_string(url, **redis_options())
+    return storage_from_string(url, **redis_options(timeout))
 
 
-def async_storage(url: str) -> tuple[Any, Any]:
+def async_storage(url: str, timeout: float) -> tuple[Any, Any]:
     """The asyncio ``limits`` storage of a Redis ``url`` (the menus gate runs on the event loop), over redis-py,
     and its connection pool (ours, so that shutting down can close it)."""
     url = check_storage_url(url)
-    options = redis_options()
+    options = redis_options(timeout)
     pool = redis.asyncio.ConnectionPool.from_url(
         url.replace("redis+unix://", "unix://"),
         socket_timeout=options.pop("socket_timeout"),
@@ -112,8 +127,8 @@ class StorageHealth:
 
     def __init__(
         self,
-        retry_after: float = RETRY_AFTER_OUTAGE,
-        log_every: float = LOG_EVERY,
+        retry_after: float,
+        log_every: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._retry_after = retry_after
@@ -206,8 +221,10 @@ class RedisWindows:
         pool: redis.asyncio.ConnectionPool,
         item: RateLimitItem,
         health: StorageHealth,
+        max_batch: int,
     ) -> None:
         self._bridge = storage.bridge
+        self._max_batch = max_batch
         self._client = redis.asyncio.Redis(connection_pool=pool)  # the storage's pool: its connections, closed with it
         self._item = item
         self._health = health
@@ -235,7 +252,7 @@ class RedisWindows:
         batch: Batch = []
         try:
             while self._queue:
-                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
                 await self._send(batch)
         except asyncio.CancelledError:  # the loop is closing: so are the requests
             for _, future in batch + self._queue:
@@ -322,15 +339,15 @@ class RateLimiter:
         per_minute: int,
         storage: str = MEMORY,
         *,
+        redis: RedisTuning,
         window_seconds: int = 60,
         health: StorageHealth | None = None,
-        ping_timeout: float = REDIS_TIMEOUT,
     ) -> None:
         if per_minute < 1:
             raise ValueError("the rate limit must be at least one request a minute")
         self.limit = per_minute
         self.shared = is_shared(storage)
-        self.health = health or StorageHealth()
+        self.health = health or StorageHealth(redis.retry_after_outage, redis.log_every)
         self._item = RateLimitItemPerSecond(per_minute, window_seconds)
         # In memory, the blocking strategy: it never waits, and the asyncio memory storage would start an
         # expiry task (and a thread hop) on nearly every request. Redis: the library's scripts, pipelined.
@@ -338,12 +355,12 @@ class RateLimiter:
         self._memory: MovingWindow | None = None
         self._redis: RedisWindows | None = None
         if self.shared:
-            self._storage, self._pool = async_storage(storage)
-            self._redis = RedisWindows(self._storage, self._pool, self._item, self.health)
+            self._storage, self._pool = async_storage(storage, redis.timeout)
+            self._redis = RedisWindows(self._storage, self._pool, self._item, self.health, redis.max_batch)
         else:
             self._storage = storage_from_string(MEMORY)
             self._memory = MovingWindow(self._storage)
-        self._ping_timeout = ping_timeout
+        self._ping_timeout = redis.timeout
         self._open = Decision(True, per_minute, per_minute, 0, 0)  # failing open: nothing is counted
 
     async def take(self, key: str) -> Decision:
@@ -382,8 +399,8 @@ class RateLimiter:
         return answered
 
 
-def throttle_counters(engine: Engine, storage: str, health: StorageHealth) -> Counters:
+def throttle_counters(engine: Engine, storage: str, health: StorageHealth, timeout: float) -> Counters:
     """The sign-in throttle's counters: the database's, or Redis's with the database while Redis is down."""
     if not is_shared(storage):
         return SqlCounters(engine)
-    return FallbackCounters(StorageCounters(sync_storage(storage)), SqlCounters(engine), health)
+    return FallbackCounters(StorageCounters(sync_storage(storage, timeout)), SqlCounters(engine), health)

@@ -12,11 +12,10 @@ from service.menus_api.ratelimit import RateLimiter
 from service.web.problems import unavailable
 
 log = logging.getLogger("service.health")  # the name operators filter on (kept from before the re-layout)
-READY_TIMEOUT = 3.0  # seconds a readiness probe waits for the database before answering 503
 
 
 class Readiness:
-    def __init__(self, engine: Engine, limiter: RateLimiter | None = None, timeout: float = READY_TIMEOUT) -> None:
+    def __init__(self, engine: Engine, limiter: RateLimiter | None, *, timeout: float) -> None:
         self.engine = engine
         self.limiter = limiter
         self.timeout = timeout

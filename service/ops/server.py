@@ -22,15 +22,14 @@ from uvicorn_worker import UvicornWorker
 from service.ops import logs, multiprocess
 from service.ops.memory import freeze_startup_objects, return_large_blocks
 
-GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM
-KEEPALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
-
 
 @dataclass(frozen=True, slots=True)
 class Listen:
     host: str
     port: int
     forwarded_allow_ips: str  # proxies whose X-Forwarded-For/-Proto are trusted ("*" for any)
+    keep_alive: int  # seconds an idle keep-alive connection stays open
+    graceful_timeout: int  # seconds in-flight requests may take to finish after SIGTERM (gunicorn)
 
     @property
     def bind(self) -> str:
@@ -58,7 +57,7 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
         lifespan="on",
         proxy_headers=True,
         forwarded_allow_ips=listen.forwarded_allow_ips,
-        timeout_keep_alive=KEEPALIVE,
+        timeout_keep_alive=listen.keep_alive,
         log_config=None,  # service.ops.logs has set up JSON lines
         access_log=False,  # service.web.observe writes one JSON line per request
     )
@@ -86,8 +85,8 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no typ
             "bind": [listen.bind],
             "workers": workers,
             "worker_class": f"{__name__}.Worker",
-            "graceful_timeout": GRACEFUL_TIMEOUT,
-            "keepalive": KEEPALIVE,
+            "graceful_timeout": listen.graceful_timeout,
+            "keepalive": listen.keep_alive,
             "forwarded_allow_ips": listen.forwarded_allow_ips,
             "preload_app": False,  # each worker opens its own database connections
             "errorlog": "-",

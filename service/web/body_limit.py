@@ -17,7 +17,6 @@ from collections.abc import Callable
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-IDENTITY_FORM_LIMIT = 64 * 1024  # bytes: the largest form an identity endpoint takes (DESIGN §3)
 NO_BODY = 0  # the menus and operations APIs take no request body at all
 
 

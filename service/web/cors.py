@@ -29,7 +29,6 @@ EXPOSE_HEADERS = (
     "WWW-Authenticate",
     "Allow",
 )
-PREFLIGHT_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
 
 
 def cross_origin_paths(issuer_path: str | None) -> Callable[[str], bool]:
@@ -54,7 +53,7 @@ def cross_origin_paths(issuer_path: str | None) -> Callable[[str], bool]:
 class CrossOrigin:
     """Sends the requests to ``selected`` paths through ``CORSMiddleware``; the others reach ``app`` untouched."""
 
-    def __init__(self, app: ASGIApp, *, origins: Sequence[str], selected: Callable[[str], bool]) -> None:
+    def __init__(self, app: ASGIApp, *, origins: Sequence[str], selected: Callable[[str], bool], max_age: int) -> None:
         self.app = app
         self.selected = selected
         self.cors = CORSMiddleware(
@@ -63,7 +62,7 @@ class CrossOrigin:
             allow_methods=ALLOW_METHODS,
             allow_headers=ALLOW_HEADERS,
             expose_headers=EXPOSE_HEADERS,
-            max_age=PREFLIGHT_MAX_AGE,
+            max_age=max_age,  # seconds a browser may keep a preflight's answer
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -28,7 +28,6 @@ access_log = logging.getLogger("regional_menus.access")
 
 REQUEST_ID_HEADER = b"x-request-id"
 SANE_REQUEST_ID = re.compile(rb"[\x21-\x7e]{1,128}")
-MAX_LOGGED_PATH = 512  # characters of the path kept in a log line
 
 
 def request_id(scope: Scope) -> str:
@@ -42,9 +41,10 @@ def request_id(scope: Scope) -> str:
 
 
 class RequestObserver:
-    def __init__(self, app: ASGIApp, routes: RouteTemplates) -> None:
+    def __init__(self, app: ASGIApp, routes: RouteTemplates, *, logged_path_max: int) -> None:
         self.app = app
         self.routes = routes
+        self.logged_path_max = logged_path_max  # characters of the path kept in a log line
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -85,7 +85,7 @@ class RequestObserver:
                 "event": "request",
                 "method": metrics.method_label(scope["method"]),
                 "route": route,
-                "path": scope["path"][:MAX_LOGGED_PATH],  # never the query string: it may carry codes or tokens
+                "path": scope["path"][: self.logged_path_max],  # never the query string: it may carry codes or tokens
                 "status": status,
                 "duration_ms": round(seconds * 1000, 3),
                 "request_id": context.request_id,

@@ -14,13 +14,13 @@ from functools import lru_cache
 from service.web.contracts import document as contract
 
 UNMATCHED = "unmatched"
-CACHED_PATHS = 4096  # distinct raw paths whose template is remembered (bounded: paths are chosen by clients)
 
 
 class RouteTemplates:
     """Maps a request path to its template; built from ``(document, base path, document prefix)`` triples."""
 
-    def __init__(self, apis: Iterable[tuple[str, str, str]]) -> None:
+    def __init__(self, apis: Iterable[tuple[str, str, str]], *, cached_paths: int) -> None:
+        """``cached_paths``: distinct raw paths whose template is remembered (bounded: clients choose paths)."""
         self._exact: dict[str, str] = {}
         self._patterns: list[tuple[re.Pattern[str], str]] = []
         self._prefixes: list[tuple[str, str]] = []  # Swagger UI: the page and its assets
@@ -35,7 +35,7 @@ class RouteTemplates:
             for document_path in (f"{document_prefix}/openapi.json", f"{document_prefix}/openapi.yaml"):
                 self._exact[document_path] = document_path
             self._prefixes.append((f"{document_prefix}/ui", f"{document_prefix}/ui/"))
-        self.template = lru_cache(maxsize=CACHED_PATHS)(self._template)
+        self.template = lru_cache(maxsize=cached_paths)(self._template)
 
     def _template(self, path: str) -> str:
         exact = self._exact.get(path)

@@ -28,7 +28,8 @@ def run(connection) -> None:  # type: ignore[no-untyped-def]
 if connection is not None:
     run(connection)
 else:
-    engine = make_engine(Settings.from_env().database_url)
+    settings = Settings.from_env()
+    engine = make_engine(settings.database_url, settings.database_pool())
     with engine.connect() as connection:
         run(connection)
     engine.dispose()
