@@ -16,9 +16,11 @@ found by operationId, response validation when asked for. What it changes, and w
   parameter, by name, schemas compiled once per operation; the validated arguments go to the handlers
   (``request_state.ARGUMENTS``), so the query is parsed once.
 - **Response validation without the gate's headers**: the menus gate adds ``ETag``, ``Cache-Control``
-  and the ``RateLimit-*`` headers after Connexion's response validation has run, so Connexion's copy
-  of the document leaves them out (``Contract.specification(without_response_headers=...)``); the
-  tests check them end to end. No Connexion class is changed for it.
+  and the ``RateLimit-*`` headers after Connexion's response validation has run (validation sees the
+  response before any outer layer changes it, as spec-first/connexion#793 describes for Flask), so
+  Connexion's copy of the document leaves them out (``Contract.specification(without_response_headers=
+  ...)``); the tests check them end to end. No Connexion class is changed for it, and Connexion never
+  serves its copy (``Documentation`` answers the document paths with the document as written).
 - **Form validation logs quieted**: Connexion logs each invalid form at ERROR with the offending value.
 
 Each hook into a private part of Connexion below says why, and what upstream change would remove it.
@@ -59,6 +61,9 @@ MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not Se
 
 # Connexion logs each invalid form at ERROR with the offending value (a client secret, a token, a 60 KiB state):
 # a client's mistake is no server error, and the request's own log line already records the 400.
+# Hook: the logger's name. spec-first/connexion#1926 (merged 2024) lowered the JSON body validator's message to
+# INFO, but the form validator (connexion/validators/form_data.py) still logs at ERROR in 3.3.0: the same change
+# there would remove this line.
 logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
 
 
@@ -168,8 +173,8 @@ class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion shi
     ``StarletteDecorator.decorate`` it uses without the parameter half), and ``uri_parser`` (a property
     reading the operation from Connexion's request context). Upstream, decorating once per operation would
     remove the whole class: Connexion 3.3 decorates on every request (``AsyncOperation.fn``); the general
-    per-request cost of Connexion 3 is reported in spec-first/connexion#2045 and #2077 (both open, no fix
-    released), and no issue asks for this change in particular.
+    per-request cost of Connexion 3 is reported in spec-first/connexion#2045 and #2077 (both open, about the
+    FlaskApp; no fix released as of 3.3.0), and we found no issue asking for this change in particular.
     """
 
     def decorate(self, function: Callable[..., Any]) -> Callable[..., Any]:

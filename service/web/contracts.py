@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
@@ -33,13 +33,6 @@ class Contract:
     def templates(self) -> list[str]:
         """The path templates, in the document's order (``/menus/dishes/{slug}``)."""
         return list(self.document["paths"])
-
-    def operations(self) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-        """Every ``(METHOD, template, operation)`` the document declares."""
-        for template, item in self.document["paths"].items():
-            for method in METHODS:
-                if method in item:
-                    yield method.upper(), template, item[method]
 
     def operation(self, method: str, template: str) -> Mapping[str, Any]:
         """The operation object of ``method`` on ``template``, extensions (``x-…``) included; KeyError if none."""
