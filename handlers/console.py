@@ -5,10 +5,11 @@ from starlette.responses import Response
 
 from service.console_api.console_web import ConsoleWeb
 from service.identity_api.responses import current
+from service.web.request_state import CONSOLE
 
 
 def _console() -> ConsoleWeb:
-    return context.scope["state"]["console"]  # type: ignore[no-any-return]
+    return CONSOLE.get(context.scope)
 
 
 async def home() -> Response:

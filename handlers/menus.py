@@ -1,7 +1,7 @@
 """Handlers of ``openapi/menus.yaml``. The catalog applies the rules.
 
 Each handler takes no arguments: it reads the validated, typed parameters (with the contract's defaults)
-that ``service.web.validation`` left in the request's state, so the query is parsed once per request.
+that the parameter validation left in the request's state (``ARGUMENTS``), so the query is parsed once.
 """
 
 from typing import Any
@@ -11,15 +11,15 @@ from connexion.context import scope
 from starlette.responses import Response
 
 from data.catalog import Catalog, DishQuery
-from service.web.validation import ARGUMENTS
+from service.web.request_state import ARGUMENTS, CATALOG
 
 
 def _catalog() -> Catalog:
-    return scope["state"]["catalog"]  # type: ignore[no-any-return]
+    return CATALOG.get(scope)
 
 
 def _arguments() -> dict[str, Any]:
-    return scope["state"][ARGUMENTS]  # type: ignore[no-any-return]
+    return ARGUMENTS.get(scope)
 
 
 def _dish_query(arguments: dict[str, Any]) -> DishQuery:

@@ -4,7 +4,7 @@ from connexion.context import scope
 from starlette.responses import Response
 
 from service.ops import metrics as counted
-from service.ops.health import Readiness
+from service.web.request_state import READINESS
 
 _OK = b'{"status":"ok"}'
 _STATUS = {"ready": b'{"status":"ready"}', "degraded": b'{"status":"degraded"}'}
@@ -15,8 +15,7 @@ async def healthz() -> Response:
 
 
 async def readyz() -> Response:
-    readiness: Readiness = scope["state"]["readiness"]
-    status = await readiness.check()  # raises the 503 problem when the database cannot be reached
+    status = await READINESS.get(scope).check()  # raises the 503 problem when the database cannot be reached
     return Response(_STATUS[status], media_type="application/json")
 
 

@@ -46,6 +46,7 @@ from service.ops.health import Readiness
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
 from service.settings import Settings
 from service.web.body_limit import NO_BODY, BodyLimit, describe
+from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
 from service.web.documentation import Documentation
 from service.web.documents import ServedDocument
@@ -165,7 +166,7 @@ def create_app(
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. ``clock``: the time every object of the
     identity domain reads (the system's by default; tests move it). The contracts are parsed once per process
-    (``service.web.contracts``)."""
+    (``service.web.contracts.contract``)."""
     settings = settings or Settings.from_env()
     clock = clock or SYSTEM_CLOCK
     audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
@@ -265,7 +266,7 @@ def documented(
 ) -> ASGIApp:
     """``app`` behind its document ``name`` as written (at ``{prefix}/openapi.json``, with ``server_url``) and CORS."""
     origin = "/".join(server_url.split("/", 3)[:3])
-    document = ServedDocument.build(name, server_url)
+    document = ServedDocument.build(contract(name), server_url)
     documentation = Documentation(
         app,
         prefix=prefix,

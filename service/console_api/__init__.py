@@ -1,4 +1,4 @@
-"""The developer console: Connexion's AsyncApp over ``openapi/console.yaml``, at ``MENUS_CONSOLE_PATH``.
+"""The developer console: Connexion over ``openapi/console.yaml`` (``service.web.connexion_adapter``), at its path.
 
 Handlers (``handlers/console.py``) call ``ConsoleWeb`` (``service/console_api/console_web.py``), which reads
 cookies and forms, asks the domain (``identity/console.py``) and renders pages. The relying-party
@@ -11,32 +11,22 @@ import re
 
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
-from connexion.middleware import ConnexionMiddleware
-from connexion.middleware.security import SecurityMiddleware
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.console_api.console_web import ConsoleWeb
 from service.identity_api.responses import BodyRecorder, as_connexion
-from service.web.async_app import AsyncApp
-from service.web.documents import declared_methods, spec_path
+from service.web.connexion_adapter import connexion_app
+from service.web.contracts import contract
+from service.web.request_state import BODY, CONSOLE
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 
 
 def create_console_app(web: ConsoleWeb, *, validate_responses: bool = False) -> ASGIApp:
-    app = AsyncApp(__name__, middlewares=MIDDLEWARES)
-    app.add_api(
-        spec_path("console.yaml"),
-        base_path=web.path,
-        strict_validation=True,
-        validate_responses=validate_responses,
-        resolver=RelativeResolver("handlers"),
-    )
-
-    allowed = declared_methods("console.yaml", web.path)
+    console = contract("console.yaml")
+    allowed = console.allowed_methods(web.path)
 
     async def as_page(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
         """Connexion's own errors (validation, unknown path, method) and anything unexpected, as an HTML page."""
@@ -48,8 +38,14 @@ def create_console_app(web: ConsoleWeb, *, validate_responses: bool = False) -> 
             response.headers["Allow"] = ", ".join(allowed(str(request.scope.get("path", ""))))
         return as_connexion(response)
 
-    for error in (ProblemException, HTTPException, Exception):
-        app.add_error_handler(error, as_page)
+    app = connexion_app(
+        console,
+        base_path=web.path,
+        strict_validation=True,
+        validate_responses=validate_responses,
+        resolver=RelativeResolver("handlers"),
+        errors=[(error, as_page) for error in (ProblemException, HTTPException, Exception)],
+    )
     return ConsoleEntry(app, web)
 
 
@@ -71,14 +67,15 @@ class ConsoleEntry:
         if scope["path"] == self.web.path:
             await self.web.redirect(self.web.path + "/")(scope, receive, send)
             return
-        state = scope.setdefault("state", {})
-        state["console"] = self.web
+        CONSOLE.put(scope, self.web)
         if scope["method"] == "POST":
             length = dict(scope["headers"]).get(b"content-length", b"0")
             if not length.isdigit() or int(length) > self.web.form_limit:
                 await self.web.too_large()(scope, receive, send)
                 return
-            receive = state["body"] = BodyRecorder(_capped(receive, self.web.form_limit))
+            recorder = BodyRecorder(_capped(receive, self.web.form_limit))
+            BODY.put(scope, recorder)
+            receive = recorder
         await self.app(scope, receive, send)
 
 

@@ -1,8 +1,8 @@
-"""The identity API: Connexion's AsyncApp over ``openapi/identity.yaml``, mounted at the issuer's path.
+"""The identity API: Connexion over ``openapi/identity.yaml`` (``service.web.connexion_adapter``), at the issuer's path.
 
 Connexion routes and validates; the handlers and the domain authenticate
 clients and tokens themselves (an optional security alternative would let wrong
-credentials through as anonymous), so the SecurityMiddleware is left out.
+credentials through as anonymous), so Connexion's security middleware is left out.
 Connexion's own errors (a malformed body, a wrong media type) are reshaped
 here into each endpoint's documented form: an HTML page for browser
 endpoints, an OAuth error for client endpoints, an RFC 6750 error for
@@ -17,7 +17,6 @@ signing in and up hashes a password with Argon2 for tens of milliseconds. The re
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Awaitable, Callable
 
@@ -25,8 +24,6 @@ import anyio
 import orjson
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
-from connexion.middleware import ConnexionMiddleware
-from connexion.middleware.security import SecurityMiddleware
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
@@ -36,16 +33,11 @@ from identity.errors import BearerError, ErrorPage, OAuthError, describable
 from identity.pages import message
 from identity.provider import Provider
 from service.identity_api import responses as web
-from service.web.async_app import AsyncApp
 from service.web.body_limit import BodyLimit
-from service.web.contracts import specification
-from service.web.documents import declared_methods
+from service.web.connexion_adapter import connexion_app
+from service.web.contracts import contract
 from service.web.problems import connexion_handler
-
-MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
-# Connexion logs each invalid form at ERROR with the offending value (a client secret, a token, a 60 KiB state):
-# a client's mistake is no server error, and the request's own log line already records the 400.
-logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
+from service.web.request_state import BODY, CLIENT_THREADS, PROVIDER
 
 
 def create_identity_app(
@@ -54,9 +46,9 @@ def create_identity_app(
     """The identity API; ``client_threads`` run the client endpoints' work at once, ``form_limit``: the largest
     form taken (bytes; a larger one is 413)."""
     issuer = provider.issuer
-    app = AsyncApp(__name__, middlewares=MIDDLEWARES)
-    app.add_api(
-        specification("identity.yaml"),
+    identity = contract("identity.yaml")
+    app = connexion_app(
+        identity,
         base_path=issuer.path,  # "" for an issuer at the root: "/" breaks every operation
         strict_validation=False,  # OAuth and OpenID Connect: unknown parameters are ignored
         validate_responses=validate_responses,
@@ -78,7 +70,7 @@ def create_identity_app(
     app.add_error_handler(OAuthError, oauth_error)
     app.add_error_handler(BearerError, bearer_error)
     app.add_error_handler(ErrorPage, error_page)
-    handler = _connexion_errors(provider, connexion_handler(declared_methods("identity.yaml", issuer.path)))
+    handler = _connexion_errors(provider, connexion_handler(identity.allowed_methods(issuer.path)))
     for error in (ProblemException, HTTPException, Exception):
         app.add_error_handler(error, handler)
     base = issuer.path
@@ -154,11 +146,12 @@ class IdentityEntry:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            state = scope.setdefault("state", {})
-            state["provider"] = self.provider
-            state["client_threads"] = self.client_threads
+            PROVIDER.put(scope, self.provider)
+            CLIENT_THREADS.put(scope, self.client_threads)
             if scope["method"] == "POST":
-                receive = state["body"] = web.BodyRecorder(receive)
+                recorder = web.BodyRecorder(receive)
+                BODY.put(scope, recorder)
+                receive = recorder
         if scope["type"] != "http" or scope["method"] != "HEAD":
             await self.app(scope, receive, send)
             return

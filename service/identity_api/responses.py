@@ -30,6 +30,7 @@ from identity.provider import Provider
 from service.web.body_limit import describe
 from service.web.html_headers import page_headers
 from service.web.problems import UNAVAILABLE_RETRY_AFTER
+from service.web.request_state import BODY, CLIENT_THREADS, PROVIDER
 
 log = logging.getLogger("service.identity")
 T = TypeVar("T")
@@ -52,14 +53,14 @@ PUBLIC_CACHE = {"Cache-Control": "public, max-age=300"}  # discovery and JWKS: s
 
 def provider() -> Provider:
     """The provider of the app serving this request (put in the request's state by ``create_identity_app``)."""
-    return context.scope["state"]["provider"]  # type: ignore[no-any-return]
+    return PROVIDER.get(context.scope)
 
 
 async def off_the_loop(call: Callable[..., T], *args: Any) -> T:
     """Run the domain's blocking work (its SQL, commits that wait for the disk, RSA signing) in a worker thread,
     so that one slow commit never holds every request of the worker. At most as many at once as the database
     pool has connections (the request's ``client_threads`` limiter): more would only wait there."""
-    limiter = context.scope["state"]["client_threads"]
+    limiter = CLIENT_THREADS.get(context.scope)
     return await anyio.to_thread.run_sync(call, *args, limiter=limiter)
 
 
@@ -96,7 +97,7 @@ class BodyRecorder:
 
 async def form_pairs(request: Request) -> list[tuple[str, str]]:
     """Every name/value pair of the form, repeated names included, parsed as Connexion's validation parsed it."""
-    body = await request.scope["state"]["body"].body()
+    body = await BODY.get(request.scope).body()
 
     async def replay() -> Message:
         return {"type": "http.request", "body": body, "more_body": False}

@@ -23,9 +23,12 @@ from identity.api_keys import ApiKeyStore
 from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_key
 from service.menus_api.ratelimit import Decision, RateLimiter
 from service.web.problems import Problem, nothing_here, unauthorized
+from service.web.request_state import CATALOG
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
 NO_STORE = (b"cache-control", b"no-store")  # /random: a cache must never replay a random pick
+# The response headers added here, after Connexion's response validation: left out of it (checked end to end).
+ADDED_HEADERS = frozenset({"etag", "cache-control", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"})
 IF_NONE_MATCH_MAX = 1024  # the contract's maxLength of If-None-Match: longer ones must still reach validation
 
 
@@ -87,7 +90,7 @@ class MenusGate:
             if answer is not None:
                 await send_ok(send, answer, decision, if_none_match)
                 return
-        scope.setdefault("state", {})["catalog"] = self.catalog
+        CATALOG.put(scope, self.catalog)
         if scope["path"] == self.random:
             await self.app(scope, receive, _Caching(send, decision, None, no_store=True))
             return

@@ -1,11 +1,8 @@
-"""The menus API: Connexion's AsyncApp over ``openapi/menus.yaml``, behind the gate."""
+"""The menus API: Connexion over ``openapi/menus.yaml`` (``service.web.connexion_adapter``), behind the gate."""
 
 from __future__ import annotations
 
 from connexion.exceptions import ProblemException
-from connexion.middleware import ConnexionMiddleware
-from connexion.middleware.response_validation import ResponseValidationMiddleware
-from connexion.middleware.security import SecurityMiddleware
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp
@@ -15,22 +12,13 @@ from data.errors import CatalogError
 from identity.api_keys import ApiKeyStore
 from identity.usage import UsageCounter
 from service.menus_api.answer_cache import AnswerCache
-from service.menus_api.gate import MenusGate
+from service.menus_api.gate import ADDED_HEADERS, MenusGate
 from service.menus_api.ratelimit import RateLimiter
-from service.web.async_app import AsyncApp
-from service.web.contracts import document, specification
-from service.web.documents import declared_methods
+from service.web.connexion_adapter import connexion_app
+from service.web.contracts import Contract, contract
 from service.web.problems import connexion_handler
-from service.web.validation import ContractParameterValidator, ContractResponseValidation
 
 BASE_PATH = "/v1"
-# Authentication is the gate's job (before routing); Connexion keeps routing and validation.
-# Response validation must not expect the headers the gate adds after it.
-MIDDLEWARES = [
-    ContractResponseValidation if m is ResponseValidationMiddleware else m
-    for m in ConnexionMiddleware.default_middlewares
-    if m is not SecurityMiddleware
-]
 
 
 def create_menus_app(
@@ -42,30 +30,29 @@ def create_menus_app(
     validate_responses: bool = False,
     usage: UsageCounter | None = None,
 ) -> ASGIApp:
-    app = AsyncApp(__name__, middlewares=MIDDLEWARES)
-    app.add_api(
-        specification("menus.yaml"),
+    menus = contract("menus.yaml")
+    handler = connexion_handler(menus.allowed_methods(BASE_PATH))
+    app = connexion_app(
+        menus,
         base_path=BASE_PATH,
         strict_validation=True,
         validate_responses=validate_responses,
-        validator_map={"parameter": ContractParameterValidator},
+        contract_parameters=True,
+        without_response_headers=ADDED_HEADERS,  # the gate adds them after Connexion's response validation
         resolver=RelativeResolver("handlers"),
+        errors=[(error, handler) for error in (ProblemException, HTTPException, CatalogError, Exception)],
     )
-    handler = connexion_handler(declared_methods("menus.yaml", BASE_PATH))
-    for error in (ProblemException, HTTPException, CatalogError, Exception):
-        app.add_error_handler(error, handler)
     return MenusGate(
         app,
         keys=keys,
         limiter=limiter,
         catalog=catalog,
         answers=answers,
-        if_none_match_max=_if_none_match_max(),
+        if_none_match_max=_if_none_match_max(menus),
         counting=usage.counting if usage is not None else None,
     )
 
 
-def _if_none_match_max() -> int:
+def _if_none_match_max(menus: Contract) -> int:
     """The contract's longest If-None-Match: a longer one bypasses the answer cache so validation refuses it."""
-    parameters = document("menus.yaml")["components"]["parameters"]
-    return int(parameters["ifNoneMatch"]["schema"]["maxLength"])
+    return int(menus.parameter("ifNoneMatch")["schema"]["maxLength"])

@@ -7,47 +7,45 @@ with the identity API's, which may be at the root.
 
 from __future__ import annotations
 
-import connexion
 from connexion.exceptions import ProblemException
 from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.ops.health import Readiness
-from service.web.contracts import specification
-from service.web.documents import declared_methods
+from service.web.connexion_adapter import connexion_app
+from service.web.contracts import contract
 from service.web.problems import connexion_handler
-from service.web.validation import ContractParameterValidator
+from service.web.request_state import READINESS
 
 PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # what the dispatcher sends here, with everything under /ops/
 DOCUMENT_PREFIX = "/ops/"
 
 
 def create_operations_app(readiness: Readiness) -> ASGIApp:
-    app = connexion.AsyncApp(__name__)
-    app.add_api(
-        specification("operations.yaml"),
+    operations = contract("operations.yaml")
+    handler = connexion_handler(operations.allowed_methods(""))
+    app = connexion_app(
+        operations,
         base_path="",
         strict_validation=True,
-        validator_map={"parameter": ContractParameterValidator},  # the menus API's voice for parameter errors
+        contract_parameters=True,  # the menus API's voice for parameter errors
         swagger_ui_options=SwaggerUIOptions(spec_path="/ops/openapi.json", swagger_ui_path="/ops/ui"),
+        errors=[(error, handler) for error in (ProblemException, HTTPException, Exception)],
     )
-    handler = connexion_handler(declared_methods("operations.yaml", ""))
-    for error in (ProblemException, HTTPException, Exception):
-        app.add_error_handler(error, handler)
-    return _WithState(app, readiness=readiness)
+    return _WithReadiness(app, readiness)
 
 
-class _WithState:
-    """Puts the node's shared objects in the request scope, where the handlers find them."""
+class _WithReadiness:
+    """Puts the node's readiness check in the request's state, where ``/readyz`` finds it."""
 
-    def __init__(self, app: ASGIApp, **state: object) -> None:
+    def __init__(self, app: ASGIApp, readiness: Readiness) -> None:
         self.app = app
-        self.state = state
+        self.readiness = readiness
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            scope.setdefault("state", {}).update(self.state)
+            READINESS.put(scope, self.readiness)
         await self.app(scope, receive, send)
 
 

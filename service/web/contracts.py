@@ -1,33 +1,116 @@
-"""The OpenAPI documents, parsed once per process.
+"""One ``Contract`` per OpenAPI document of ``openapi/``, parsed once per process.
 
-Every app the factory builds (and every test that builds one) needs the three documents: Connexion
-for its routes and validators, the route templates for metrics, the menus gate for a parameter bound.
-Parsing them is most of an app's start-up, so each is parsed once, with LibYAML where PyYAML has it,
-and handed out as a deep copy wherever the receiver may change it (Connexion fills in defaults).
+Every reader of a document asks its contract: Connexion for the specification it routes and
+validates by, the metrics for the route templates, the error handlers for the methods a path
+allows (``Allow``, RFC 9110 §10.2.1), the menus gate for a parameter's bound, the documentation
+for the document it serves, and whoever needs an operation's ``x-`` extension for that operation.
+Parsing is most of an app's start-up and tests build many apps, so ``contract(name)`` parses each
+document once (``service.web.documents.authored``: as written, with LibYAML).
 """
 
 from __future__ import annotations
 
 import copy
-from functools import cache
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from functools import cache, cached_property
 from typing import Any
 
-import yaml
+from service.web.documents import authored
 
-from service.web.documents import spec_path
+METHODS = ("get", "head", "put", "post", "delete", "patch")  # the HTTP methods an OpenAPI path item may declare
 
-# LibYAML's parser when PyYAML was built with it (the wheels are): the same documents, parsed ten times faster.
-SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+@dataclass(frozen=True)
+class Contract:
+    """One OpenAPI document and what it declares. Shared: read it, never change what it hands out."""
+
+    name: str  # e.g. "menus.yaml"
+    document: Mapping[str, Any]  # the document as written: components and every ``$ref`` intact
+
+    @cached_property
+    def templates(self) -> list[str]:
+        """The path templates, in the document's order (``/menus/dishes/{slug}``)."""
+        return list(self.document["paths"])
+
+    def operation(self, method: str, template: str) -> Mapping[str, Any]:
+        """The operation object of ``method`` on ``template``, extensions (``x-…``) included; KeyError if none."""
+        operation: Mapping[str, Any] = self.document["paths"][template][method.lower()]
+        return operation
+
+    def methods(self, template: str) -> list[str]:
+        """The methods ``template`` allows, HEAD wherever GET is (Starlette answers HEAD for every GET route)."""
+        item = self.document["paths"][template]
+        methods = [m.upper() for m in METHODS if m in item]
+        if "GET" in methods and "HEAD" not in methods:
+            methods.insert(1, "HEAD")
+        return methods
+
+    def template_of(self, base_path: str) -> Callable[[str], str | None]:
+        """A function giving the template a request path under ``base_path`` matches (None when none does)."""
+        routes = [(template_pattern(base_path + template), template) for template in self.templates]
+
+        def template(path: str) -> str | None:
+            for pattern, matched in routes:
+                if pattern.fullmatch(path):
+                    return matched
+            return None
+
+        return template
+
+    def allowed_methods(self, base_path: str) -> Callable[[str], list[str]]:
+        """A function giving the methods allowed on a request path under ``base_path`` ([] when none matches)."""
+        template_of = self.template_of(base_path)
+        methods = {template: self.methods(template) for template in self.templates}
+
+        def allowed(path: str) -> list[str]:
+            template = template_of(path)
+            return methods[template] if template is not None else []
+
+        return allowed
+
+    def parameter(self, name: str) -> Mapping[str, Any]:
+        """The shared parameter ``components.parameters[name]`` (its schema holds the contract's limits)."""
+        parameter: Mapping[str, Any] = self.document["components"]["parameters"][name]
+        return parameter
+
+    def specification(self, *, without_response_headers: Collection[str] = ()) -> dict[str, Any]:
+        """A copy of the document for Connexion's ``add_api`` (which changes what it is given).
+
+        ``without_response_headers`` (lower case): response headers left out of the copy, for headers
+        that a layer outside Connexion adds after its response validation has run (the menus gate's).
+        The copy is Connexion's alone: the served document stays the one written (``served``)."""
+        specification = copy.deepcopy(dict(self.document))
+        if without_response_headers:
+            responses = [
+                response
+                for item in specification["paths"].values()
+                for method in METHODS
+                for response in item.get(method, {}).get("responses", {}).values()
+            ]
+            responses += specification.get("components", {}).get("responses", {}).values()
+            for response in responses:
+                if "headers" in response:
+                    response["headers"] = {
+                        name: header
+                        for name, header in response["headers"].items()
+                        if name.lower() not in without_response_headers
+                    }
+        return specification
+
+    def served(self, server_url: str) -> dict[str, Any]:
+        """The document as served: as written, its one server's URL set to ``server_url`` (description kept)."""
+        first = (self.document.get("servers") or [{}])[0]
+        return {**self.document, "servers": [{**first, "url": server_url}]}
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A path template as a pattern: each ``{name}`` matches one non-empty path segment."""
+    return re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
 
 
 @cache
-def document(name: str) -> dict[str, Any]:
-    """The parsed document ``name`` of ``openapi/``; shared: read it, never change it."""
-    with open(spec_path(name), encoding="utf-8") as stream:
-        parsed: dict[str, Any] = yaml.load(stream, Loader=SafeLoader)  # noqa: S506 (a safe loader)
-    return parsed
-
-
-def specification(name: str) -> dict[str, Any]:
-    """A copy of document ``name`` for Connexion's ``add_api``, which changes what it is given."""
-    return copy.deepcopy(document(name))
+def contract(name: str) -> Contract:
+    """The contract of document ``name`` of ``openapi/``, parsed on first use."""
+    return Contract(name, authored(name))

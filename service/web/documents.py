@@ -1,4 +1,4 @@
-"""Where the OpenAPI documents live, whether run from a checkout or installed, what they declare, how they are served.
+"""Where the OpenAPI documents live, whether run from a checkout or installed, how they are read and served.
 
 Connexion would serve its resolved copy of a document (every ``$ref`` inlined: a generator then makes a class per
 use of a schema); ``ServedDocument`` is the authored document instead, with ``servers`` set from the settings.
@@ -7,52 +7,28 @@ use of a schema); ``ServedDocument`` is the authored document instead, with ``se
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
 
-METHODS = ("get", "head", "put", "post", "delete", "patch")
+if TYPE_CHECKING:
+    from service.web.contracts import Contract
+
+try:
+    from yaml import CSafeLoader as _Loader  # LibYAML (the wheels have it): ten times faster
+except ImportError:  # pragma: no cover - a PyYAML built without LibYAML
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 
 def spec_path(name: str) -> Path:
     return Path(str(resources.files("openapi") / name))
 
 
-def declared_methods(name: str, base_path: str) -> Callable[[str], list[str]]:
-    """A function giving the methods document ``name`` declares for a request path (for ``Allow``)."""
-    routes = _routes(name, base_path)
-
-    def methods(path: str) -> list[str]:
-        for pattern, allowed in routes:
-            if pattern.fullmatch(path):
-                return allowed
-        return []
-
-    return methods
-
-
-@lru_cache(maxsize=8)
-def _routes(name: str, base_path: str) -> list[tuple[re.Pattern[str], list[str]]]:
-    with open(spec_path(name), encoding="utf-8") as stream:
-        paths = yaml.safe_load(stream)["paths"]
-    routes = []
-    for template, operations in paths.items():
-        pattern = re.compile(re.escape(base_path) + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
-        methods = [m.upper() for m in METHODS if m in operations]
-        if "GET" in methods and "HEAD" not in methods:
-            methods.insert(1, "HEAD")  # Starlette and Flask answer HEAD wherever GET is
-        routes.append((pattern, methods))
-    return routes
-
-
-class _AsWritten(yaml.SafeLoader):
+class _AsWritten(_Loader):
     """YAML as written: a date-like scalar stays the string the author wrote (YAML 1.1 would make a datetime)."""
 
 
@@ -63,16 +39,13 @@ _AsWritten.yaml_implicit_resolvers = {
 
 
 def authored(name: str) -> dict[str, Any]:
-    """Document ``name`` exactly as its author wrote it: components and every ``$ref`` intact."""
+    """Document ``name`` exactly as its author wrote it: components and every ``$ref`` intact.
+
+    Parses the file on every call: the service asks ``service.web.contracts.contract(name)``, which keeps one parse.
+    """
     with open(spec_path(name), encoding="utf-8") as stream:
         document: dict[str, Any] = yaml.load(stream, Loader=_AsWritten)  # noqa: S506 (a SafeLoader)
     return document
-
-
-def with_server(document: dict[str, Any], url: str) -> dict[str, Any]:
-    """The document with its one server's URL set to ``url`` (the description, if any, is kept)."""
-    first = (document.get("servers") or [{}])[0]
-    return {**document, "servers": [{**first, "url": url}]}
 
 
 @dataclass(frozen=True)
@@ -90,8 +63,8 @@ class ServedDocument:
     yaml: Representation
 
     @classmethod
-    def build(cls, name: str, server_url: str) -> ServedDocument:
-        document = with_server(authored(name), server_url)
+    def build(cls, contract: Contract, server_url: str) -> ServedDocument:
+        document = contract.served(server_url)
         as_json = orjson.dumps(document)
         as_yaml = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120).encode()
         return cls(

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from service.web.contracts import document as contract
+from service.web.contracts import contract, template_pattern
 
 UNMATCHED = "unmatched"
 
@@ -25,11 +25,10 @@ class RouteTemplates:
         self._patterns: list[tuple[re.Pattern[str], str]] = []
         self._prefixes: list[tuple[str, str]] = []  # Swagger UI: the page and its assets
         for document, base_path, document_prefix in apis:
-            for template in _templates(document):
+            for template in contract(document).templates:
                 full = base_path + template
                 if "{" in template:
-                    regex = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(full))
-                    self._patterns.append((re.compile(regex), full))
+                    self._patterns.append((template_pattern(full), full))
                 else:
                     self._exact[full] = full
             for document_path in (f"{document_prefix}/openapi.json", f"{document_prefix}/openapi.yaml"):
@@ -48,7 +47,3 @@ class RouteTemplates:
             if path == prefix or path.startswith(prefix + "/"):
                 return template
         return UNMATCHED
-
-
-def _templates(document: str) -> list[str]:
-    return list(contract(document)["paths"])

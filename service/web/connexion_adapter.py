@@ -1,0 +1,235 @@
+"""Connexion 3.3, adapted to this service: every use of its internals is in this one module.
+
+``connexion_app(contract, ...)`` builds each API's Connexion app (menus, identity, operations,
+console) from its ``Contract``: routing and request validation from the document, the handlers
+found by operationId, response validation when asked for. What it changes, and why:
+
+- **No security middleware.** The menus gate authenticates before routing (``service.menus_api.gate``);
+  the identity handlers authenticate clients and tokens themselves (an optional security alternative
+  would let wrong credentials through as anonymous); the operations and console documents declare none.
+- **Handlers decorated once** (``_OnceOperation``). Connexion 3.3's ``AsyncOperation.fn`` builds the
+  parameter and response decorators, inspects the handler's signature and makes a URI parser on every
+  request; none of it depends on the request. Measured on the menus API's unique queries, that was
+  about a sixth of the service's time, and the second parse of the query another sixth.
+- **The contract's parameter rules** (``service.web.validation.ParameterRules``) in place of
+  Connexion's parameter validator, for the menus and operations APIs: one message per invalid
+  parameter, by name, schemas compiled once per operation; the validated arguments go to the handlers
+  (``request_state.ARGUMENTS``), so the query is parsed once.
+- **Response validation without the gate's headers**: the menus gate adds ``ETag``, ``Cache-Control``
+  and the ``RateLimit-*`` headers after Connexion's response validation has run (validation sees the
+  response before any outer layer changes it, as spec-first/connexion#793 describes for Flask), so
+  Connexion's copy of the document leaves them out (``Contract.specification(without_response_headers=
+  ...)``); the tests check them end to end. No Connexion class is changed for it, and Connexion never
+  serves its copy (``Documentation`` answers the document paths with the document as written).
+- **Form validation logs quieted**: Connexion logs each invalid form at ERROR with the offending value.
+
+Each hook into a private part of Connexion below says why, and what upstream change would remove it.
+Checked against Connexion 3.3.0 (``uv.lock``); a new release means re-reading ``connexion/apps/
+asynchronous.py``, ``connexion/decorators/main.py`` and ``connexion/middleware/request_validation.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from typing import Any
+
+from connexion.apps.asynchronous import AsyncApi, AsyncASGIApp, AsyncOperation
+from connexion.context import receive, scope
+from connexion.decorators import StarletteDecorator
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from connexion.middleware import ConnexionMiddleware
+from connexion.middleware.abstract import ROUTING_CONTEXT
+from connexion.middleware.security import SecurityMiddleware
+from connexion.operations import AbstractOperation
+from connexion.options import SwaggerUIOptions
+from connexion.resolver import Resolver
+from connexion.uri_parsing import AbstractURIParser
+from starlette.responses import Response as StarletteResponse
+from starlette.types import Receive, Scope, Send
+
+from service.web.contracts import Contract
+from service.web.request_state import ARGUMENTS
+from service.web.validation import ParameterRules
+
+ErrorHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse | Awaitable[ConnexionResponse]]
+
+# Connexion's own stack, minus its security middleware (see above). A public, documented option.
+MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
+
+# Connexion logs each invalid form at ERROR with the offending value (a client secret, a token, a 60 KiB state):
+# a client's mistake is no server error, and the request's own log line already records the 400.
+# Hook: the logger's name. spec-first/connexion#1926 (merged 2024) lowered the JSON body validator's message to
+# INFO, but the form validator (connexion/validators/form_data.py) still logs at ERROR in 3.3.0: the same change
+# there would remove this line.
+logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
+
+
+def connexion_app(
+    contract: Contract,
+    *,
+    base_path: str,
+    strict_validation: bool,
+    errors: Iterable[tuple[type[Exception], ErrorHandler]] = (),
+    validate_responses: bool = False,
+    contract_parameters: bool = False,
+    without_response_headers: Collection[str] = (),
+    resolver: Resolver | None = None,
+    swagger_ui_options: SwaggerUIOptions | None = None,
+) -> ConnexionMiddleware:
+    """The Connexion app of ``contract`` at ``base_path`` ("" for the root: "/" breaks every operation).
+
+    ``errors``: ``(exception class, handler)`` pairs for Connexion's error handling, in order (more may be
+    added with the app's ``add_error_handler`` until its first request);
+    ``contract_parameters``: validate parameters with the contract's rules (the menus API's voice) instead
+    of Connexion's; ``without_response_headers`` (lower case): response headers that a layer outside
+    Connexion adds, left out of response validation."""
+    app = ConnexionMiddleware(_OnceASGIApp(), import_name=__name__, middlewares=list(MIDDLEWARES))
+    validator_map = {"parameter": ContractParameters()} if contract_parameters else None
+    app.add_api(
+        contract.specification(without_response_headers=without_response_headers),
+        base_path=base_path,
+        strict_validation=strict_validation,
+        validate_responses=validate_responses,
+        validator_map=validator_map,
+        resolver=resolver,
+        swagger_ui_options=swagger_ui_options,
+    )
+    for error, handler in errors:
+        app.add_error_handler(error, handler)
+    return app
+
+
+class ContractParameters:
+    """Connexion's ``validator_map["parameter"]``, one per app: the contract's rules, compiled once per operation.
+
+    Connexion makes a parameter validator for every request, from the operation's parameter list, and calls
+    its ``validate(scope)`` (``connexion/middleware/request_validation.py``). The rules are kept here by
+    operationId, which Connexion's routing has put in the scope (the key it dispatches the request to the
+    operation by, ``ROUTING_CONTEXT``: an internal of its middleware, stable since 3.0). Nothing to remove
+    upstream: ``validator_map`` is Connexion's documented way to bring one's own validator."""
+
+    def __init__(self) -> None:
+        self._rules: dict[str, ParameterRules] = {}
+
+    def __call__(
+        self,
+        parameters: list[dict[str, Any]],
+        *,
+        uri_parser: AbstractURIParser,
+        strict_validation: bool = False,
+        security_query_params: Iterable[str] = (),
+    ) -> _ParameterValidation:
+        return _ParameterValidation(self, parameters, uri_parser, strict_validation)
+
+    def rules(self, operation_id: str, parameters: Iterable[Mapping[str, Any]]) -> ParameterRules:
+        rules = self._rules.get(operation_id)
+        if rules is None:
+            rules = self._rules[operation_id] = ParameterRules(parameters)
+        return rules
+
+
+class _ParameterValidation:
+    """One request's parameter validation (what Connexion's ``ParameterValidator.validate`` does, by our rules)."""
+
+    __slots__ = ("factory", "parameters", "strict", "uri_parser")
+
+    def __init__(
+        self,
+        factory: ContractParameters,
+        parameters: list[dict[str, Any]],
+        uri_parser: AbstractURIParser,
+        strict: bool,
+    ) -> None:
+        self.factory = factory
+        self.parameters = parameters
+        self.uri_parser = uri_parser
+        self.strict = strict
+
+    def validate(self, scope: Scope) -> None:
+        rules = self.factory.rules(scope["extensions"][ROUTING_CONTEXT]["operation_id"], self.parameters)
+        request = ConnexionRequest(scope, uri_parser=self.uri_parser)
+        arguments = rules.validate(
+            query_string=scope.get("query_string", b"").decode("latin-1"),
+            typed_query=lambda: request.query_params,
+            path=request.path_params,
+            headers=request.headers,
+            cookies=request.cookies,
+            strict=self.strict,
+        )
+        if arguments is not None:
+            ARGUMENTS.put(scope, arguments)
+
+
+class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion ships without type hints
+    """``StarletteDecorator`` that decorates at once and builds the operation's URI parser on first use.
+
+    A handler that takes no arguments skips the parameter decorator, which would parse the query and the body
+    only to pass none of it: such handlers read what they need from the request state.
+
+    Private hooks: ``_sync_async_decorator`` and ``_response_decorator_cls`` (the two halves of
+    ``StarletteDecorator.decorate`` it uses without the parameter half), and ``uri_parser`` (a property
+    reading the operation from Connexion's request context). Upstream, decorating once per operation would
+    remove the whole class: Connexion 3.3 decorates on every request (``AsyncOperation.fn``); the general
+    per-request cost of Connexion 3 is reported in spec-first/connexion#2045 and #2077 (both open, about the
+    FlaskApp; no fix released as of 3.3.0), and we found no issue asking for this change in particular.
+    """
+
+    def decorate(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        if _takes_arguments(function):
+            decorated: Callable[..., Any] = super().decorate(function)
+            return decorated
+        bare = self._sync_async_decorator(function)
+        respond = self._response_decorator_cls(framework=self.framework, jsonifier=self.jsonifier)
+        bare_decorated: Callable[..., Any] = respond(lambda _: bare())
+        return bare_decorated
+
+    def __call__(self, function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+        decorated = self.decorate(function)
+        parser: AbstractURIParser | None = None
+
+        @functools.wraps(function)
+        async def wrapper(*_: Any, **__: Any) -> Any:
+            nonlocal parser
+            if parser is None:  # made from the context's operation: this route's, the same on every request
+                parser = self.uri_parser
+            request = self.framework.get_request(uri_parser=parser, scope=scope, receive=receive)
+            return await decorated(request)
+
+        return wrapper
+
+
+def _takes_arguments(function: Callable[..., Any]) -> bool:
+    return bool(inspect.signature(inspect.unwrap(function)).parameters)
+
+
+class _OnceOperation(AsyncOperation):  # type: ignore[misc]
+    """``AsyncOperation`` whose ``fn`` is decorated once (a cached property instead of Connexion's property).
+
+    Private hook: ``_fn``, the resolved handler ``AsyncOperation.__init__`` keeps. Removed by the same upstream
+    change as ``_OnceDecorator``."""
+
+    @functools.cached_property
+    def fn(self) -> Callable[..., Awaitable[StarletteResponse]]:
+        return _OnceDecorator(pythonic_params=self.pythonic_params, jsonifier=self.jsonifier)(self._fn)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.fn()
+        await response(scope, receive, send)
+
+
+class _OnceApi(AsyncApi):  # type: ignore[misc]
+    def make_operation(self, operation: AbstractOperation) -> AsyncOperation:
+        return _OnceOperation.from_operation(operation, pythonic_params=self.pythonic_params, jsonifier=self.jsonifier)
+
+
+class _OnceASGIApp(AsyncASGIApp):  # type: ignore[misc]
+    """Connexion's AsyncApp's inner app, making ``_OnceOperation``s.
+
+    Hook: ``api_cls``, the class attribute of Connexion's routed middlewares naming the API class they build
+    (public, but ``AsyncASGIApp`` is not exported). Given to ``ConnexionMiddleware`` directly, which is
+    what ``connexion.AsyncApp`` does with its own (in its private ``_middleware_app``)."""
+
+    api_cls = _OnceApi

@@ -1,0 +1,39 @@
+"""The contracts as the service reads them: one parse per document, and what each hands out."""
+
+from service.menus_api.gate import ADDED_HEADERS
+from service.web.contracts import contract
+from service.web.documents import authored
+from service.web.request_state import CATALOG
+
+
+def test_each_document_is_parsed_once_and_kept_as_written():
+    assert contract("menus.yaml") is contract("menus.yaml")
+    assert contract("identity.yaml").document == authored("identity.yaml")
+
+
+def test_an_operation_is_found_by_method_and_template_with_its_extensions():
+    identity = contract("identity.yaml")
+    assert identity.operation("POST", "/oauth2/token")["operationId"] == "token.exchange"
+    assert identity.template_of("/tenant")("/tenant/oauth2/token") == "/oauth2/token"
+    assert identity.template_of("/tenant")("/elsewhere") is None
+
+
+def test_allowed_methods_add_head_wherever_get_is():
+    allowed = contract("menus.yaml").allowed_methods("/v1")
+    assert allowed("/v1/menus/dishes/creme-brulee") == ["GET", "HEAD"]
+    assert allowed("/v1/nothing") == []
+
+
+def test_connexions_copy_leaves_out_the_gates_headers_and_the_document_keeps_them():
+    menus = contract("menus.yaml")
+    copy = menus.specification(without_response_headers=ADDED_HEADERS)
+    ok = copy["paths"]["/menus/regions"]["get"]["responses"]["200"]
+    assert not {name.lower() for name in ok.get("headers", {})} & ADDED_HEADERS
+    written = menus.document["paths"]["/menus/regions"]["get"]["responses"]["200"]["headers"]
+    assert "ETag" in written
+
+
+def test_a_slot_gives_back_what_was_put_in_the_request_state():
+    scope: dict[str, object] = {"type": "http"}
+    CATALOG.put(scope, "the catalog")
+    assert CATALOG.get(scope) == "the catalog"
