@@ -22,7 +22,7 @@ from identity.clients import Client, ClientStore
 from identity.errors import ErrorPage, InvalidToken, UnknownRecord
 from identity.flow import EXPIRED, SESSION_COOKIE, Browser, Outcome, SetCookie
 from identity.issuer import END_SESSION_PATH, Issuer
-from identity.pages import Page, message, render
+from identity.pages import Page, message
 from identity.sessions import BrowserSession, SessionStore
 from identity.tokens import RefreshTokenStore, TokenService
 from identity.users import UserStore
@@ -54,12 +54,7 @@ class EndSession:
         self._users = users
 
     def handle(self, pairs: Sequence[tuple[str, str]], browser: Browser, *, posted: bool) -> Outcome:
-        try:
-            return self._handle(pairs, browser, posted)
-        except ErrorPage as error:
-            return Outcome(page=message(error.title, error.message, status=error.status))
-
-    def _handle(self, pairs: Sequence[tuple[str, str]], browser: Browser, posted: bool) -> Outcome:
+        """An ``ErrorPage`` goes up as it is: an invalid sign-out request never redirects (§3)."""
         params: dict[str, str] = {}
         for name, value in pairs:
             if name in PARAMETERS and name in params:
@@ -134,14 +129,15 @@ class EndSession:
             email = self._users.get(session.user_id).email
         except UnknownRecord:
             email = ""
-        return render(
-            "end_session.html",
-            title="Sign out?",
-            user_email=email,
-            client_name=client.name if client else None,
-            action=self._issuer.page(END_SESSION_PATH.lstrip("/")),
-            csrf_token=csrf_token(secret),
-            carried=[(name, value) for name, value in _carried(client, params) if value is not None],
+        return Page(
+            "end_session",
+            {
+                "user_email": email,
+                "client_name": client.name if client else None,
+                "action": self._issuer.page(END_SESSION_PATH.lstrip("/")),
+                "csrf_token": csrf_token(secret),
+                "carried": [(name, value) for name, value in _carried(client, params) if value is not None],
+            },
         )
 
 

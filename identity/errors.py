@@ -1,5 +1,5 @@
-"""Errors of the identity domain. Each carries its own public text; the web layer turns
-each family into HTTP in one place (``service/identity_api/responses.py``).
+"""Errors of the identity domain. The web edge turns each family into HTTP in one place
+(``service/identity_api/http_errors.py``).
 
 - ``InvalidInput`` and ``UnknownRecord``: operators' and forms' mistakes.
 - ``OAuthError`` (RFC 6749 §4.1.2.1, §5.2; OpenID Connect Core §3.1.2.6): ``error`` is
@@ -126,10 +126,10 @@ class MalformedBearerRequest(BearerError):
 class ErrorPage(Exception):
     """An error shown to the person in the browser as a page; never a redirect."""
 
-    def __init__(self, title: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
+    def __init__(self, title: str, description: str, status: int = 400) -> None:
+        super().__init__(description)
         self.title = title
-        self.message = message
+        self.description = description
         self.status = status
 
 
