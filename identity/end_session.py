@@ -88,8 +88,12 @@ class EndSession:
             return None
         try:
             claims = self._tokens.decode(token, audience=None, typ="jwt", verify_exp=False)  # an ID token
-        except InvalidToken:
-            raise ErrorPage("Invalid sign-out request", "The id_token_hint was not issued by this provider.") from None
+        except InvalidToken as error:
+            raise ErrorPage(
+                "Invalid sign-out request",
+                "The id_token_hint was not issued by this provider.",
+                detail=f"The id_token_hint does not verify: {error.description}",
+            ) from None
         if not isinstance(claims.get("aud"), str | list) or "sid" not in claims:
             raise ErrorPage("Invalid sign-out request", "The id_token_hint is not an ID token of this provider.")
         return claims

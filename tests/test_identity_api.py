@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -927,6 +928,17 @@ def test_wrong_client_secret_is_invalid_client_with_a_basic_challenge(visitor: T
     response = token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], basic(wrong))
     assert_oauth_error(response, 401, "invalid_client")
     assert response.headers["www-authenticate"].startswith("Basic ")
+
+
+def test_why_client_authentication_failed_is_logged_never_answered(
+    visitor: TestClient, shared: Shared, caplog: pytest.LogCaptureFixture
+) -> None:
+    wrong = Registered(shared.web.id, shared.web.secret + "x")
+    with caplog.at_level(logging.INFO, logger="service.identity"):
+        response = token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], basic(wrong))
+    assert response.json()["error_description"] == "Client authentication failed."
+    assert f"invalid_client: The secret of client {shared.web.id} is wrong." in caplog.messages
+    assert "secret of client" not in response.text
 
 
 def test_every_path_answers_errors_in_the_form_its_operations_declare() -> None:

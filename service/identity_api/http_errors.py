@@ -14,6 +14,8 @@ Connexion's 400 and 415, a body over the cap (413) and an unexpected error (500;
 is unreachable) take the form of the operation at the request's path; Connexion's 404 and 405 are the
 service's problems. Every operation must declare its form, and the operations of one path must agree
 (a 413 is answered before the method is routed): the app does not start otherwise.
+
+An error's ``detail`` (fosite's debug) is logged at INFO, never answered.
 """
 
 from __future__ import annotations
@@ -96,6 +98,9 @@ class IdentityErrors:
         return self._answer(form, 413, "invalid_request", describe(limit), title="Request too large")
 
     def response(self, scope: Scope, error: Exception) -> Response:
+        detail = getattr(error, "detail", None)
+        if isinstance(error, OAuthError | BearerError | ErrorPage) and detail:
+            log.info("%s: %s", getattr(error, "error", None) or getattr(error, "title", ""), detail)
         if isinstance(error, OAuthError):
             challenge = {}
             if isinstance(error, InvalidClient) and error.basic:
