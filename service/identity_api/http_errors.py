@@ -98,15 +98,14 @@ class IdentityErrors:
         return self._answer(form, 413, "invalid_request", describe(limit), title="Request too large")
 
     def response(self, scope: Scope, error: Exception) -> Response:
-        detail = getattr(error, "detail", None)
-        if isinstance(error, OAuthError | BearerError | ErrorPage) and detail:
-            log.info("%s: %s", getattr(error, "error", None) or getattr(error, "title", ""), detail)
         if isinstance(error, OAuthError):
+            _log_detail(error.error, error.detail)
             challenge = {}
             if isinstance(error, InvalidClient) and error.basic:
                 challenge = {"WWW-Authenticate": f'Basic realm="{self._issuer.url}", charset="UTF-8"'}
             return self._answer("oauth", error.status, error.error, error.description, headers=challenge)
         if isinstance(error, BearerError):
+            _log_detail(error.error, error.detail)
             return self._answer(
                 "resource",
                 error.status,
@@ -115,6 +114,7 @@ class IdentityErrors:
                 headers={"WWW-Authenticate": self._bearer(error)},
             )
         if isinstance(error, ErrorPage):
+            _log_detail(error.title, error.detail)
             return self._answer("page", error.status, "invalid_request", error.description, title=error.title)
         form = self._forms.of(str(scope.get("path", "")))
         if isinstance(error, HTTPException | MultiPartException):
@@ -172,6 +172,12 @@ class IdentityErrors:
         # A 5xx carries Pragma on every JSON endpoint, as the oauth form always does.
         cache = NO_STORE if form == "oauth" or status >= 500 else {"Cache-Control": "no-store"}
         return json({"error": error, "error_description": description}, status, {**cache, **headers})
+
+
+def _log_detail(error: str, detail: str | None) -> None:
+    """What the provider knows beyond the public description, for the operator's eyes only."""
+    if detail:
+        log.info("%s: %s", error, detail)
 
 
 def _plain(detail: str) -> str:
