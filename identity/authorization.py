@@ -242,7 +242,7 @@ def parse_request(pairs: Sequence[tuple[str, str]], clients: ClientStore) -> tup
             check(draft, clients)
         except OAuthError as error:
             if not trusted:
-                raise ErrorPage("Invalid sign-in request", error.description) from None
+                raise ErrorPage("Invalid sign-in request", error.description, detail=error.detail) from None
             states = [state for state in params.get("state", []) if len(state) <= MAX_PARAMETER_LENGTH]
             raise RedirectableError(error, draft.redirect_uri, states[0] if len(states) == 1 else None) from None
         trusted = trusted or check is TRUSTED_AFTER

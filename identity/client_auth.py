@@ -5,7 +5,7 @@ registered with: ``client_secret_basic`` (§2.3.1: the id and secret are
 form-encoded before Basic encoding, so they are decoded here),
 ``client_secret_post``, or ``private_key_jwt`` (RFC 7523 §3, OpenID Connect
 Core §9). Every failure is ``invalid_client`` with the same description, so the
-answer never tells which check failed.
+answer never tells which check failed; its ``detail`` tells the log.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ def decode_basic(header: str) -> tuple[str, str]:
     try:
         decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
-        raise InvalidClient(basic=True) from None
+        raise InvalidClient(basic=True, detail="The Basic credentials are not base64 of UTF-8 text.") from None
     client_id, colon, secret = decoded.partition(":")
     if not colon:
-        raise InvalidClient(basic=True)
+        raise InvalidClient(basic=True, detail="The Basic credentials have no ':' between id and secret.")
     return unquote_plus(client_id), unquote_plus(secret)
 
 
@@ -68,44 +68,44 @@ class ClientAuthenticator:
             assert authorization is not None
             client_id, secret = decode_basic(authorization)
             if params.get("client_id", client_id) != client_id:
-                raise InvalidClient(basic=True)
+                raise InvalidClient(basic=True, detail="The body's client_id is not the Basic credentials' id.")
             return self._by_secret(client_id, secret, "client_secret_basic", basic=True)
         if post:
             return self._by_secret(params.get("client_id", ""), params["client_secret"], "client_secret_post")
         if assertion:
             return self._by_assertion(params)
-        raise InvalidClient()
+        raise InvalidClient(detail="The request carries no client credentials.")
 
     def _by_secret(self, client_id: str, secret: str, method: str, *, basic: bool = False) -> Client:
         client = self._clients.get(client_id) if client_id and len(client_id) <= 64 else None
         if client is None or client.auth_method != method or client.secret_hash is None:
             hmac.compare_digest(hash_secret(secret), _DUMMY_HASH)  # the same work as for a known client
-            raise InvalidClient(basic=basic)
+            raise InvalidClient(basic=basic, detail=_not_by(client, method, client_id, "secret"))
         if not client.verify_secret(secret):
-            raise InvalidClient(basic=basic)
+            raise InvalidClient(basic=basic, detail=f"The secret of client {client.id} is wrong.")
         return client
 
     def _by_assertion(self, params: Mapping[str, str]) -> Client:
         """RFC 7523 §3: iss = sub = client_id, aud the issuer or the token endpoint, exp, single-use jti."""
         token = params.get("client_assertion", "")
         if params.get("client_assertion_type") != ASSERTION_TYPE or not token:
-            raise InvalidClient()
+            raise InvalidClient(detail="The client_assertion_type is not jwt-bearer, or the assertion is missing.")
         try:
             unverified = jwt.decode(token, options={"verify_signature": False})
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError:
-            raise InvalidClient() from None
+            raise InvalidClient(detail="The client assertion is not a JWT.") from None
         client_id = unverified.get("iss")
         if not isinstance(client_id, str) or params.get("client_id", client_id) != client_id:
-            raise InvalidClient()
+            raise InvalidClient(detail="The client assertion's iss is not a string, or not the body's client_id.")
         client = self._clients.get(client_id) if len(client_id) <= 64 else None
         if client is None or client.auth_method != "private_key_jwt" or not client.jwks:
-            raise InvalidClient()
+            raise InvalidClient(detail=_not_by(client, "private_key_jwt", client_id, "keys"))
         claims = self._verified(token, header, client)
         if claims.get("sub") != client_id or not isinstance(claims.get("jti"), str):
-            raise InvalidClient()
+            raise InvalidClient(detail=f"The assertion of client {client_id} has another sub, or no string jti.")
         if claims["exp"] - self._clock.now().timestamp() > MAX_ASSERTION_LIFETIME.total_seconds():
-            raise InvalidClient()
+            raise InvalidClient(detail=f"The assertion of client {client_id} lives longer than an hour.")
         expires = datetime.fromtimestamp(claims["exp"], UTC)
         self._spend(client_id, claims["jti"], expires)
         return client
@@ -113,7 +113,7 @@ class ClientAuthenticator:
     def _verified(self, token: str, header: Mapping[str, Any], client: Client) -> dict[str, Any]:
         algorithm = header.get("alg")
         if algorithm not in ASSERTION_ALGORITHMS:
-            raise InvalidClient()
+            raise InvalidClient(detail=f"The assertion of client {client.id} is not signed with RS256, PS256 or ES256.")
         audiences = [self._issuer.url, self._issuer.endpoint(TOKEN_PATH)]
         assert client.jwks is not None
         kty, curve = KEY_TYPE_OF[algorithm]
@@ -133,11 +133,12 @@ class ClientAuthenticator:
                     options={"require": ["iss", "sub", "aud", "exp", "jti"]},
                 )
                 if not isinstance(claims["aud"], str):
-                    raise InvalidClient()  # draft-ietf-oauth-rfc7523bis: one audience, as a string
+                    # draft-ietf-oauth-rfc7523bis: one audience, as a string
+                    raise InvalidClient(detail=f"The assertion of client {client.id} has an aud that is a list.")
                 return claims
             except (jwt.PyJWTError, ValueError, TypeError):
                 continue  # InvalidKeyError, InvalidSignatureError, PyJWKError…: this key does not verify it
-        raise InvalidClient()
+        raise InvalidClient(detail=f"No registered key of client {client.id} verifies its assertion with its claims.")
 
     def _spend(self, client_id: str, jti: str, expires: datetime) -> None:
         """Record the jti until the assertion expires; a second use is refused."""
@@ -149,4 +150,13 @@ class ClientAuthenticator:
                 )
                 connection.execute(client_assertions.insert().values(jti_hash=jti_hash, expires_at=expires))
         except IntegrityError:
-            raise InvalidClient() from None
+            raise InvalidClient(detail=f"Client {client_id} used an assertion's jti a second time.") from None
+
+
+def _not_by(client: Client | None, method: str, client_id: str, credential: str) -> str:
+    """Why a client cannot authenticate with ``method``, for the log (the id is cut to the longest any has)."""
+    if client is None:
+        return f"No client has the id {client_id[:64]!r}."
+    if client.auth_method != method:
+        return f"Client {client.id} is registered for {client.auth_method}, not {method}."
+    return f"Client {client.id} has no registered {credential}."

@@ -22,7 +22,7 @@ from identity.clients import Client, ClientStore
 from identity.errors import ErrorPage, InvalidToken, UnknownRecord
 from identity.flow import EXPIRED, SESSION_COOKIE, Browser, Outcome, SetCookie
 from identity.issuer import END_SESSION_PATH, Issuer
-from identity.pages import Page, message, render
+from identity.pages import Page, message
 from identity.revoked_grants import Revoker
 from identity.sessions import BrowserSession, SessionStore
 from identity.users import UserStore
@@ -55,12 +55,7 @@ class EndSession:
         self._users = users
 
     def handle(self, pairs: Sequence[tuple[str, str]], browser: Browser, *, posted: bool) -> Outcome:
-        try:
-            return self._handle(pairs, browser, posted)
-        except ErrorPage as error:
-            return Outcome(page=message(error.title, error.message, status=error.status))
-
-    def _handle(self, pairs: Sequence[tuple[str, str]], browser: Browser, posted: bool) -> Outcome:
+        """An ``ErrorPage`` goes up as it is: an invalid sign-out request never redirects (§3)."""
         params: dict[str, str] = {}
         for name, value in pairs:
             if name in PARAMETERS and name in params:
@@ -94,8 +89,12 @@ class EndSession:
             return None
         try:
             claims = self._verifier.decode(token, audience=None, typ="jwt", verify_exp=False)  # an ID token
-        except InvalidToken:
-            raise ErrorPage("Invalid sign-out request", "The id_token_hint was not issued by this provider.") from None
+        except InvalidToken as error:
+            raise ErrorPage(
+                "Invalid sign-out request",
+                "The id_token_hint was not issued by this provider.",
+                detail=f"The id_token_hint does not verify: {error.description}",
+            ) from None
         if not isinstance(claims.get("aud"), str | list) or "sid" not in claims:
             raise ErrorPage("Invalid sign-out request", "The id_token_hint is not an ID token of this provider.")
         return claims
@@ -135,14 +134,15 @@ class EndSession:
             email = self._users.get(session.user_id).email
         except UnknownRecord:
             email = ""
-        return render(
-            "end_session.html",
-            title="Sign out?",
-            user_email=email,
-            client_name=client.name if client else None,
-            action=self._issuer.page(END_SESSION_PATH.lstrip("/")),
-            csrf_token=csrf_token(secret),
-            carried=[(name, value) for name, value in _carried(client, params) if value is not None],
+        return Page(
+            "end_session",
+            {
+                "user_email": email,
+                "client_name": client.name if client else None,
+                "action": self._issuer.page(END_SESSION_PATH.lstrip("/")),
+                "csrf_token": csrf_token(secret),
+                "carried": [(name, value) for name, value in _carried(client, params) if value is not None],
+            },
         )
 
 

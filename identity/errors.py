@@ -1,5 +1,9 @@
-"""Errors of the identity domain. Each carries its own public text; the web layer turns
-each family into HTTP in one place (``service/identity_api/responses.py``).
+"""Errors of the identity domain. The web edge turns each family into HTTP in one place
+(``service/identity_api/http_errors.py``).
+
+An error the client sees carries two texts, as fosite's hint and debug: ``description``,
+the public text the response carries, and ``detail``, what the provider knows beyond it
+(which check failed, and why), which goes to the log only and never into a response.
 
 - ``InvalidInput`` and ``UnknownRecord``: operators' and forms' mistakes.
 - ``OAuthError`` (RFC 6749 §4.1.2.1, §5.2; OpenID Connect Core §3.1.2.6): ``error`` is
@@ -33,9 +37,10 @@ class OAuthError(Exception):
     error = "invalid_request"
     status = 400
 
-    def __init__(self, description: str) -> None:
+    def __init__(self, description: str, *, detail: str | None = None) -> None:
         super().__init__(description)
         self.description = describable(description)  # it may quote what the client sent
+        self.detail = detail  # logged only
 
 
 class InvalidRequest(OAuthError):
@@ -43,13 +48,17 @@ class InvalidRequest(OAuthError):
 
 
 class InvalidClient(OAuthError):
-    """RFC 6749 §5.2: 401, with a ``Basic`` challenge when the client tried HTTP Basic."""
+    """RFC 6749 §5.2: 401, with a ``Basic`` challenge when the client tried HTTP Basic.
+
+    The description never says which check failed; the ``detail`` (logged only) does."""
 
     error = "invalid_client"
     status = 401
 
-    def __init__(self, description: str = "Client authentication failed.", *, basic: bool = False) -> None:
-        super().__init__(description)
+    def __init__(
+        self, description: str = "Client authentication failed.", *, basic: bool = False, detail: str | None = None
+    ) -> None:
+        super().__init__(description, detail=detail)
         self.basic = basic
 
 
@@ -101,9 +110,12 @@ class BearerError(Exception):
     error = "invalid_token"
     status = 401
 
-    def __init__(self, description: str, *, scope: str | None = None, token_sent: bool = True) -> None:
+    def __init__(
+        self, description: str, *, scope: str | None = None, token_sent: bool = True, detail: str | None = None
+    ) -> None:
         super().__init__(description)
         self.description = describable(description)
+        self.detail = detail  # logged only
         self.scope = scope
         self.token_sent = token_sent  # RFC 6750 §3.1: no error attribute when no token was sent
 
@@ -126,10 +138,11 @@ class MalformedBearerRequest(BearerError):
 class ErrorPage(Exception):
     """An error shown to the person in the browser as a page; never a redirect."""
 
-    def __init__(self, title: str, message: str, status: int = 400) -> None:
-        super().__init__(message)
+    def __init__(self, title: str, description: str, status: int = 400, *, detail: str | None = None) -> None:
+        super().__init__(description)
         self.title = title
-        self.message = message
+        self.description = description
+        self.detail = detail  # logged only
         self.status = status
 
 

@@ -34,7 +34,7 @@ from identity.errors import (
 from identity.interactions import Interaction, InteractionStore, new_interaction
 from identity.issuer import Issuer
 from identity.organizations import check_name as check_organization_name
-from identity.pages import SCOPE_WORDS, Page, message, render
+from identity.pages import Page, message
 from identity.passwords import WeakPassword, check_strength
 from identity.sessions import BrowserSession, SessionStore
 from identity.stores import AuthorizationCodes
@@ -134,9 +134,7 @@ class SignInFlow:
     def start(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
         """RFC 6749 §4.1.1 / OpenID Connect Core §3.1.2: validate, then sign in, choose, consent or finish."""
         try:
-            request, client = parse_request(pairs, self.clients)
-        except ErrorPage as error:
-            return Outcome(page=message(error.title, error.message, status=error.status))
+            request, client = parse_request(pairs, self.clients)  # an ErrorPage goes up as it is: never a redirect
         except RedirectableError as error:
             return self._error_redirect(error.redirect_uri, error.state, error.error)
         binding = secrets.token_urlsafe(32)
@@ -405,85 +403,68 @@ class SignInFlow:
             raise ErrorPage("Not signed in", "Sign in first. Go back to the application and sign in again.")
         return user
 
-    # Rendering
+    # The pages
 
     def _sign_in_page(self, interaction: Interaction, client: Client, *, email: str, error: str | None = None) -> Page:
-        return render(
-            "sign_in.html",
-            title="Sign in",
-            client_name=client.name,
-            action=self.issuer.page("sign-in"),
-            sign_up_url=f"{self.issuer.page('sign-up')}?interaction={interaction.id}",
-            interaction=interaction.id,
-            csrf_token=interaction.csrf_token,
-            email=email,
-            error=error,
+        return Page(
+            "sign_in",
+            {
+                "client_name": client.name,
+                "action": self.issuer.page("sign-in"),
+                "sign_up_url": f"{self.issuer.page('sign-up')}?interaction={interaction.id}",
+                "interaction": interaction.id,
+                "csrf_token": interaction.csrf_token,
+                "email": email,
+                "error": error,
+            },
         )
 
     def _sign_up_page(self, interaction: Interaction, client: Client, form: Form, errors: dict[str, str]) -> Page:
-        fields: list[dict[str, str | None]] = [
-            {"name": "name", "label": "Your name", "type": "text", "autocomplete": "name", "maxlength": "200"},
-            {"name": "email", "label": "Email", "type": "email", "autocomplete": "email", "maxlength": "320"},
+        """``values``: what the person typed, shown again (never the password); ``errors`` by field."""
+        return Page(
+            "sign_up",
             {
-                "name": "password",
-                "label": "Password",
-                "type": "password",
-                "autocomplete": "new-password",
-                "hint": "8 characters or more.",
+                "client_name": client.name,
+                "action": self.issuer.page("sign-up"),
+                "sign_in_url": f"{self.issuer.page('sign-in')}?interaction={interaction.id}",
+                "interaction": interaction.id,
+                "csrf_token": interaction.csrf_token,
+                "values": {name: form.get(name) for name in ("name", "email", "organization")},
+                "errors": errors,
             },
-            {
-                "name": "organization",
-                "label": "Organization name",
-                "type": "text",
-                "autocomplete": "organization",
-                "maxlength": "200",
-                "hint": "A new organization, which you will own.",
-            },
-        ]
-        for item in fields:
-            item["value"] = form.get(str(item["name"]))
-            item["error"] = errors.get(str(item["name"]))
-        return render(
-            "sign_up.html",
-            title="Create your account",
-            client_name=client.name,
-            action=self.issuer.page("sign-up"),
-            sign_in_url=f"{self.issuer.page('sign-in')}?interaction={interaction.id}",
-            interaction=interaction.id,
-            csrf_token=interaction.csrf_token,
-            fields=fields,
-            errors=errors,
         )
 
     def _organization_page(
         self, interaction: Interaction, client: Client, user: User, error: str | None = None
     ) -> Page:
-        return render(
-            "select_organization.html",
-            title="Choose an organization",
-            client_name=client.name,
-            user_email=user.email,
-            organizations=[{"id": m.org.id, "name": m.org.name, "role": m.role} for m in user.memberships],
-            selected=interaction.org_id,
-            action=self.issuer.page("select-organization"),
-            interaction=interaction.id,
-            csrf_token=interaction.csrf_token,
-            error=error,
+        return Page(
+            "select_organization",
+            {
+                "client_name": client.name,
+                "user_email": user.email,
+                "organizations": [{"id": m.org.id, "name": m.org.name, "role": m.role} for m in user.memberships],
+                "selected": interaction.org_id,
+                "action": self.issuer.page("select-organization"),
+                "interaction": interaction.id,
+                "csrf_token": interaction.csrf_token,
+                "error": error,
+            },
         )
 
     def _consent_page(self, interaction: Interaction, client: Client) -> Page:
         user = self._user_of(interaction)
         member = user.membership(interaction.org_id or "")
-        return render(
-            "consent.html",
-            title=f"Allow {client.name}?",
-            client_name=client.name,
-            permissions=[SCOPE_WORDS[s] for s in interaction.request.scope if s in SCOPE_WORDS],
-            user_email=user.email,
-            org_name=member.org.name if member else "",
-            action=self.issuer.page("consent"),
-            interaction=interaction.id,
-            csrf_token=interaction.csrf_token,
+        return Page(
+            "consent",
+            {
+                "client_name": client.name,
+                "scope": interaction.request.scope,
+                "user_email": user.email,
+                "org_name": member.org.name if member else "",
+                "action": self.issuer.page("consent"),
+                "interaction": interaction.id,
+                "csrf_token": interaction.csrf_token,
+            },
         )
 
     @staticmethod

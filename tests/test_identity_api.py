@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -31,6 +32,7 @@ from service.app import create_app
 from service.console_api.relying_party import SERVICE_ORG_ID
 from service.database.db import make_engine
 from service.database.schema import upgrade
+from service.identity_api import http_errors
 from service.settings import Settings
 from tests.clocks import MovableClock
 from tests.defaults import POOL
@@ -930,6 +932,38 @@ def test_wrong_client_secret_is_invalid_client_with_a_basic_challenge(visitor: T
     response = token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], basic(wrong))
     assert_oauth_error(response, 401, "invalid_client")
     assert response.headers["www-authenticate"].startswith("Basic ")
+
+
+def test_why_client_authentication_failed_is_logged_never_answered(
+    visitor: TestClient, shared: Shared, caplog: pytest.LogCaptureFixture
+) -> None:
+    wrong = Registered(shared.web.id, shared.web.secret + "x")
+    with caplog.at_level(logging.INFO, logger="service.identity"):
+        response = token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], basic(wrong))
+    assert response.json()["error_description"] == "Client authentication failed."
+    assert f"invalid_client: The secret of client {shared.web.id} is wrong." in caplog.messages
+    assert "secret of client" not in response.text
+
+
+def test_every_path_answers_errors_in_the_form_its_operations_declare() -> None:
+    forms = http_errors.ErrorForms("/tenant-a")
+    assert forms.of("/tenant-a/sign-in") == "page"
+    assert forms.of("/tenant-a/oauth2/token") == "oauth"
+    assert forms.of("/tenant-a/oauth2/userinfo") == "resource"
+    assert forms.of("/tenant-a/nothing-here") == "resource"
+
+
+@pytest.mark.parametrize(
+    "operations",
+    [{"post": {"operationId": "token.exchange"}}, {"get": {"x-error-form": "page"}, "post": {"x-error-form": "oauth"}}],
+    ids=["missing", "disagreeing"],
+)
+def test_an_operation_without_its_one_error_form_stops_the_app_from_starting(
+    monkeypatch: pytest.MonkeyPatch, operations: dict[str, Any]
+) -> None:
+    monkeypatch.setattr(http_errors, "_identity_paths", lambda: {"/oauth2/token": operations})
+    with pytest.raises(ValueError, match="x-error-form"):
+        http_errors.ErrorForms("")
 
 
 @pytest.mark.parametrize(

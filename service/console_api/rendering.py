@@ -53,7 +53,8 @@ def _hash(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-# The sign-in pages' policy (identity/pages.py), with this stylesheet and the copy script by their hashes.
+# The sign-in pages' policy (service/identity_api/page_rendering.py), with this stylesheet and the copy script
+# by their hashes.
 CONTENT_SECURITY_POLICY = (
     f"default-src 'none'; style-src 'sha256-{_hash(STYLE)}'; script-src 'sha256-{_hash(SCRIPT)}'; "
     "img-src 'self'; frame-ancestors 'none'; base-uri 'none'"
