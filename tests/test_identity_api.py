@@ -34,6 +34,7 @@ from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.identity_api import http_errors
 from service.settings import Settings
+from service.web.contracts import Contract, contract
 from tests.clocks import MovableClock
 from tests.defaults import POOL
 from tests.identity_fixtures import CALLBACK, CALLBACK_WITH_QUERY, EMAIL, PASSWORD, Registered, register
@@ -946,7 +947,7 @@ def test_why_client_authentication_failed_is_logged_never_answered(
 
 
 def test_every_path_answers_errors_in_the_form_its_operations_declare() -> None:
-    forms = http_errors.ErrorForms("/tenant-a")
+    forms = http_errors.ErrorForms(contract("identity.yaml"), "/tenant-a")
     assert forms.of("/tenant-a/sign-in") == "page"
     assert forms.of("/tenant-a/oauth2/token") == "oauth"
     assert forms.of("/tenant-a/oauth2/userinfo") == "resource"
@@ -958,12 +959,10 @@ def test_every_path_answers_errors_in_the_form_its_operations_declare() -> None:
     [{"post": {"operationId": "token.exchange"}}, {"get": {"x-error-form": "page"}, "post": {"x-error-form": "oauth"}}],
     ids=["missing", "disagreeing"],
 )
-def test_an_operation_without_its_one_error_form_stops_the_app_from_starting(
-    monkeypatch: pytest.MonkeyPatch, operations: dict[str, Any]
-) -> None:
-    monkeypatch.setattr(http_errors, "_identity_paths", lambda: {"/oauth2/token": operations})
+def test_an_operation_without_its_one_error_form_stops_the_app_from_starting(operations: dict[str, Any]) -> None:
+    identity = Contract("identity.yaml", {"paths": {"/oauth2/token": operations}})
     with pytest.raises(ValueError, match="x-error-form"):
-        http_errors.ErrorForms("")
+        http_errors.ErrorForms(identity, "")
 
 
 @pytest.mark.parametrize(
