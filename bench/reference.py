@@ -37,8 +37,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from data.catalog import DIET_INCLUDES, DISH_KEYS, dataset_directory
+from data.catalog_errors import InvalidCursor
 from data.cursors import CursorCodec
-from data.errors import InvalidCursor
 from data.folding import fold, terms
 from identity.api_keys import ApiKeyStore
 from service.database.db import make_engine, service_secret

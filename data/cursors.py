@@ -15,7 +15,7 @@ import hmac
 import json
 from functools import lru_cache
 
-from data.errors import InvalidCursor
+from data.catalog_errors import InvalidCursor
 
 _VERSION = b"\x01"
 _MAC_SIZE = 16

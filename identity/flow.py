@@ -34,7 +34,7 @@ from identity.errors import (
 from identity.interactions import Interaction, InteractionStore, new_interaction
 from identity.issuer import Issuer
 from identity.organizations import check_name as check_organization_name
-from identity.pages import Page, message
+from identity.page_data import Page, message
 from identity.passwords import WeakPassword, check_strength
 from identity.sessions import BrowserSession, SessionStore
 from identity.stores import AuthorizationCodes

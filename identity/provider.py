@@ -14,27 +14,27 @@ from identity.clients import ClientStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.codes import CodeStore
 from identity.consents import ConsentStore
-from identity.directory import Directory
 from identity.discovery import metadata
-from identity.end_session import EndSession
 from identity.flow import SignInFlow
 from identity.grants.authorization_code import AuthorizationCodeGrant
 from identity.grants.client_credentials import ClientCredentialsGrant
 from identity.grants.refresh_token import RefreshTokenGrant
 from identity.interactions import InteractionStore
-from identity.introspection import TokenInspector
 from identity.issuer import Issuer
 from identity.keys import SigningKeys
+from identity.member_directory import Directory
 from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
+from identity.rp_logout import EndSession
 from identity.sealing import Sealer
 from identity.sessions import SessionStore
 from identity.throttle import Counters, SignInThrottle, SqlCounters, ThrottlePolicy
 from identity.token_endpoint import TokenEndpoint
-from identity.userinfo import UserInfo
+from identity.token_introspection import TokenInspector
+from identity.userinfo_claims import UserInfo
 from identity.users import UserStore
 from identity.verification import PublicKeys, TokenVerifier
 

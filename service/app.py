@@ -24,7 +24,7 @@ from data.catalog import Catalog, load_catalog
 from identity import audit
 from identity.api_keys import ApiKeyStore
 from identity.clock import SYSTEM_CLOCK, Clock
-from identity.console import Console
+from identity.console_rules import Console
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Provider

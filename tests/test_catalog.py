@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from data.catalog import COURSES, DIET_INCLUDES, DIETS, Catalog, DishQuery
-from data.errors import InvalidCursor, NotFound
+from data.catalog_errors import InvalidCursor, NotFound
 from data.folding import fold
 
 

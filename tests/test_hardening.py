@@ -32,11 +32,11 @@ from starlette.testclient import TestClient
 
 from identity.clients import redirect_uri_matches
 from identity.clock import SYSTEM_CLOCK
-from identity.introspection import TokenInspector
 from identity.organizations import Organization, OrganizationStore
 from identity.sealing import Sealer, SealingError, new_key
 from identity.tables import signing_keys
 from identity.token_endpoint import TokenEndpoint
+from identity.token_introspection import TokenInspector
 from identity.users import User, UserStore
 from service.app import create_app
 from service.cli.commands import main

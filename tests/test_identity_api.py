@@ -1444,7 +1444,7 @@ def test_unexpected_error_answers_500_without_a_trace(app, monkeypatch: pytest.M
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr("identity.userinfo.UserInfo.claims", broken)
+    monkeypatch.setattr("identity.userinfo_claims.UserInfo.claims", broken)
     with TestClient(app) as client:
         response = client.get("/oauth2/userinfo", headers={"Authorization": "Bearer abc"})
     assert response.status_code == 500 and response.json()["error"] == "server_error"

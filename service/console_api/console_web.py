@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from werkzeug.http import dump_cookie
 
 from identity.api_keys import UnknownApiKey
-from identity.console import Console, Member, NotAllowed, NotAMember
+from identity.console_rules import Console, Member, NotAllowed, NotAMember
 from identity.errors import InvalidInput
 from identity.sessions import SessionStore
 from service.console_api import rendering as pages

@@ -35,7 +35,7 @@ from starlette.types import Scope
 
 from identity.errors import BearerError, ErrorPage, InvalidClient, OAuthError, describable
 from identity.issuer import Issuer
-from identity.pages import message
+from identity.page_data import message
 from service.identity_api.page_rendering import page_response
 from service.identity_api.responses import NO_STORE, as_connexion, json
 from service.web.body_limit import describe

@@ -16,7 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
-from identity.pages import Page
+from identity.page_data import Page
 from service.web.html_headers import page_headers
 
 STYLE = (

@@ -8,7 +8,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp
 
 from data.catalog import Catalog
-from data.errors import CatalogError
+from data.catalog_errors import CatalogError
 from identity.api_keys import ApiKeyStore
 from identity.usage import UsageCounter
 from service.menus_api.answer_cache import AnswerCache

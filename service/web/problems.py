@@ -16,7 +16,7 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
-from data.errors import InvalidCursor, NotFound
+from data.catalog_errors import InvalidCursor, NotFound
 
 log = logging.getLogger("service.problems")
 

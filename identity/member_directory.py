@@ -14,12 +14,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from data.catalog_errors import InvalidCursor
 from data.cursors import CursorCodec
-from data.errors import InvalidCursor
 from identity.clock import utc
 from identity.errors import InsufficientScope, MalformedBearerRequest
 from identity.tables import memberships, users
-from identity.userinfo import bearer_token
+from identity.userinfo_claims import bearer_token
 from identity.verification import TokenVerifier
 
 SCOPE = "members:read"

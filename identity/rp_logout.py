@@ -22,7 +22,7 @@ from identity.clients import Client, ClientStore
 from identity.errors import ErrorPage, InvalidToken, UnknownRecord
 from identity.flow import EXPIRED, SESSION_COOKIE, Browser, Outcome, SetCookie
 from identity.issuer import END_SESSION_PATH, Issuer
-from identity.pages import Page, message
+from identity.page_data import Page, message
 from identity.revoked_grants import Revoker
 from identity.sessions import BrowserSession, SessionStore
 from identity.users import UserStore
