@@ -18,8 +18,6 @@ from sqlalchemy.engine import Connection, Engine
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.tables import authorization_codes
 
-LIFETIME = timedelta(seconds=60)
-
 
 @dataclass(frozen=True, slots=True)
 class CodeGrant:
@@ -50,7 +48,7 @@ def hash_code(code: str) -> str:
 class CodeStore:
     """The one module that writes ``authorization_codes``."""
 
-    def __init__(self, engine: Engine, lifetime: timedelta = LIFETIME, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, engine: Engine, lifetime: timedelta, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._lifetime = lifetime
         self._clock = clock

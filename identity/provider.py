@@ -46,6 +46,7 @@ class Lifetimes:
     session: timedelta
     interaction: timedelta
     key_publish_delay: timedelta
+    code: timedelta  # an authorization code is redeemable this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,10 @@ class Tuning:
 
     throttle: ThrottlePolicy
     signing_keys_max_age: timedelta  # the keys that may sign are used this long before their table is read again
+    published_keys_max_age: timedelta  # the verification keys (the JWKS) are used this long before a reload
+    published_keys_min_reload: timedelta  # an unknown kid reloads them at most this often
+    verified_tokens: int  # access tokens whose verified signature and claims are remembered
+    purge_grace: timedelta  # rows past their use are kept this long before the purge deletes them
 
 
 class Provider:
@@ -81,11 +86,11 @@ class Provider:
             clock=clock,
         )
         self.sessions = SessionStore(engine, lifetimes.session, clock)
-        self.codes = CodeStore(engine, clock=clock)
+        self.codes = CodeStore(engine, lifetimes.code, clock)
         access_tokens = AccessTokenStore(engine, clock)
         refresh_tokens = RefreshTokenStore(engine, clock)
         revoker = Revoker(engine, clock)
-        public_keys = PublicKeys(self.keys)
+        public_keys = PublicKeys(self.keys, tuning.published_keys_max_age, tuning.published_keys_min_reload)
         self.minter = TokenMinter(
             self.keys,
             public_keys,
@@ -96,7 +101,7 @@ class Provider:
             lifetimes.refresh_token,
             clock,
         )
-        self.verifier = TokenVerifier(issuer, public_keys, access_tokens, clock)
+        self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
         self.flow = SignInFlow(
             issuer=issuer,
             clients=self.clients,
@@ -105,7 +110,9 @@ class Provider:
             consents=ConsentStore(engine, clock),
             codes=self.codes,
             interactions=InteractionStore(engine, clock),
-            throttle=SignInThrottle(throttle_counters or SqlCounters(engine, clock), tuning.throttle),
+            throttle=SignInThrottle(
+                throttle_counters or SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle
+            ),
             interaction_ttl=lifetimes.interaction,
             clock=clock,
         )
@@ -132,7 +139,7 @@ class Provider:
         )
         self.end_session = EndSession(issuer, self.clients, self.sessions, self.verifier, revoker, self.users)
         self.directory = Directory(engine, self.verifier, cursor_key)
-        self.purger = Purger(engine, lifetimes.refresh_token, clock)
+        self.purger = Purger(engine, lifetimes.refresh_token, tuning.purge_grace, tuning.throttle.window, clock)
 
     def start(self) -> None:
         """On start: make sure a key signs (the first start creates it)."""

@@ -38,9 +38,6 @@ from identity.tables import (
     sign_in_failures,
     signing_keys,
 )
-from identity.throttle import WINDOW
-
-GRACE = timedelta(days=1)
 
 Rule = Callable[[Connection], int]  # deletes in the given transaction; how many rows
 
@@ -50,9 +47,18 @@ def _deleting(statement: sa.Delete) -> Rule:
 
 
 class Purger:
-    def __init__(self, engine: Engine, refresh_token_lifetime: timedelta, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        refresh_token_lifetime: timedelta,
+        grace: timedelta,
+        throttle_window: timedelta,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self._engine = engine
         self._refresh_token_lifetime = refresh_token_lifetime
+        self._grace = grace  # rows past their use are kept this long (for audits and late explanations)
+        self._throttle_window = throttle_window  # a sign-in failure counts this long
         self._clock = clock
 
     def purge(self) -> dict[str, int]:
@@ -61,20 +67,22 @@ class Purger:
         at = self._clock.now()
         rules: dict[str, Rule] = {
             "interactions": _deleting(interactions.delete().where(interactions.c.expires_at <= at)),
-            "authorization_codes": lambda connection: CodeStore.purge(connection, at - GRACE),
+            "authorization_codes": lambda connection: CodeStore.purge(connection, at - self._grace),
             "access_tokens": lambda connection: AccessTokenStore.purge(connection, at),
             "refresh_tokens": lambda connection: RefreshTokenStore.purge(connection, at),
             "browser_sessions": _deleting(
                 browser_sessions.delete().where(
-                    sa.or_(browser_sessions.c.ended_at < at - GRACE, browser_sessions.c.expires_at < at - GRACE)
+                    sa.or_(
+                        browser_sessions.c.ended_at < at - self._grace, browser_sessions.c.expires_at < at - self._grace
+                    )
                 )
             ),
             "client_assertions": _deleting(client_assertions.delete().where(client_assertions.c.expires_at < at)),
             "revoked_grants": lambda connection: Revoker.purge(connection, at - self._refresh_token_lifetime),
             "sign_in_failures": _deleting(
-                sign_in_failures.delete().where(sign_in_failures.c.window_start < at - WINDOW)
+                sign_in_failures.delete().where(sign_in_failures.c.window_start < at - self._throttle_window)
             ),
-            "signing_keys": _deleting(signing_keys.delete().where(signing_keys.c.expires_at < at - GRACE)),
+            "signing_keys": _deleting(signing_keys.delete().where(signing_keys.c.expires_at < at - self._grace)),
         }
         deleted = {}
         for table, rule in rules.items():

@@ -1,6 +1,6 @@
 """Sign-in throttling: guessing is slowed per network and per account, and nobody can lock a user out.
 
-Three counters, each over a window of ``WINDOW`` (15 minutes) from its first count:
+Three counters, each over a window of a window (15 minutes by default) from its first count:
 
 - the **network** (``address``): an IPv4 address, or an IPv6 /64 (one host owns a whole /64 and could
   rotate through it); an IPv4-mapped IPv6 address counts as its IPv4 address. Every sign-in and every
@@ -49,7 +49,6 @@ from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.errors import Throttled
 from identity.tables import sign_in_failures
 
-WINDOW = timedelta(minutes=15)
 IPV6_NETWORK = 64  # IPv6 addresses count by their /64: the smallest network one subscriber gets
 
 
@@ -83,7 +82,7 @@ def pair_key(email: str, address: str) -> str:
 
 
 class Counters(Protocol):
-    """Counters that restart ``WINDOW`` after their first count."""
+    """Counters that restart a window (``ThrottlePolicy.window``) after their first count."""
 
     def add(self, key: str) -> tuple[int, int]:
         """One more, atomically: the count and the whole seconds left in the window."""
@@ -100,24 +99,25 @@ class Counters(Protocol):
 class SqlCounters:
     """Counters in the state database's ``sign_in_failures`` table: shared by every node."""
 
-    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, engine: Engine, window: timedelta, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
+        self._window = window
         self._clock = clock
 
     def add(self, key: str) -> tuple[int, int]:
         at = self._clock.now()
         count, window_start = self._increment(key, at)
-        return count, _seconds_left(window_start, at)
+        return count, _seconds_left(window_start, self._window, at)
 
     def peek(self, key: str) -> tuple[int, int]:
         table, at = sign_in_failures, self._clock.now()
         with self._engine.connect() as connection:
             row = connection.execute(
                 sa.select(table.c.failures, table.c.window_start).where(
-                    table.c.key == key, table.c.window_start > at - WINDOW
+                    table.c.key == key, table.c.window_start > at - self._window
                 )
             ).first()
-        return (int(row.failures), _seconds_left(utc(row.window_start), at)) if row else (0, 0)
+        return (int(row.failures), _seconds_left(utc(row.window_start), self._window, at)) if row else (0, 0)
 
     def take_back(self, key: str) -> None:
         table = sign_in_failures
@@ -138,7 +138,7 @@ class SqlCounters:
                 changed = (
                     connection.execute(
                         table.update()
-                        .where(table.c.key == key, table.c.window_start <= at - WINDOW)
+                        .where(table.c.key == key, table.c.window_start <= at - self._window)
                         .values(failures=1, window_start=at)
                     ).rowcount
                     or connection.execute(
@@ -159,16 +159,16 @@ class SqlCounters:
         raise RuntimeError("the sign-in counter kept changing under three attempts")  # pragma: no cover
 
 
-def _seconds_left(window_start: datetime, at: datetime) -> int:
-    return max(1, math.ceil((window_start + WINDOW - at).total_seconds()))
+def _seconds_left(window_start: datetime, window: timedelta, at: datetime) -> int:
+    return max(1, math.ceil((window_start + window - at).total_seconds()))
 
 
 class StorageCounters:
     """Counters in a ``limits`` storage (Redis: ``INCRBY`` and ``EXPIRE`` in one script), keyed under ``sign-in/``."""
 
-    def __init__(self, storage: Any) -> None:
+    def __init__(self, storage: Any, window: timedelta) -> None:
         self._storage = storage
-        self._expiry = int(WINDOW.total_seconds())
+        self._expiry = int(window.total_seconds())
 
     def add(self, key: str) -> tuple[int, int]:
         count = int(self._storage.incr(_stored(key), self._expiry))
@@ -240,15 +240,16 @@ class FallbackCounters:
 
 @dataclass(frozen=True, slots=True)
 class ThrottlePolicy:
-    """How many attempts each counter allows per ``WINDOW`` (the values: ``service/settings.py``)."""
+    """How many attempts each counter allows per window (the values: ``service/settings.py``)."""
 
     account_limit: int  # failed sign-ins per account (and attempts per account from one network)
     address_limit: int  # sign-in and sign-up attempts per network
+    window: timedelta  # a counter restarts this long after its first count
 
 
 class SignInThrottle:
     def __init__(self, counters: Counters | Engine, policy: ThrottlePolicy) -> None:
-        self._counters: Counters = SqlCounters(counters) if isinstance(counters, Engine) else counters
+        self._counters: Counters = SqlCounters(counters, policy.window) if isinstance(counters, Engine) else counters
         self.account_limit = policy.account_limit
         self.address_limit = policy.address_limit
 

@@ -7,6 +7,7 @@ access token's bytes prove is remembered, and its expiry and revocation are chec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import lru_cache
 from time import monotonic
 from typing import Any
@@ -22,9 +23,6 @@ from identity.keys import ALGORITHM, SigningKeys
 from identity.stores import AccessTokens
 
 ACCESS_TOKEN_TYPE = "at+jwt"  # RFC 9068 §2.1
-KEYS_MAX_AGE = 300.0  # seconds the verification keys are used before they are read again
-KEYS_MIN_RELOAD = 1.0  # seconds between reloads caused by an unknown kid
-VERIFIED_TOKENS = 4096  # access tokens whose verified claims are remembered (about 2 KiB each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,17 +42,19 @@ class AccessToken:
 class PublicKeys:
     """The published verification keys (the JWKS), as this node last read them."""
 
-    def __init__(self, keys: SigningKeys) -> None:
+    def __init__(self, keys: SigningKeys, max_age: timedelta, min_reload: timedelta) -> None:
         self._keys = keys
+        self._max_age = max_age.total_seconds()  # the set is used this long before it is read again
+        self._min_reload = min_reload.total_seconds()  # at most one reload this often for an unknown kid
         self._public: dict[str, jwt.PyJWK] = {}
-        self._loaded = -KEYS_MAX_AGE  # monotonic time of the last load; never loaded yet
+        self._loaded = -self._max_age  # monotonic time of the last load; never loaded yet
 
     def get(self, kid: str) -> jwt.PyJWK:
-        """The published key ``kid``. The set is reloaded when it is older than ``KEYS_MAX_AGE``, or on an
-        unknown kid at most once per ``KEYS_MIN_RELOAD`` (a made-up kid must not cost a query each time).
+        """The published key ``kid``. The set is reloaded when it is older than its maximum age, or on an
+        unknown kid at most once per its minimum reload interval (a made-up kid must not cost a query each time).
         A rotated-in key is published long before it signs, so a reload always finds it in time."""
         age = monotonic() - self._loaded
-        if age > KEYS_MAX_AGE or (kid not in self._public and age > KEYS_MIN_RELOAD):
+        if age > self._max_age or (kid not in self._public and age > self._min_reload):
             self._public = {jwk["kid"]: jwt.PyJWK(jwk) for jwk in self._keys.jwks()["keys"]}
             self._loaded = monotonic()
         key = self._public.get(kid)
@@ -72,7 +72,12 @@ class PublicKeys:
 
 class TokenVerifier:
     def __init__(
-        self, issuer: Issuer, public_keys: PublicKeys, access_tokens: AccessTokens, clock: Clock = SYSTEM_CLOCK
+        self,
+        issuer: Issuer,
+        public_keys: PublicKeys,
+        access_tokens: AccessTokens,
+        verified_tokens: int,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._issuer = issuer
         self._public_keys = public_keys
@@ -81,7 +86,7 @@ class TokenVerifier:
         # A live access token is presented again and again (each call of its client's, each introspection).
         # What its bytes prove is memoised: signature and claims, checked once. Expiry (against the clock)
         # and revocation (in the database) are checked at every use; a token that fails is never memoised.
-        self._verified_access_claims = lru_cache(maxsize=VERIFIED_TOKENS)(self._check_access_claims)
+        self._verified_access_claims = lru_cache(maxsize=verified_tokens)(self._check_access_claims)
 
     def verify_access_token(self, token: str) -> AccessToken:
         """The live access token ``token`` is, or ``InvalidToken`` (bad signature, expired, revoked, not ours)."""

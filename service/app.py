@@ -193,14 +193,17 @@ def create_app(
         validate_responses=settings.validate_responses,
         usage=usage,
     )
+    tuning = settings.tuning()
     provider = Provider(
         engine,
         Issuer(settings.issuer),
         settings.lifetimes(),
-        settings.tuning(),
+        tuning,
         cursor_key=service_secret(engine, "directory-cursor-key"),
         sealer=sealer,
-        throttle_counters=throttle_counters(engine, settings.rate_limit_storage, limit_storage, redis.timeout),
+        throttle_counters=throttle_counters(
+            engine, settings.rate_limit_storage, limit_storage, redis.timeout, tuning.throttle.window, clock
+        ),
         clock=clock,
     )
     provider.start()

@@ -54,13 +54,18 @@ REFRESH_TOKEN_TTL = 30 * 24 * 3600  # seconds a refresh token family may live
 SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentials are asked again
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
 KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
+CODE_TTL = 60  # seconds an authorization code may be redeemed (RFC 6749 §4.1.2: short; ten minutes at most)
 
 # Identity throttling (identity/throttle.py)
 SIGN_IN_ACCOUNT_LIMIT = 5  # failed sign-ins per account (and attempts per account from one network) per window
 SIGN_IN_ADDRESS_LIMIT = 20  # sign-in and sign-up attempts per network per window
+SIGN_IN_WINDOW = 15 * 60  # seconds: a throttle counter restarts this long after its first count
 
 # Identity caches
 SIGNING_KEYS_MAX_AGE = 60.0  # seconds the keys that may sign are used before their table is read again
+PUBLISHED_KEYS_MAX_AGE = 300.0  # seconds the verification keys (the JWKS) are used before they are read again
+PUBLISHED_KEYS_MIN_RELOAD = 1.0  # seconds between two reloads caused by an unknown kid (a made-up kid costs no query)
+VERIFIED_TOKENS = 4096  # access tokens whose verified signature and claims are remembered (about 2 KiB each)
 
 # Developer console (service/console_api/)
 CONSOLE_SESSION_TTL = 8 * 3600  # seconds a console session lasts (the provider's session may end it sooner)
@@ -70,6 +75,7 @@ CONSOLE_CLOCK_SKEW = 60  # seconds of leeway on the console's check of an ID tok
 
 # Background work
 PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more (identity/purge.py); 0: never
+PURGE_GRACE = 24 * 3600  # seconds a row past its use is kept before the purge deletes it
 USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted in memory (and at shutdown)
 LAST_USED_RESOLUTION = 60  # seconds: an API key's last use is written at most this often per key and process
 
@@ -129,13 +135,18 @@ class Settings:
     session_ttl: int = SESSION_TTL  # MENUS_SESSION_TTL
     interaction_ttl: int = INTERACTION_TTL
     key_publish_delay: int = KEY_PUBLISH_DELAY  # MENUS_KEY_PUBLISH_DELAY
+    code_ttl: int = CODE_TTL
 
     # Identity throttling
     sign_in_account_limit: int = SIGN_IN_ACCOUNT_LIMIT
     sign_in_address_limit: int = SIGN_IN_ADDRESS_LIMIT
+    sign_in_window: int = SIGN_IN_WINDOW
 
     # Identity caches
     signing_keys_max_age: float = SIGNING_KEYS_MAX_AGE
+    published_keys_max_age: float = PUBLISHED_KEYS_MAX_AGE
+    published_keys_min_reload: float = PUBLISHED_KEYS_MIN_RELOAD
+    verified_tokens: int = VERIFIED_TOKENS
 
     # Developer console
     console_session_ttl: int = CONSOLE_SESSION_TTL
@@ -145,6 +156,7 @@ class Settings:
 
     # Background work
     purge_interval: int = PURGE_INTERVAL  # MENUS_PURGE_INTERVAL
+    purge_grace: int = PURGE_GRACE
     usage_flush_interval: int = USAGE_FLUSH_INTERVAL  # MENUS_USAGE_FLUSH_INTERVAL
     last_used_resolution: int = LAST_USED_RESOLUTION
 
@@ -182,13 +194,22 @@ class Settings:
             session=timedelta(seconds=self.session_ttl),
             interaction=timedelta(seconds=self.interaction_ttl),
             key_publish_delay=timedelta(seconds=self.key_publish_delay),
+            code=timedelta(seconds=self.code_ttl),
         )
 
     def tuning(self) -> Tuning:
         """The identity domain's limits and cache ages."""
         return Tuning(
-            throttle=ThrottlePolicy(account_limit=self.sign_in_account_limit, address_limit=self.sign_in_address_limit),
+            throttle=ThrottlePolicy(
+                account_limit=self.sign_in_account_limit,
+                address_limit=self.sign_in_address_limit,
+                window=timedelta(seconds=self.sign_in_window),
+            ),
             signing_keys_max_age=timedelta(seconds=self.signing_keys_max_age),
+            published_keys_max_age=timedelta(seconds=self.published_keys_max_age),
+            published_keys_min_reload=timedelta(seconds=self.published_keys_min_reload),
+            verified_tokens=self.verified_tokens,
+            purge_grace=timedelta(seconds=self.purge_grace),
         )
 
     def database_pool(self) -> Pool:

@@ -14,5 +14,10 @@ REDIS = RedisTuning.of(DEFAULTS)
 THROTTLE = DEFAULTS.tuning().throttle
 ACCOUNT_LIMIT = THROTTLE.account_limit
 ADDRESS_LIMIT = THROTTLE.address_limit
-SIGNING_KEYS_MAX_AGE = DEFAULTS.tuning().signing_keys_max_age
+TUNING = DEFAULTS.tuning()
+LIFETIMES = DEFAULTS.lifetimes()
+SIGNING_KEYS_MAX_AGE = TUNING.signing_keys_max_age
+CODE_LIFETIME = LIFETIMES.code
+SIGN_IN_WINDOW = THROTTLE.window
+PURGE_GRACE = TUNING.purge_grace
 LAST_USED_RESOLUTION = timedelta(seconds=DEFAULTS.last_used_resolution)

@@ -39,7 +39,7 @@ from identity.tables import authorization_codes, browser_sessions
 from identity.token_endpoint import single_values
 from identity.users import UserStore
 from tests.clocks import MovableClock
-from tests.defaults import SIGNING_KEYS_MAX_AGE
+from tests.defaults import CODE_LIFETIME, SIGNING_KEYS_MAX_AGE
 from tests.token_services import token_services
 
 
@@ -219,14 +219,14 @@ def issue_code(codes: CodeStore, client_id: str) -> str:
 
 
 def test_code_is_stored_only_as_a_hash(engine: Engine) -> None:
-    code = issue_code(CodeStore(engine), "cli_1")
+    code = issue_code(CodeStore(engine, CODE_LIFETIME), "cli_1")
     with engine.connect() as connection:
         stored = connection.scalar(sa.select(authorization_codes.c.code_hash))
     assert stored != code and code not in str(stored)
 
 
 def test_code_is_consumed_once_and_a_second_use_reports_the_replay(engine: Engine) -> None:
-    codes = CodeStore(engine)
+    codes = CodeStore(engine, CODE_LIFETIME)
     code = issue_code(codes, "cli_1")
     first = codes.consume(code, "cli_1")
     second = codes.consume(code, "cli_1")
@@ -236,7 +236,7 @@ def test_code_is_consumed_once_and_a_second_use_reports_the_replay(engine: Engin
 
 def test_expired_code_is_refused_without_reporting_a_replay(engine: Engine) -> None:
     clock = MovableClock()
-    codes = CodeStore(engine, clock=clock)
+    codes = CodeStore(engine, CODE_LIFETIME, clock)
     code = issue_code(codes, "cli_1")
     clock.advance(61)
     consumed = codes.consume(code, "cli_1")
@@ -244,11 +244,11 @@ def test_expired_code_is_refused_without_reporting_a_replay(engine: Engine) -> N
 
 
 def test_unknown_code_is_refused(engine: Engine) -> None:
-    assert CodeStore(engine).consume("nonsense", "cli_1").grant is None
+    assert CodeStore(engine, CODE_LIFETIME).consume("nonsense", "cli_1").grant is None
 
 
 def test_another_clients_attempt_neither_uses_up_the_code_nor_reports_a_replay(engine: Engine) -> None:
-    codes = CodeStore(engine)
+    codes = CodeStore(engine, CODE_LIFETIME)
     code = issue_code(codes, "cli_1")
     stolen = codes.consume(code, "cli_thief")
     assert stolen.grant is None and stolen.replayed is None

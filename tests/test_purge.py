@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from identity.clock import SYSTEM_CLOCK
 from identity.organizations import OrganizationStore
-from identity.purge import GRACE, Purger
+from identity.purge import Purger
 from identity.tables import (
     access_tokens,
     authorization_codes,
@@ -28,10 +28,10 @@ from identity.tables import (
     sign_in_failures,
     signing_keys,
 )
-from identity.throttle import WINDOW
 from identity.users import UserStore
 from service.app import create_app
 from service.settings import Settings
+from tests.defaults import PURGE_GRACE, SIGN_IN_WINDOW
 
 REFRESH_LIFETIME = timedelta(days=30)
 _serial = itertools.count()
@@ -79,24 +79,24 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
     # (table, columns that decide, for a row past its use and a row still of use)
     cases: list[tuple[sa.Table, dict[str, Any], dict[str, Any]]] = [
         (interactions, {"expires_at": at - minute}, {"expires_at": at + minute}),
-        (authorization_codes, {"expires_at": at - GRACE - minute}, {"expires_at": at - GRACE + minute}),
+        (authorization_codes, {"expires_at": at - PURGE_GRACE - minute}, {"expires_at": at - PURGE_GRACE + minute}),
         (access_tokens, {"expires_at": at - minute}, {"expires_at": at + minute, "revoked_at": at}),
         (refresh_tokens, {"expires_at": at - minute}, {"expires_at": at + minute, "rotated_at": at}),
         (
             browser_sessions,
-            {"user_id": user.id, "expires_at": at + minute, "ended_at": at - GRACE - minute},
-            {"user_id": user.id, "expires_at": at - GRACE + minute, "ended_at": at - GRACE + minute},
+            {"user_id": user.id, "expires_at": at + minute, "ended_at": at - PURGE_GRACE - minute},
+            {"user_id": user.id, "expires_at": at - PURGE_GRACE + minute, "ended_at": at - PURGE_GRACE + minute},
         ),
-        (browser_sessions, {"user_id": user.id, "expires_at": at - GRACE - minute}, {"user_id": user.id}),
+        (browser_sessions, {"user_id": user.id, "expires_at": at - PURGE_GRACE - minute}, {"user_id": user.id}),
         (client_assertions, {"expires_at": at - minute}, {"expires_at": at + minute}),
         (
             revoked_grants,
             {"revoked_at": at - REFRESH_LIFETIME - minute},
             {"revoked_at": at - REFRESH_LIFETIME + minute},
         ),
-        (sign_in_failures, {"window_start": at - WINDOW - minute}, {"window_start": at - WINDOW + minute}),
-        (signing_keys, {"expires_at": at - GRACE - minute}, {"expires_at": at - GRACE + minute}),
-        (signing_keys, {"expires_at": at - GRACE - minute}, {"expires_at": None}),  # a key still published
+        (sign_in_failures, {"window_start": at - SIGN_IN_WINDOW - minute}, {"window_start": at - SIGN_IN_WINDOW + minute}),
+        (signing_keys, {"expires_at": at - PURGE_GRACE - minute}, {"expires_at": at - PURGE_GRACE + minute}),
+        (signing_keys, {"expires_at": at - PURGE_GRACE - minute}, {"expires_at": None}),  # a key still published
     ]
     for table, past_use, of_use in cases:
         insert(engine, table, **past_use)
@@ -104,11 +104,11 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
     tables = {table.name: table for table, _, _ in cases}
     past_use = Counter(table.name for table, _, _ in cases)  # one row past its use a case, one of use
 
-    deleted = Purger(engine, REFRESH_LIFETIME).purge()
+    deleted = Purger(engine, REFRESH_LIFETIME, PURGE_GRACE, SIGN_IN_WINDOW).purge()
 
     assert {name: deleted[name] for name in tables} == past_use
     assert {name: count(engine, table) for name, table in tables.items()} == past_use  # the rows of use are kept
-    assert Purger(engine, REFRESH_LIFETIME).purge() == dict.fromkeys(deleted, 0)  # nothing left to purge
+    assert Purger(engine, REFRESH_LIFETIME, PURGE_GRACE, SIGN_IN_WINDOW).purge() == dict.fromkeys(deleted, 0)  # nothing left to purge
 
 
 def test_the_running_service_purges_at_start_and_then_on_its_interval(settings: Settings, engine: Engine) -> None:

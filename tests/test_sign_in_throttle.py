@@ -29,14 +29,13 @@ from identity.throttle import (
     SignInThrottle,
     SqlCounters,
     StorageCounters,
-    ThrottlePolicy,
     account_key,
     network,
 )
 from identity.users import User
 from service.menus_api.ratelimit import StorageHealth, sync_storage
 from tests.clocks import MovableClock
-from tests.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, REDIS, THROTTLE
+from tests.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, REDIS, SIGN_IN_WINDOW, THROTTLE
 from tests.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.live import free_port
 from tests.test_identity_api import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page
@@ -200,8 +199,8 @@ def test_ipv4_mapped_addresses_share_the_ipv4_address_counter(engine: Engine) ->
 @pytest.fixture(params=["database", "redis"])
 def counters(request: pytest.FixtureRequest, engine: Engine) -> Counters:
     if request.param == "database":
-        return SqlCounters(engine)
-    return StorageCounters(sync_storage(request.getfixturevalue("redis_url"), REDIS.timeout))
+        return SqlCounters(engine, SIGN_IN_WINDOW)
+    return StorageCounters(sync_storage(request.getfixturevalue("redis_url"), REDIS.timeout), SIGN_IN_WINDOW)
 
 
 def test_concurrent_guesses_from_one_network_are_counted_before_the_password_is_checked(counters: Counters) -> None:
@@ -243,7 +242,7 @@ def test_address_is_throttled_after_its_attempts_at_any_accounts(counters: Count
 
 
 def test_success_gives_the_address_its_attempt_back(counters: Counters) -> None:
-    throttle = SignInThrottle(counters, ThrottlePolicy(account_limit=2, address_limit=2))
+    throttle = SignInThrottle(counters, replace(THROTTLE, account_limit=2, address_limit=2))
     throttle.attempt("ana@example.com", "10.0.0.1")
     throttle.attempt("ana@example.com", "10.0.0.1")
     throttle.succeeded("ana@example.com", "10.0.0.1")
@@ -263,7 +262,7 @@ def test_sign_up_attempts_count_against_the_network_only(counters: Counters) -> 
 
 def test_throttle_window_ends(engine: Engine) -> None:
     clock = MovableClock()
-    throttle = SignInThrottle(SqlCounters(engine, clock), THROTTLE)
+    throttle = SignInThrottle(SqlCounters(engine, SIGN_IN_WINDOW, clock), THROTTLE)
     for _ in range(ACCOUNT_LIMIT):
         throttle.attempt("ana@example.com", "10.0.0.1")
         throttle.failed("ana@example.com")
@@ -277,14 +276,14 @@ def test_the_throttle_counts_in_the_database_while_redis_is_unreachable(
 ) -> None:
     health = StorageHealth(REDIS.retry_after_outage, REDIS.log_every)
     unreachable = StorageCounters(
-        sync_storage(f"redis://127.0.0.1:{free_port()}/0", REDIS.timeout)
+        sync_storage(f"redis://127.0.0.1:{free_port()}/0", REDIS.timeout), SIGN_IN_WINDOW
     )  # nothing listens there
-    throttle = SignInThrottle(FallbackCounters(unreachable, SqlCounters(engine), health), THROTTLE)
+    throttle = SignInThrottle(FallbackCounters(unreachable, SqlCounters(engine, SIGN_IN_WINDOW), health), THROTTLE)
     for _ in range(ACCOUNT_LIMIT):
         throttle.attempt("ana@example.com", "10.0.0.1")
     with pytest.raises(Throttled):
         throttle.attempt("ana@example.com", "10.0.0.1")
     assert health.down
-    assert SqlCounters(engine).peek("address:10.0.0.1")[0] == ACCOUNT_LIMIT + 1
+    assert SqlCounters(engine, SIGN_IN_WINDOW).peek("address:10.0.0.1")[0] == ACCOUNT_LIMIT + 1
     outage_lines = [r for r in caplog.records if "cannot be reached" in r.getMessage()]
     assert len(outage_lines) == 1  # logged once, not once per call

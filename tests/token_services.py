@@ -15,6 +15,7 @@ from identity.minting import TokenMinter
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
 from identity.verification import PublicKeys, TokenVerifier
+from tests.defaults import TUNING
 
 ISSUER = Issuer("http://127.0.0.1:8000")
 ACCESS_TTL = timedelta(minutes=10)
@@ -32,10 +33,10 @@ class TokenServices:
 def token_services(engine: Engine, keys: SigningKeys, clock: Clock = SYSTEM_CLOCK) -> TokenServices:
     access_tokens = AccessTokenStore(engine, clock)
     refresh_tokens = RefreshTokenStore(engine, clock)
-    public_keys = PublicKeys(keys)
+    public_keys = PublicKeys(keys, TUNING.published_keys_max_age, TUNING.published_keys_min_reload)
     return TokenServices(
         minter=TokenMinter(keys, public_keys, ISSUER, access_tokens, refresh_tokens, ACCESS_TTL, REFRESH_TTL, clock),
-        verifier=TokenVerifier(ISSUER, public_keys, access_tokens, clock),
+        verifier=TokenVerifier(ISSUER, public_keys, access_tokens, TUNING.verified_tokens, clock),
         revoker=Revoker(engine, clock),
         refresh_tokens=refresh_tokens,
     )

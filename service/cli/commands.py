@@ -15,7 +15,6 @@ import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +234,8 @@ def db_current(as_json: bool, engine: Engine) -> None:
 def db_purge(as_json: bool, engine: Engine) -> None:
     """Delete expired records now (a running service does it every MENUS_PURGE_INTERVAL seconds)."""
     settings = Settings.from_env()
-    deleted = Purger(engine, timedelta(seconds=settings.refresh_token_ttl)).purge()
+    tuning = settings.tuning()
+    deleted = Purger(engine, settings.lifetimes().refresh_token, tuning.purge_grace, tuning.throttle.window).purge()
     _print(as_json, deleted, _table(["TABLE", "DELETED"], list(deleted.items())))
 
 

@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import redis.asyncio
@@ -47,6 +48,7 @@ from prometheus_client import Counter
 from redis.exceptions import NoScriptError, RedisError
 from sqlalchemy.engine import Engine
 
+from identity.clock import Clock
 from identity.throttle import Counters, FallbackCounters, SqlCounters, StorageCounters
 from service.settings import DEFAULT_RATE_LIMIT_STORAGE as MEMORY
 from service.settings import Settings, check_storage_url
@@ -399,8 +401,12 @@ class RateLimiter:
         return answered
 
 
-def throttle_counters(engine: Engine, storage: str, health: StorageHealth, timeout: float) -> Counters:
+def throttle_counters(
+    engine: Engine, storage: str, health: StorageHealth, timeout: float, window: timedelta, clock: Clock
+) -> Counters:
     """The sign-in throttle's counters: the database's, or Redis's with the database while Redis is down."""
     if not is_shared(storage):
-        return SqlCounters(engine)
-    return FallbackCounters(StorageCounters(sync_storage(storage, timeout)), SqlCounters(engine), health)
+        return SqlCounters(engine, window, clock)
+    return FallbackCounters(
+        StorageCounters(sync_storage(storage, timeout), window), SqlCounters(engine, window, clock), health
+    )
