@@ -94,7 +94,11 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
             {"revoked_at": at - REFRESH_LIFETIME - minute},
             {"revoked_at": at - REFRESH_LIFETIME + minute},
         ),
-        (sign_in_failures, {"window_start": at - SIGN_IN_WINDOW - minute}, {"window_start": at - SIGN_IN_WINDOW + minute}),
+        (
+            sign_in_failures,
+            {"window_start": at - SIGN_IN_WINDOW - minute},
+            {"window_start": at - SIGN_IN_WINDOW + minute},
+        ),
         (signing_keys, {"expires_at": at - PURGE_GRACE - minute}, {"expires_at": at - PURGE_GRACE + minute}),
         (signing_keys, {"expires_at": at - PURGE_GRACE - minute}, {"expires_at": None}),  # a key still published
     ]
@@ -108,7 +112,9 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
 
     assert {name: deleted[name] for name in tables} == past_use
     assert {name: count(engine, table) for name, table in tables.items()} == past_use  # the rows of use are kept
-    assert Purger(engine, REFRESH_LIFETIME, PURGE_GRACE, SIGN_IN_WINDOW).purge() == dict.fromkeys(deleted, 0)  # nothing left to purge
+    assert Purger(engine, REFRESH_LIFETIME, PURGE_GRACE, SIGN_IN_WINDOW).purge() == dict.fromkeys(
+        deleted, 0
+    )  # nothing left to purge
 
 
 def test_the_running_service_purges_at_start_and_then_on_its_interval(settings: Settings, engine: Engine) -> None:
