@@ -11,8 +11,8 @@ from starlette.testclient import TestClient
 
 from identity.organizations import OrganizationStore
 from identity.users import UserStore
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.token_flows import (
-    PASSWORD,
     KeyPair,
     Registered,
     World,

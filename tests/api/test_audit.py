@@ -1,8 +1,8 @@
 """The audit log (issue 7): every security event is one line, written once by the action that causes it.
 
-The actions run through the ASGI app as in ``test_identity_api`` (whose helpers these tests
-borrow); each test clears the captured records just before the action, so the events asserted
-are exactly the ones that action wrote.
+The actions run through the ASGI app as in ``test_identity_api``, with its helpers
+(``tests/support/identity_pages.py``); each test clears the captured records just before the action, so the
+events asserted are exactly the ones that action wrote.
 """
 
 from __future__ import annotations
@@ -25,16 +25,15 @@ from identity.keys import SigningKeys
 from identity.organizations import Organization
 from identity.sealing import Sealer, new_key
 from identity.users import User
-from tests.api.test_identity_api import (
-    CALLBACK,
+from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
+from tests.support.identity_fixtures import CALLBACK, Registered, register
+from tests.support.identity_pages import (
     SIGN_UP,
-    Registered,
     authorize,
     basic,
     code_of,
     post_form,
     refresh,
-    register,
     sign_in,
     signed_in_code,
     submit,
@@ -42,7 +41,6 @@ from tests.api.test_identity_api import (
     token_request,
     tokens,
 )
-from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
 
 Events = list[dict[str, Any]]
 

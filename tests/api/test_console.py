@@ -27,8 +27,9 @@ from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
-from tests.support.console_client import ORIGIN, PASSWORD, ConsoleBrowser, form_with, forms, key_in
+from tests.support.console_client import ORIGIN, ConsoleBrowser, form_with, forms, key_in
 from tests.support.defaults import DEFAULTS, LAST_USED_RESOLUTION, POOL
+from tests.support.identity_fixtures import PASSWORD
 
 HOME = "/console/"
 

@@ -45,8 +45,9 @@ from service.database.secret_keys import load_sealer, reseal
 from service.settings import Settings
 from tests.support import token_flows
 from tests.support.defaults import POOL
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import live_service
-from tests.support.token_flows import PASSWORD, Registered, assert_oauth_error, introspect, refresh, user_tokens
+from tests.support.token_flows import Registered, assert_oauth_error, introspect, refresh, user_tokens
 
 
 @pytest.fixture
@@ -59,23 +60,8 @@ def ana(engine: Engine, acme: Organization) -> User:
     return UserStore(engine).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
 
 
-@pytest.fixture
-def http(app: Any) -> Iterator[TestClient]:
-    with TestClient(app, follow_redirects=False) as client:
-        yield client
-
-
-# private_key_jwt with a JWKS holding an RSA and an EC key, assertions without kid
-
-
-@pytest.fixture(scope="module")
-def rsa_key() -> token_flows.KeyPair:
-    return token_flows.rsa_pair("rsa-1")
-
-
-@pytest.fixture(scope="module")
-def ec_key() -> token_flows.KeyPair:
-    return token_flows.ec_pair("ec-1")
+# private_key_jwt with a JWKS holding an RSA and an EC key (rsa_key, ec_key: tests/api/conftest.py), assertions
+# without kid
 
 
 @pytest.fixture

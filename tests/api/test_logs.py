@@ -20,11 +20,10 @@ from starlette.testclient import TestClient
 from identity.users import User
 from service.ops.logs import JsonFormatter
 from service.web.observe import request_id
-from tests.api.test_identity_api import (
-    CALLBACK,
-    PASSWORD,
+from tests.support.form_browser import Browser, Callback, Page
+from tests.support.identity_fixtures import CALLBACK, PASSWORD, Registered
+from tests.support.identity_pages import (
     VERIFIER,
-    Registered,
     authorize,
     basic,
     bearer,
@@ -35,9 +34,8 @@ from tests.api.test_identity_api import (
     to_page,
     tokens,
 )
-from tests.support.form_browser import Browser, Callback, Page
 from tests.support.live import live_service
-from tests.system.test_schemathesis import pkce_pair
+from tests.support.pkce import pkce_pair
 
 REQUEST_FIELDS = {"ts", "level", "logger", "event", "method", "route", "path", "status", "duration_ms", "request_id"}
 

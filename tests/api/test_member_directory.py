@@ -18,8 +18,8 @@ from starlette.testclient import TestClient
 from identity.clock import SYSTEM_CLOCK
 from identity.users import User, UserStore
 from tests.support.clocks import FixedClock
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.token_flows import (
-    PASSWORD,
     KeyPair,
     Registered,
     World,

@@ -22,19 +22,18 @@ from identity.organizations import Organization
 from identity.users import User
 from service.app import create_app
 from service.settings import Settings
-from tests.api.test_identity_api import (
-    Registered,
+from tests.support.defaults import ACCOUNT_LIMIT
+from tests.support.identity_fixtures import Registered, register
+from tests.support.identity_pages import (
     authorize,
     basic,
     refresh,
-    register,
     sign_in,
     signed_in_code,
     to_page,
     token_request,
     tokens,
 )
-from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.live import live_service
 
 Labels = dict[str, str]

@@ -35,10 +35,10 @@ from identity.throttle import (
 )
 from identity.users import User
 from service.menus_api.ratelimit import StorageHealth, sync_storage
-from tests.api.test_identity_api import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page
 from tests.support.clocks import MovableClock
 from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, REDIS, THROTTLE
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
+from tests.support.identity_pages import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page
 from tests.support.live import free_port
 
 WRONG = "wrong password here"

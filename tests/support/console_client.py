@@ -11,9 +11,9 @@ import httpx
 from starlette.testclient import TestClient
 
 from tests.support.form_browser import FormParser, HtmlForm
+from tests.support.identity_fixtures import PASSWORD
 
 ORIGIN = "http://127.0.0.1:8000"  # the settings' default base URL and issuer: the console's registered callback
-PASSWORD = "correct horse battery staple"
 
 
 def forms(html: str) -> list[HtmlForm]:

@@ -5,7 +5,6 @@ introspection and revocation endpoints. The fixtures that make them are in ``tes
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 import secrets
 import time
@@ -25,12 +24,13 @@ from identity.clients import Client, ClientStore
 from identity.organizations import Organization
 from identity.users import User
 from tests.support.clocks import MovableClock
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.pkce import pkce_pair
 
 ISSUER = "http://127.0.0.1:8000"  # the default issuer of Settings
 TOKEN_URL = ISSUER + "/oauth2/token"
 REDIRECT_URI = "https://planner.example.com/callback"
 LOGOUT_URI = "https://planner.example.com/signed-out"
-PASSWORD = "correct horse battery staple"
 USER_SCOPE = "openid profile email offline_access"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 HIDDEN_INPUT = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
@@ -134,12 +134,6 @@ def assertion_form(token: str) -> dict[str, str]:
 
 
 # The sign-in, driven through the pages
-
-
-def pkce_pair() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
 
 
 def hidden_inputs(html: str) -> dict[str, str]:

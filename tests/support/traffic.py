@@ -7,8 +7,6 @@ many independent clients would, so that a test can tell a refused connection fro
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +16,7 @@ import requests
 
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.live import LiveService
+from tests.support.pkce import pkce_pair
 
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
 PASSWORD = "reliability-password"
@@ -53,12 +52,6 @@ def provision(service: LiveService, *, members: int = 1) -> Tenant:
         "--scope", "openid", "--scope", "offline_access", "--scope", "members:read",
     )  # fmt: skip
     return Tenant(service.url, client["client_id"], client["client_secret"], email, service.api_key("reliability"))
-
-
-def pkce_pair() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
 
 
 def authorize_url(tenant: Tenant, challenge: str) -> str:

@@ -29,6 +29,7 @@ import requests
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
 from tests.support.browser_rp import SCOPE, RelyingParty, relying_party
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import LiveService, live_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-PASSWORD = "correct horse battery staple"
 TIMEOUT_MS = 10_000
 BLOCKING_IMPACTS = ("serious", "critical")
 

@@ -14,8 +14,6 @@ issuing, the claimant is refused too (``identity.grants.revoke_if_raced``): so a
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import secrets
 import threading
 from collections.abc import Iterator
@@ -34,6 +32,7 @@ from service.database.db import make_engine
 from tests.support.defaults import POOL
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.live import LiveService, live_service
+from tests.support.pkce import pkce_pair
 from tests.support.postgres import throwaway_database
 
 THREADS = 16
@@ -92,12 +91,6 @@ class Family:
     refresh: int
     refresh_live: int  # neither rotated nor revoked
     revoked: bool  # marked in revoked_grants
-
-
-def pkce_pair() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -22,8 +22,9 @@ import requests
 import sqlalchemy as sa
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import LiveService, live_service
-from tests.system.test_browser import PASSWORD, ROOT, TIMEOUT_MS, browser, check_page, on_page, playwright
+from tests.system.test_browser import ROOT, TIMEOUT_MS, browser, check_page, on_page, playwright
 
 __all__ = ["browser", "playwright"]  # the Chromium fixtures of tests/system/test_browser.py, shared
 

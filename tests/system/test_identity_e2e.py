@@ -30,11 +30,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 from tests.support.form_browser import Browser, Callback, Page
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import LiveService, live_service
 
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
 SCOPE = "openid profile email offline_access"
-PASSWORD = "correct horse battery staple"
 TIMEOUT = 10
 
 

@@ -23,8 +23,8 @@ import requests
 from identity.sealing import new_key
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.live import LiveService, free_port, live_service
+from tests.support.pkce import pkce_pair
 from tests.support.postgres import throwaway_database
-from tests.system.test_concurrency import pkce_pair
 
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
 PASSWORD = "two-nodes-password"

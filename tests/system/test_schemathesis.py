@@ -11,11 +11,8 @@ expectation and why.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -26,6 +23,7 @@ import requests
 
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.live import LiveService, live_service
+from tests.support.pkce import pkce_pair
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_PER_OPERATION = "60"
@@ -83,12 +81,6 @@ def test_menus_api_passes_every_schemathesis_check(tmp_path: Path) -> None:
         )
     covered, total = assert_clean(done)
     assert covered == total, "the stateful phase did not follow every link"
-
-
-def pkce_pair() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
 
 
 def identity_credentials(service: LiveService) -> dict[str, str]:

@@ -21,6 +21,7 @@ from identity.tables import clients, users
 from identity.users import UserStore
 from tests.support.clocks import MovableClock
 from tests.support.defaults import SIGNING_KEYS_MAX_AGE
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.token_services import token_services
 
 
@@ -28,9 +29,6 @@ from tests.support.token_services import token_services
 def database_url(either_database: str) -> str:
     """Every test here runs on SQLite and on PostgreSQL."""
     return either_database
-
-
-PASSWORD = "correct horse battery staple"
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from data.catalog import Catalog
 from identity.users import User
 from service.app import create_app
 from service.settings import Settings, default_database_url
-from tests.api.test_identity_api import assert_error_page, authorize, sign_in, to_page
 from tests.support.identity_fixtures import Registered
+from tests.support.identity_pages import assert_error_page, authorize, sign_in, to_page
 
 
 def test_defaults_point_at_loopback_on_the_chosen_port() -> None:
