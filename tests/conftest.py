@@ -26,14 +26,26 @@ from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.ops.logs import SERVICE_LOGGERS
 from service.settings import Settings
-from tests.clocks import MovableClock
-from tests.defaults import POOL
-from tests.postgres import empty_every_table, throwaway_database
+from tests.support.clocks import MovableClock
+from tests.support.defaults import POOL
+from tests.support.postgres import empty_every_table, throwaway_database
 
 pytest_plugins = [
-    "tests.identity_fixtures",  # org, user, web and browser for the identity API's tests
-    "tests.redis_db",  # redis_url: a Redis database of the test's own (per xdist worker)
+    "tests.support.identity_fixtures",  # org, user, web and browser for the identity API's tests
+    "tests.support.redis_db",  # redis_url: a Redis database of the test's own (per xdist worker)
 ]
+
+KINDS = ("unit", "api", "system")  # the folders of tests/, each test marked with its own (-m unit)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with the kind its folder holds, so that ``-m unit``, ``-m api`` or ``-m system`` picks one."""
+    for item in items:
+        kind = item.path.relative_to(Path(__file__).parent).parts[0]
+        if kind in KINDS:
+            item.add_marker(kind)
+
 
 CURSOR_KEY = b"k" * 32
 # Argon2id at its lowest cost: the tests that are not about hashing sign in thousands of times. A hash made
@@ -45,7 +57,7 @@ PRODUCTION_HASHING = (passwords._hasher, passwords._DUMMY_HASH)  # as the module
 @pytest.fixture(scope="session", autouse=True)
 def fast_password_hashing() -> Iterator[None]:
     """Every test in this process hashes passwords at the lowest cost, unless it asks for
-    ``production_password_hashing``. Servers the tests start (``tests/live.py``) keep the real parameters."""
+    ``production_password_hashing``. Servers the tests start (``tests/support/live.py``) keep the real parameters."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(passwords, "_hasher", FAST_HASHER)
         patch.setattr(passwords, "_DUMMY_HASH", FAST_HASHER.hash("not a real password"))

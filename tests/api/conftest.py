@@ -1,0 +1,84 @@
+"""Fixtures of the API tests (the ASGI app in process) beside the shared ones of ``tests/conftest.py``: the world of
+``tests/support/token_flows.py`` and the keys its private_key_jwt client holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from identity.organizations import OrganizationStore
+from identity.users import UserStore
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.token_flows import (
+    KeyPair,
+    Registered,
+    World,
+    ec_pair,
+    register,
+    rsa_pair,
+    sign_in_client,
+)
+
+
+@pytest.fixture
+def world(engine: Engine) -> World:
+    organizations = OrganizationStore(engine)
+    acme, beta = organizations.create("Acme Foods"), organizations.create("Beta Bakery")
+    ana = UserStore(engine).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
+    return World(
+        acme=acme,
+        beta=beta,
+        ana=ana,
+        planner=sign_in_client(engine, acme, "Menu Planner"),
+        companion=sign_in_client(engine, acme, "Shopping List"),
+        reporter=register(engine, acme, "Member Report", grants=["client_credentials"], scopes=["members:read"]),
+        rival=sign_in_client(
+            engine,
+            beta,
+            "Beta Planner",
+            grants=["authorization_code", "refresh_token", "client_credentials"],
+            scopes=["openid", "profile", "email", "offline_access", "members:read"],
+        ),
+    )
+
+
+@pytest.fixture
+def http(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    with TestClient(app, follow_redirects=False) as client:
+        yield client
+
+
+# Keys for private_key_jwt, made once a module: RSA key generation is slow.
+
+
+@pytest.fixture(scope="module")
+def rsa_key() -> KeyPair:
+    return rsa_pair("rsa-1")
+
+
+@pytest.fixture(scope="module")
+def ec_key() -> KeyPair:
+    return ec_pair("ec-1")
+
+
+@pytest.fixture(scope="module")
+def stranger_key() -> KeyPair:
+    """An RSA key nobody registered, under the kid of the registered one."""
+    return rsa_pair("rsa-1")
+
+
+@pytest.fixture
+def signer(engine: Engine, world: World, rsa_key: KeyPair, ec_key: KeyPair) -> Registered:
+    """An Acme client authenticating with private_key_jwt, holding an RSA and an EC key."""
+    return register(
+        engine,
+        world.acme,
+        "Key Holder",
+        auth_method="private_key_jwt",
+        grants=["client_credentials"],
+        scopes=["members:read"],
+        jwks={"keys": [rsa_key.public_jwk, ec_key.public_jwk]},
+    )

@@ -1,0 +1,293 @@
+"""The audit log (issue 7): every security event is one line, written once by the action that causes it.
+
+The actions run through the ASGI app as in ``test_identity_api``, with its helpers
+(``tests/support/identity_pages.py``); each test clears the captured records just before the action, so the
+events asserted are exactly the ones that action wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from identity import audit
+from identity.api_keys import ApiKeyStore
+from identity.keys import SigningKeys
+from identity.organizations import Organization
+from identity.sealing import Sealer, new_key
+from identity.users import User
+from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
+from tests.support.identity_fixtures import CALLBACK, Registered, register
+from tests.support.identity_pages import (
+    SIGN_UP,
+    authorize,
+    basic,
+    code_of,
+    post_form,
+    refresh,
+    sign_in,
+    signed_in_code,
+    submit,
+    to_page,
+    token_request,
+    tokens,
+)
+
+Events = list[dict[str, Any]]
+
+
+@pytest.fixture
+def audited(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.INFO, logger="regional_menus.audit")
+    return caplog
+
+
+def events(caplog: pytest.LogCaptureFixture) -> Events:
+    """The audit events captured so far: their fields, as the JSON line carries them."""
+    return [dict(r.fields) for r in caplog.records if r.name == "regional_menus.audit"]  # type: ignore[attr-defined]
+
+
+def only(caplog: pytest.LogCaptureFixture) -> dict[str, Any]:
+    """The one event captured; fails if the action wrote none or several."""
+    found = events(caplog)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_sign_in_is_audited_with_the_user_and_client(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    location = to_page(authorize(browser, web.id), "sign-in")
+    audited.clear()
+    code_of(sign_in(browser, location))
+    assert only(audited) == {"event": "sign_in", "outcome": "success", "user_id": user.id, "client_id": web.id}
+
+
+def test_failed_sign_in_with_a_wrong_password_names_the_account_by_id_only(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    location = to_page(authorize(browser, web.id), "sign-in")
+    audited.clear()
+    sign_in(browser, location, password="not the password")
+    assert only(audited) == {
+        "event": "sign_in",
+        "outcome": "failure",
+        "reason": "wrong_password",
+        "user_id": user.id,
+        "client_id": web.id,
+    }
+
+
+def test_failed_sign_in_for_an_unknown_address_logs_no_address(
+    browser: TestClient, web: Registered, audited: pytest.LogCaptureFixture
+) -> None:
+    location = to_page(authorize(browser, web.id), "sign-in")
+    audited.clear()
+    sign_in(browser, location, email="maybe-a-password@example.com", password="whatever it is")
+    event = only(audited)
+    assert event == {"event": "sign_in", "outcome": "failure", "reason": "unknown_account", "client_id": web.id}
+    assert "maybe-a-password" not in audited.text
+
+
+def test_throttled_sign_in_is_audited_as_throttled(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    location = to_page(authorize(browser, web.id), "sign-in")
+    for _ in range(ACCOUNT_LIMIT):
+        sign_in(browser, location, password="wrong password")
+    audited.clear()
+    assert sign_in(browser, location, password="wrong password").status_code == 429
+    assert only(audited) == {"event": "sign_in", "outcome": "failure", "reason": "throttled", "client_id": web.id}
+
+
+def test_sign_up_is_audited_with_the_new_user_and_organization(
+    browser: TestClient, web: Registered, audited: pytest.LogCaptureFixture
+) -> None:
+    location = to_page(authorize(browser, web.id, prompt="create"), "sign-up")
+    audited.clear()
+    code_of(submit(browser, location, SIGN_UP))
+    event = only(audited)
+    assert (event["event"], event["outcome"], event["client_id"]) == ("sign_up", "success", web.id)
+    assert event["user_id"].startswith("usr_") and event["org_id"].startswith("org_")
+
+
+@pytest.mark.parametrize(("decision", "outcome"), [("allow", "success"), ("deny", "denied")])
+def test_consent_is_audited_granted_or_denied(
+    browser: TestClient,
+    engine: Engine,
+    org: Organization,
+    user: User,
+    audited: pytest.LogCaptureFixture,
+    decision: str,
+    outcome: str,
+) -> None:
+    partner = register(engine, org, name="Partner Planner", first_party=False)
+    consent = to_page(sign_in(browser, to_page(authorize(browser, partner.id), "sign-in")), "consent")
+    audited.clear()
+    submit(browser, consent, {"decision": decision})
+    event = only(audited)
+    assert (event["event"], event["outcome"]) == ("consent", outcome)
+    assert (event["user_id"], event["client_id"]) == (user.id, partner.id)
+
+
+def test_token_issued_by_the_code_grant_is_audited_with_its_grant_type(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    code = signed_in_code(browser, web.id)
+    audited.clear()
+    tokens(browser, web, code)
+    event = only(audited)
+    assert event["event"] == "token_issued" and event["grant_type"] == "authorization_code"
+    assert (event["client_id"], event["user_id"]) == (web.id, user.id) and event["grant_id"]
+
+
+def test_token_issued_by_refresh_is_audited_and_reuse_is_detected_once(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    issued = tokens(browser, web, signed_in_code(browser, web.id, scope="openid offline_access"))
+    audited.clear()
+    assert refresh(browser, web, issued["refresh_token"]).status_code == 200
+    event = only(audited)
+    assert (event["event"], event["grant_type"], event["user_id"]) == ("token_issued", "refresh_token", user.id)
+    audited.clear()
+    assert refresh(browser, web, issued["refresh_token"]).status_code == 400  # the rotated one, again
+    reuse = only(audited)
+    assert (reuse["event"], reuse["outcome"], reuse["client_id"]) == ("refresh_token_reuse", "failure", web.id)
+    assert reuse["grant_id"] == event["grant_id"]
+
+
+def test_token_issued_to_an_application_is_audited_without_a_user(
+    browser: TestClient, engine: Engine, org: Organization, audited: pytest.LogCaptureFixture
+) -> None:
+    app = register(
+        engine, org, name="Reporter", redirect_uris=[], grants=["client_credentials"], scopes=["members:read"]
+    )
+    audited.clear()
+    response = token_request(browser, [("grant_type", "client_credentials")], basic(app))
+    assert response.status_code == 200, response.text
+    assert only(audited) == {
+        "event": "token_issued",
+        "outcome": "success",
+        "grant_type": "client_credentials",
+        "client_id": app.id,
+        "org_id": org.id,
+    }
+
+
+def test_code_replay_is_audited(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    code = signed_in_code(browser, web.id)
+    tokens(browser, web, code)
+    audited.clear()
+    tokens_again = post_form(
+        browser,
+        "/oauth2/token",
+        [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", CALLBACK)],
+        basic(web),
+    )
+    assert tokens_again.status_code == 400
+    event = only(audited)
+    assert (event["event"], event["outcome"], event["client_id"]) == ("code_replay", "failure", web.id)
+
+
+def test_revocation_is_audited_with_the_token_type_and_a_foreign_token_as_failure(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    issued = tokens(browser, web, signed_in_code(browser, web.id, scope="openid offline_access"))
+    audited.clear()
+    assert post_form(browser, "/oauth2/revoke", [("token", issued["refresh_token"])], basic(web)).status_code == 200
+    event = only(audited)
+    assert (event["event"], event["outcome"], event["client_id"]) == ("token_revoked", "success", web.id)
+    assert event["token_type"] == "refresh_token" and event["grant_id"]
+    audited.clear()
+    assert post_form(browser, "/oauth2/revoke", [("token", "not-a-token")], basic(web)).status_code == 200
+    assert only(audited) == {
+        "event": "token_revoked",
+        "outcome": "failure",
+        "client_id": web.id,
+        "reason": "unknown_token",
+    }
+
+
+def test_revoking_an_access_token_is_audited_with_its_jti(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    issued = tokens(browser, web, signed_in_code(browser, web.id))
+    audited.clear()
+    assert post_form(browser, "/oauth2/revoke", [("token", issued["access_token"])], basic(web)).status_code == 200
+    event = only(audited)
+    assert (event["event"], event["token_type"]) == ("token_revoked", "access_token")
+    assert event["jti"].startswith("at_")
+
+
+def test_sign_out_is_audited_with_the_user_and_session(
+    browser: TestClient, web: Registered, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    issued = tokens(browser, web, signed_in_code(browser, web.id))
+    audited.clear()
+    response = browser.get("/oauth2/end-session", params={"id_token_hint": issued["id_token"]})
+    assert response.status_code == 200, response.text
+    event = only(audited)
+    assert (event["event"], event["user_id"]) == ("sign_out", user.id) and event["session_id"]
+
+
+def test_key_rotation_is_audited_with_the_new_kid(engine: Engine, audited: pytest.LogCaptureFixture) -> None:
+    info = SigningKeys(
+        engine, timedelta(seconds=60), timedelta(seconds=60), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    ).rotate()
+    assert only(audited) == {"event": "key_rotated", "outcome": "success", "kid": info.kid}
+
+
+def test_api_key_creation_and_revocation_are_audited_with_the_key_id(
+    keys: ApiKeyStore, audited: pytest.LogCaptureFixture
+) -> None:
+    record, key = keys.create("partner")
+    assert only(audited) == {"event": "api_key_created", "outcome": "success", "key_id": record.id}
+    audited.clear()
+    keys.revoke(record.id)
+    assert only(audited) == {"event": "api_key_revoked", "outcome": "success", "key_id": record.id}
+    assert key not in audited.text
+
+
+def test_every_documented_event_has_a_test_here() -> None:
+    tested = Path(__file__).read_text()
+    assert all(f'"{event}"' in tested for event in audit.EVENTS)
+
+
+def test_audit_events_refuse_anything_but_ids() -> None:
+    with pytest.raises(ValueError, match="ids only"):
+        audit.record(audit.SIGN_IN, audit.FAILURE, password="hunter2")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown audit event"):
+        audit.record("something_else")
+
+
+def test_commands_write_their_audit_lines_to_standard_error_as_json(tmp_path: Path) -> None:
+    def command(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "service", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    command("db", "upgrade")
+    created = command("api-keys", "create", "--name", "ci", "--json")
+    key = json.loads(created.stdout)  # standard output stays the command's answer
+    revoked = command("api-keys", "revoke", key["id"])
+    rotated = command("keys", "rotate")
+    lines = [json.loads(line) for done in (created, revoked, rotated) for line in done.stderr.splitlines()]
+    assert [(line["event"], line["source"], line["logger"]) for line in lines] == [
+        ("api_key_created", "cli", "regional_menus.audit"),
+        ("api_key_revoked", "cli", "regional_menus.audit"),
+        ("key_rotated", "cli", "regional_menus.audit"),
+    ]
+    assert key["key"] not in created.stderr

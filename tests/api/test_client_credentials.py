@@ -1,0 +1,89 @@
+"""Application tokens (RFC 6749 §4.4): the client_credentials grant, its subject, and the application scopes.
+
+Every test drives the ASGI app through Starlette's TestClient (responses are validated against
+openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
+user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+"""
+
+from __future__ import annotations
+
+import jwt
+import pytest
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from tests.support.token_flows import (
+    ISSUER,
+    REDIRECT_URI,
+    World,
+    application_token,
+    assert_oauth_error,
+    register,
+    verified,
+)
+
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return either_database
+
+
+def test_client_credentials_is_unauthorized_for_clients_not_allowed_the_grant(http: TestClient, world: World) -> None:
+    assert_oauth_error(application_token(http, world.planner, scope="members:read"), "unauthorized_client")
+
+
+def test_application_token_has_the_client_as_subject_and_no_refresh_or_id_token(http: TestClient, world: World) -> None:
+    response = application_token(http, world.reporter, scope="members:read")
+
+    assert response.status_code == 200, response.text
+    assert response.headers["cache-control"] == "no-store"
+    body = response.json()
+    assert body["token_type"] == "Bearer"
+    assert body["scope"] == "members:read"
+    assert "refresh_token" not in body and "id_token" not in body
+    claims = verified(http, body["access_token"], ISSUER)
+    assert claims["sub"] == claims["client_id"] == world.reporter.id
+    assert claims["org_id"] == world.acme.id
+
+
+def test_application_access_token_is_typed_at_jwt(http: TestClient, world: World) -> None:
+    body = application_token(http, world.reporter, scope="members:read").json()
+
+    assert jwt.get_unverified_header(body["access_token"])["typ"] == "at+jwt"
+
+
+@pytest.mark.parametrize("scope", ["openid", "profile", "offline_access", "members:read email"])
+def test_client_credentials_asking_a_scope_beyond_the_application_scopes_is_invalid_scope(
+    http: TestClient, world: World, scope: str
+) -> None:
+    assert_oauth_error(application_token(http, world.reporter, scope=scope), "invalid_scope")
+
+
+def test_client_credentials_asking_members_read_without_it_allowed_is_invalid_scope(
+    http: TestClient, engine: Engine, world: World
+) -> None:
+    no_directory = register(
+        engine,
+        world.acme,
+        "Sign-in With Credentials",
+        grants=["authorization_code", "client_credentials"],
+        scopes=["openid", "profile"],
+        redirect_uris=[REDIRECT_URI],
+    )
+
+    assert_oauth_error(application_token(http, no_directory, scope="members:read"), "invalid_scope")
+
+
+def test_client_credentials_ignores_unknown_scopes(http: TestClient, world: World) -> None:
+    response = application_token(http, world.reporter, scope="members:read recipes:write")
+
+    assert response.status_code == 200, response.text
+    assert response.json()["scope"] == "members:read"
+
+
+def test_client_credentials_without_scope_gets_the_allowed_application_scopes(http: TestClient, world: World) -> None:
+    response = application_token(http, world.reporter)
+
+    assert response.status_code == 200, response.text
+    assert response.json()["scope"] == "members:read"

@@ -1,0 +1,48 @@
+"""Discovery (OpenID Connect Discovery 1.0 §3, RFC 8414): the client authentication methods, algorithms,
+endpoints, scopes and claims advertised.
+
+Every test drives the ASGI app through Starlette's TestClient (responses are validated against
+openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
+user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.support.token_flows import (
+    ISSUER,
+    TOKEN_URL,
+)
+
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return either_database
+
+
+def test_discovery_advertises_client_authentication_methods_and_algorithms(http: TestClient) -> None:
+    metadata = http.get("/.well-known/openid-configuration").json()
+
+    for endpoint in ("token", "introspection", "revocation"):
+        methods = metadata[f"{endpoint}_endpoint_auth_methods_supported"]
+        assert set(methods) == {"client_secret_basic", "client_secret_post", "private_key_jwt"}
+        algorithms = metadata[f"{endpoint}_endpoint_auth_signing_alg_values_supported"]
+        assert set(algorithms) == {"RS256", "PS256", "ES256"}
+
+
+def test_discovery_advertises_endpoints_scopes_and_claims(http: TestClient) -> None:
+    metadata = http.get("/.well-known/openid-configuration").json()
+
+    assert metadata["issuer"] == ISSUER
+    assert metadata["token_endpoint"] == TOKEN_URL
+    assert metadata["introspection_endpoint"] == ISSUER + "/oauth2/introspect"
+    assert metadata["revocation_endpoint"] == ISSUER + "/oauth2/revoke"
+    assert metadata["end_session_endpoint"] == ISSUER + "/oauth2/end-session"
+    assert {"openid", "profile", "email", "offline_access", "members:read"} <= set(metadata["scopes_supported"])
+    assert {"sub", "name", "email", "email_verified", "org_id", "org_name", "sid", "auth_time"} <= set(
+        metadata["claims_supported"]
+    )
+    assert {"authorization_code", "refresh_token", "client_credentials"} <= set(metadata["grant_types_supported"])

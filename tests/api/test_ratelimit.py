@@ -1,0 +1,387 @@
+"""The per-key rate limit of the menus API (service/menus_api/ratelimit.py): a moving window, failing open."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from limits import RateLimitItemPerSecond
+from limits.aio.storage.redis.bridge import RedisBridge
+from limits.aio.strategies import MovingWindowRateLimiter as AsyncMovingWindow
+from starlette.testclient import TestClient
+
+from service.app import create_app
+from service.menus_api.ratelimit import (
+    KEY_PREFIX,
+    Command,
+    Decision,
+    RateLimiter,
+    RedisWindows,
+    StorageHealth,
+    async_storage,
+)
+from service.ops import metrics
+from service.settings import Settings
+from tests.support.defaults import REDIS
+from tests.support.live import free_port
+
+
+@pytest.fixture(params=["memory", "redis"])
+def storage(request: pytest.FixtureRequest) -> str:
+    return "memory://" if request.param == "memory" else str(request.getfixturevalue("redis_url"))
+
+
+def take(limiter: RateLimiter, key: str, times: int = 1, *, close: bool = True) -> list[Decision]:
+    """``times`` requests of ``key``, on an event loop of their own (closing the limiter's connections after)."""
+
+    async def run() -> list[Decision]:
+        try:
+            return [await limiter.take(key) for _ in range(times)]
+        finally:
+            await limiter.aclose()
+
+    return asyncio.run(run())
+
+
+def test_window_allows_the_limit_then_refuses(storage: str) -> None:
+    decisions = take(RateLimiter(3, storage, redis=REDIS), "k", 4)
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+    assert [d.remaining for d in decisions] == [2, 1, 0, 0]
+    assert all(d.limit == 3 for d in decisions)
+
+
+def test_refused_request_says_when_to_retry(storage: str) -> None:
+    *_, refused = take(RateLimiter(2, storage, redis=REDIS), "k", 3)
+    assert not refused.allowed
+    assert 1 <= refused.retry_after <= 60
+    assert refused.reset == refused.retry_after  # the oldest request leaves the window then
+
+
+def test_window_moves_and_admits_again(storage: str) -> None:
+    limiter = RateLimiter(2, storage, window_seconds=1, redis=REDIS)
+    assert [d.allowed for d in take(limiter, "k", 3)] == [True, True, False]
+    asyncio.run(asyncio.sleep(1.1))
+    assert take(limiter, "k")[0].allowed
+
+
+def test_keys_have_separate_windows(storage: str) -> None:
+    limiter = RateLimiter(1, storage, redis=REDIS)
+    assert take(limiter, "a")[0].allowed
+    assert take(limiter, "b")[0].allowed
+    assert not take(limiter, "a")[0].allowed
+
+
+def test_two_limiters_on_one_redis_share_the_limit(redis_url: str) -> None:
+    """Two processes (or nodes) with the same MENUS_RATE_LIMIT_STORAGE count one window per key."""
+    first, second = RateLimiter(4, redis_url, redis=REDIS), RateLimiter(4, redis_url, redis=REDIS)
+    allowed = [d.allowed for limiter in (first, second, first, second, first, second) for d in take(limiter, "k")]
+    assert allowed == [True, True, True, True, False, False]
+
+
+def test_unreachable_redis_fails_open_logs_once_and_counts(caplog: pytest.LogCaptureFixture) -> None:
+    errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    health = StorageHealth(retry_after=0, log_every=REDIS.log_every)  # ask Redis again on every request: each one fails
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=health, redis=REDIS)  # nothing listens there
+    with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
+        decisions = take(limiter, "k", 3)
+    assert [d.allowed for d in decisions] == [True, True, True]  # over the limit of 1, and still answered
+    assert decisions[0].headers() == [
+        (b"ratelimit-limit", b"1"),
+        (b"ratelimit-remaining", b"1"),
+        (b"ratelimit-reset", b"0"),
+    ]
+    after = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    assert after == (errors or 0) + 3
+    assert len([r for r in caplog.records if "cannot be reached" in r.getMessage()]) == 1
+    assert health.down
+    assert not asyncio.run(limiter.reachable())
+
+
+def test_after_an_outage_requests_do_not_wait_for_redis_until_the_retry_time() -> None:
+    health = StorageHealth(retry_after=60, log_every=REDIS.log_every)
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", health=health, redis=REDIS)
+    take(limiter, "k")
+    assert not health.usable()
+    errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    assert all(d.allowed for d in take(limiter, "k", 5))
+    after = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    assert after == errors  # not asked: no new error
+
+
+# Redis: the requests of one event-loop iteration share one round trip
+
+
+def take_together(limiter: RateLimiter, keys: list[str]) -> list[Decision]:
+    """One request per entry of ``keys``, all started in the same event-loop iteration (as a busy worker's are)."""
+
+    async def run() -> list[Decision]:
+        try:
+            return list(await asyncio.gather(*(limiter.take(key) for key in keys)))
+        finally:
+            await limiter.aclose()
+
+    return asyncio.run(run())
+
+
+def count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of commands of every pipeline the limiter sends to Redis, in order."""
+    sizes: list[int] = []
+    run = RedisWindows._run
+
+    async def counted(self: RedisWindows, commands: list[Command]) -> list[Any]:
+        sizes.append(len(commands))
+        return await run(self, commands)
+
+    monkeypatch.setattr(RedisWindows, "_run", counted)
+    return sizes
+
+
+def test_requests_of_one_iteration_go_to_redis_in_one_round_trip_each_with_its_own_decision(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipelines = count_round_trips(monkeypatch)
+    keys = ["a", "b", "a", "c", "a", "b", "a"]
+    decisions = take_together(RateLimiter(3, redis_url, redis=REDIS), keys)
+    assert pipelines == [2 * len(keys)]  # admit and read the window, per request, all in one pipeline
+    by_key = {key: [d for k, d in zip(keys, decisions, strict=True) if k == key] for key in "abc"}
+    assert [(d.allowed, d.remaining) for d in by_key["a"]] == [(True, 2), (True, 1), (True, 0), (False, 0)]
+    assert [(d.allowed, d.remaining) for d in by_key["b"]] == [(True, 2), (True, 1)]
+    assert [(d.allowed, d.remaining) for d in by_key["c"]] == [(True, 2)]
+    refused = by_key["a"][-1]
+    assert 1 <= refused.retry_after <= 60 and refused.reset == refused.retry_after
+    assert all(d.reset == 60 for d in by_key["b"] + by_key["c"])  # their oldest request is this one
+
+
+def test_requests_taken_while_a_pipeline_is_in_flight_go_together_in_the_next(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipelines = count_round_trips(monkeypatch)
+    sent = RedisWindows._run
+    release = asyncio.Event()
+
+    async def slow(self: RedisWindows, commands: list[Command]) -> list[Any]:
+        await release.wait()  # Redis takes its time to answer
+        return await sent(self, commands)
+
+    monkeypatch.setattr(RedisWindows, "_run", slow)
+    limiter = RateLimiter(4, redis_url, redis=REDIS)
+
+    async def run() -> list[Decision]:
+        try:
+            first = asyncio.ensure_future(limiter.take("k"))
+            later: list[asyncio.Future[Decision]] = []
+            for _ in range(3):  # three iterations, two requests each, while the first pipeline waits
+                await asyncio.sleep(0)
+                later += [asyncio.ensure_future(limiter.take(key)) for key in ("k", "m")]
+            await asyncio.sleep(0)
+            release.set()
+            return [await first, *await asyncio.gather(*later)]
+        finally:
+            await limiter.aclose()
+
+    decisions = asyncio.run(run())
+    assert pipelines == [2, 12]  # the first request alone, then the six that waited, in one round trip
+    assert [d.remaining for d in decisions] == [3, 2, 3, 1, 2, 0, 1]  # k, then k and m three times, in order
+
+
+def test_the_windows_in_redis_are_the_limits_librarys_own(redis_url: str) -> None:
+    """Same keys, same entries: the library's strategy reads what the limiter wrote, and the limiter counts its hits."""
+    limiter = RateLimiter(5, redis_url, redis=REDIS)
+    take_together(limiter, ["k", "k"])
+    item = RateLimitItemPerSecond(5, 60)
+
+    async def library(hits: int) -> tuple[float, int]:
+        storage, pool = async_storage(redis_url, REDIS.timeout)  # the library's RedisStorage, with our key prefix
+        try:
+            strategy = AsyncMovingWindow(storage)
+            for _ in range(hits):
+                assert await strategy.hit(item, "k")
+            stats = await strategy.get_window_stats(item, "k")
+            return stats.reset_time, stats.remaining
+        finally:
+            await pool.disconnect()
+
+    _, remaining = asyncio.run(library(2))
+    assert remaining == 1  # 2 by the limiter, 2 by the library
+    assert [(d.allowed, d.remaining) for d in take_together(limiter, ["k", "k"])] == [(True, 0), (False, 0)]
+
+
+def test_scripts_redis_does_not_hold_are_sent_once_and_each_request_counted_once(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As after a Redis restart or SCRIPT FLUSH (EVALSHA answers NOSCRIPT), without flushing a shared Redis:
+    the library's scripts with a comment of this test's own are scripts no Redis has seen."""
+    for name in ("SCRIPT_ACQUIRE_MOVING_WINDOW", "SCRIPT_MOVING_WINDOW"):
+        monkeypatch.setattr(RedisBridge, name, getattr(RedisBridge, name) + f"\n-- {uuid.uuid4()}\n".encode())
+    pipelines = count_round_trips(monkeypatch)
+    limiter = RateLimiter(3, redis_url, redis=REDIS)
+    decisions = take_together(limiter, ["k", "k", "k"])
+    assert [(d.allowed, d.remaining) for d in decisions] == [(True, 2), (True, 1), (True, 0)]  # each counted once
+    assert pipelines == [6, 6]  # EVALSHA: NOSCRIPT for all six; EVAL sends (and caches) the scripts
+    refused = take(limiter, "k")[0]
+    assert (refused.allowed, refused.remaining) == (False, 0)
+    assert pipelines[2:] == [2]  # cached now: EVALSHA only
+
+
+def test_a_failed_round_trip_answers_every_waiting_request_open(caplog: pytest.LogCaptureFixture) -> None:
+    errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    limiter = RateLimiter(
+        1,
+        f"redis://127.0.0.1:{free_port()}/0",
+        health=StorageHealth(retry_after=0, log_every=REDIS.log_every),
+        redis=REDIS,
+    )
+    with caplog.at_level(logging.WARNING, logger="service.ratelimit"):
+        decisions = take_together(limiter, ["a", "a", "b", "a", "c"])
+    assert all(d.allowed and d.remaining == 1 and d.reset == 0 for d in decisions)
+    after = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    assert after == (errors or 0) + 5  # every request answered without a limit is counted
+    assert len([r for r in caplog.records if "cannot be reached" in r.getMessage()]) == 1
+    assert limiter.health.down
+
+
+def test_requests_that_waited_for_a_failed_round_trip_are_answered_open_without_asking_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pipelines = count_round_trips(monkeypatch)
+    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", redis=REDIS)  # nothing listens there
+
+    async def run() -> list[Decision]:
+        try:
+            first = asyncio.ensure_future(limiter.take("k"))
+            await asyncio.sleep(0)  # its pipeline is in flight
+            return list(await asyncio.gather(first, *(limiter.take("k") for _ in range(3))))
+        finally:
+            await limiter.aclose()
+
+    decisions = asyncio.run(run())
+    assert all(d.allowed for d in decisions)
+    assert pipelines == [2]  # one failed round trip: the three that waited for it did not wait again
+
+
+def test_a_key_redis_cannot_count_fails_open_alone(redis_url: str) -> None:
+    """One request's error (here a key of the wrong type) answers that request open, not its batch."""
+    connection = redis.Redis.from_url(redis_url)
+    try:
+        connection.set(f"{KEY_PREFIX}:{RateLimitItemPerSecond(1, 60).key_for('broken')}", "not a list")
+    finally:
+        connection.close()
+    health = StorageHealth(REDIS.retry_after_outage, REDIS.log_every)
+    errors = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    decisions = take_together(RateLimiter(1, redis_url, health=health, redis=REDIS), ["ok", "broken", "ok"])
+    assert [d.allowed for d in decisions] == [True, True, False]
+    after = metrics.REGISTRY.get_sample_value("regional_menus_rate_limit_storage_errors_total", {"use": "api_key"})
+    assert after == (errors or 0) + 1
+
+
+def test_an_error_that_is_not_redis_reaches_every_waiting_request(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(self: RedisWindows, commands: list[Command]) -> list[Any]:
+        raise ValueError("a bug, not an outage")
+
+    monkeypatch.setattr(RedisWindows, "_run", broken)
+    limiter = RateLimiter(5, redis_url, redis=REDIS)
+
+    async def run() -> list[BaseException | Decision]:
+        try:
+            return list(await asyncio.gather(*(limiter.take(k) for k in "abc"), return_exceptions=True))
+        finally:
+            await limiter.aclose()
+
+    answers = asyncio.run(run())
+    assert [type(answer) for answer in answers] == [ValueError] * 3  # none hangs, none is let through unlimited
+    assert not limiter.health.down
+
+
+def test_a_request_cancelled_while_waiting_for_redis_leaves_the_others_answered(redis_url: str) -> None:
+    limiter = RateLimiter(5, redis_url, redis=REDIS)
+
+    async def run() -> list[Decision]:
+        try:
+            waiting = [asyncio.ensure_future(limiter.take("k")) for _ in range(3)]
+            await asyncio.sleep(0)  # all three are queued
+            waiting[1].cancel()
+            done = await asyncio.gather(waiting[0], waiting[2])
+            return [*done, await limiter.take("k")]
+        finally:
+            await limiter.aclose()
+
+    decisions = asyncio.run(run())
+    assert [d.remaining for d in decisions] == [4, 2, 1]  # the cancelled request was sent, and counted
+
+
+def test_requests_left_waiting_by_a_closed_event_loop_do_not_block_the_next_loop(redis_url: str) -> None:
+    limiter = RateLimiter(5, redis_url, redis=REDIS)
+
+    async def leave_waiting() -> None:
+        asyncio.ensure_future(limiter.take("k"))  # the loop closes before its pipeline is sent
+
+    asyncio.run(leave_waiting())
+    assert [d.remaining for d in take(limiter, "k", 2)] == [4, 3]  # answered (and the first was never counted)
+
+
+# Through the service
+
+
+@pytest.fixture
+def unreachable_redis_app(database_url: str, engine) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    settings = Settings(
+        database_url=database_url,
+        validate_responses=True,
+        rate_limit_per_minute=1,
+        rate_limit_storage=f"redis://127.0.0.1:{free_port()}/0",
+    )
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def test_menus_api_answers_and_readyz_says_degraded_while_redis_is_unreachable(
+    unreachable_redis_app: TestClient, api_key: str
+) -> None:
+    for _ in range(3):  # over the limit of one a minute: no limit while Redis is away
+        response = unreachable_redis_app.get("/v1/menus/regions", headers={"Authorization": f"Bearer {api_key}"})
+        assert response.status_code == 200
+        assert response.headers["ratelimit-limit"] == "1"
+    ready = unreachable_redis_app.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "degraded"}
+    scraped = unreachable_redis_app.get("/metrics").text
+    assert 'regional_menus_rate_limit_storage_errors_total{use="api_key"}' in scraped
+
+
+def test_readyz_says_ready_with_a_reachable_redis(database_url: str, engine, redis_url: str) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(database_url=database_url, validate_responses=True, rate_limit_storage=redis_url)
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/readyz").json() == {"status": "ready"}
+
+
+def test_the_limit_in_redis_answers_429_with_retry_after(
+    database_url: str, engine, redis_url: str, api_key: str
+) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(
+        database_url=database_url, validate_responses=True, rate_limit_per_minute=2, rate_limit_storage=redis_url
+    )
+    headers = {"Authorization": f"Bearer {api_key}"}
+    with TestClient(create_app(settings)) as client:
+        statuses = [client.get("/v1/menus/regions", headers=headers) for _ in range(3)]
+    assert [r.status_code for r in statuses] == [200, 200, 429]
+    assert [r.headers["ratelimit-remaining"] for r in statuses] == ["1", "0", "0"]
+    refused = statuses[-1]
+    assert refused.json()["code"] == "rate_limited"
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+
+
+def test_rate_limit_storage_setting_takes_memory_or_redis_urls_only() -> None:
+    assert Settings.from_env({}).rate_limit_storage == "memory://"
+    assert (
+        Settings.from_env({"MENUS_RATE_LIMIT_STORAGE": "redis://cache:6379/2"}).rate_limit_storage
+        == "redis://cache:6379/2"
+    )
+    with pytest.raises(ValueError, match="MENUS_RATE_LIMIT_STORAGE"):
+        Settings.from_env({"MENUS_RATE_LIMIT_STORAGE": "memcached://cache:11211"})

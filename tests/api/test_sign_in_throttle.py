@@ -1,0 +1,289 @@
+"""Sign-in throttling (identity/throttle.py): slowed guessing, no lock-out by anyone, counting by network.
+
+Through the pages, each browser has an address of its own (Starlette's TestClient ``client``), as
+attackers and account owners on different networks would. The throttle's own rules run on both its
+storages: the state database, and Redis (a database of the test's own: tests/support/redis_db.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from identity import passwords
+from identity.errors import Throttled
+from identity.tables import sign_in_failures
+from identity.throttle import (
+    Counters,
+    FallbackCounters,
+    SignInThrottle,
+    SqlCounters,
+    StorageCounters,
+    account_key,
+    network,
+)
+from identity.users import User
+from service.menus_api.ratelimit import StorageHealth, sync_storage
+from tests.support.clocks import MovableClock
+from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, REDIS, SIGN_IN_WINDOW, THROTTLE
+from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
+from tests.support.identity_pages import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page
+from tests.support.live import free_port
+
+WRONG = "wrong password here"
+_hosts = itertools.count(1)
+
+
+@pytest.fixture
+def on_network(app: Any) -> Iterator[Any]:
+    """``on_network(address)``: a browser whose requests come from ``address`` (a fresh one when omitted)."""
+    opened: list[TestClient] = []
+
+    def browser(address: str | None = None) -> TestClient:
+        n = next(_hosts)
+        client = TestClient(app, follow_redirects=False, client=(address or f"198.51.{n // 250}.{n % 250 + 1}", 40000))
+        opened.append(client.__enter__())
+        return client
+
+    yield browser
+    for client in opened:
+        client.__exit__(None, None, None)
+
+
+def attempt_sign_in(browser: TestClient, web: Registered, email: str = EMAIL, password: str = PASSWORD) -> Any:
+    return sign_in(browser, to_page(authorize(browser, web.id), "sign-in"), email, password)
+
+
+def account_failures(engine: Engine, email: str) -> int:
+    with engine.connect() as connection:
+        found = connection.scalar(
+            sa.select(sign_in_failures.c.failures).where(sign_in_failures.c.key == account_key(email))
+        )
+    return int(found or 0)
+
+
+# Account lock-out by anyone
+
+
+def test_wrong_passwords_from_other_networks_do_not_lock_the_owner_out(
+    on_network: Any, web: Registered, user: User
+) -> None:
+    attacker = on_network("203.0.113.7")
+    for _ in range(ACCOUNT_LIMIT):
+        assert "Invalid email or password" in attempt_sign_in(attacker, web, password=WRONG).text
+    assert_error_page(attempt_sign_in(attacker, web, password=WRONG), status=429)
+    assert_error_page(attempt_sign_in(attacker, web), status=429)  # the right password from there: refused too
+    owner = on_network("192.0.2.10")
+    code_of(attempt_sign_in(owner, web))  # the owner's network has no failures: signed in
+
+
+def test_a_guarded_account_lets_each_fresh_network_try_once(on_network: Any, web: Registered, user: User) -> None:
+    for _ in range(ACCOUNT_LIMIT):
+        attempt_sign_in(on_network(), web, password=WRONG)  # five networks, one failure each
+    fresh = on_network()
+    assert "Invalid email or password" in attempt_sign_in(fresh, web, password=WRONG).text
+    assert_error_page(attempt_sign_in(fresh, web, password=WRONG), status=429)
+
+
+def test_an_address_over_its_limit_is_refused_before_the_account_is_charged(
+    on_network: Any, web: Registered, user: User, engine: Engine
+) -> None:
+    attacker = on_network("203.0.113.8")
+    for n in range(ADDRESS_LIMIT):
+        attempt_sign_in(attacker, web, f"nobody{n}@example.com", WRONG)
+    for _ in range(ACCOUNT_LIMIT + 2):
+        assert_error_page(attempt_sign_in(attacker, web, password=WRONG), status=429)
+    assert account_failures(engine, EMAIL) == 0
+    code_of(attempt_sign_in(on_network("192.0.2.11"), web))
+
+
+def test_sign_ups_with_an_existing_email_never_charge_its_account(
+    on_network: Any, web: Registered, user: User, engine: Engine
+) -> None:
+    prober = on_network("203.0.113.9")
+    for _ in range(ACCOUNT_LIMIT + 1):
+        response = submit(
+            prober, to_page(authorize(prober, web.id, prompt="create"), "sign-up"), {**SIGN_UP, "email": EMAIL}
+        )
+        assert "already exists" in response.text
+    assert account_failures(engine, EMAIL) == 0
+    code_of(attempt_sign_in(on_network("192.0.2.12"), web))
+
+
+# Account enumeration
+
+
+def test_sign_ups_count_against_their_network_like_sign_ins(on_network: Any, web: Registered, user: User) -> None:
+    prober = on_network("203.0.113.10")
+    for n in range(ADDRESS_LIMIT):
+        attempt_sign_in(prober, web, f"probe{n}@example.com", WRONG)
+    location = to_page(authorize(prober, web.id, prompt="create"), "sign-up")
+    assert_error_page(submit(prober, location, {**SIGN_UP, "email": EMAIL}), status=429)
+
+
+def test_known_and_unknown_emails_each_pay_one_argon2_verification(
+    on_network: Any, web: Registered, user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verified: list[str] = []
+    real = passwords._hasher
+
+    class Counting:
+        def verify(self, stored: str, password: str) -> bool:
+            verified.append(stored)
+            return real.verify(stored, password)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    monkeypatch.setattr(passwords, "_hasher", Counting())
+    known = attempt_sign_in(on_network(), web, EMAIL, WRONG)
+    unknown = attempt_sign_in(on_network(), web, "nobody@example.com", WRONG)
+    assert len(verified) == 2 and verified[0] != verified[1]  # the account's hash, then the stand-in's
+    assert _without_tokens(known.text.replace(EMAIL, "E")) == _without_tokens(
+        unknown.text.replace("nobody@example.com", "E")
+    )
+
+
+def _without_tokens(html: str) -> str:
+    return re.sub(r'value="[\w-]{20,}"', 'value="…"', re.sub(r"interaction=int_[\w-]+", "interaction=…", html))
+
+
+# Throttle keys by network
+
+
+@pytest.mark.parametrize(
+    ("address", "counted_as"),
+    [
+        ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),
+        ("2001:DB8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),
+        ("::ffff:192.0.2.1", "192.0.2.1"),
+        ("192.0.2.1", "192.0.2.1"),
+        ("fe80::1%eth0", "fe80::/64"),
+        ("unknown", "unknown"),
+    ],
+)
+def test_addresses_count_by_network(address: str, counted_as: str) -> None:
+    assert network(address) == counted_as
+
+
+def test_one_host_rotating_through_its_ipv6_64_meets_the_address_limit(engine: Engine) -> None:
+    throttle = SignInThrottle(engine, THROTTLE)
+    for n in range(ADDRESS_LIMIT):
+        throttle.attempt(f"user{n}@example.com", f"2001:db8:5:6::{n + 1:x}")
+    with pytest.raises(Throttled):
+        throttle.attempt("new@example.com", "2001:db8:5:6:dead:beef:0:1")
+    throttle.attempt("new@example.com", "2001:db8:5:7::1")  # the next /64 is another network
+
+
+def test_ipv4_mapped_addresses_share_the_ipv4_address_counter(engine: Engine) -> None:
+    throttle = SignInThrottle(engine, THROTTLE)
+    for n in range(ADDRESS_LIMIT):
+        throttle.attempt(f"user{n}@example.com", "192.0.2.50" if n % 2 else "::ffff:192.0.2.50")
+    with pytest.raises(Throttled):
+        throttle.attempt("new@example.com", "::ffff:c000:232")
+
+
+# The rules on both storages
+
+
+@pytest.fixture(params=["database", "redis"])
+def counters(request: pytest.FixtureRequest, engine: Engine) -> Counters:
+    if request.param == "database":
+        return SqlCounters(engine, SIGN_IN_WINDOW)
+    return StorageCounters(sync_storage(request.getfixturevalue("redis_url"), REDIS.timeout), SIGN_IN_WINDOW)
+
+
+def test_concurrent_guesses_from_one_network_are_counted_before_the_password_is_checked(counters: Counters) -> None:
+    throttle = SignInThrottle(counters, THROTTLE)
+
+    def guess(_: int) -> bool:
+        try:
+            throttle.attempt("ana@example.com", "10.0.1.1")
+        except Throttled:
+            return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        allowed = list(pool.map(guess, range(16)))
+    assert allowed.count(True) == ACCOUNT_LIMIT
+
+
+def test_guarded_account_refuses_networks_with_failures_and_admits_a_fresh_one_once(counters: Counters) -> None:
+    throttle = SignInThrottle(counters, THROTTLE)
+    for n in range(ACCOUNT_LIMIT):
+        throttle.attempt("Ana@example.com", f"10.0.0.{n}")
+        throttle.failed("ANA@example.com")
+    with pytest.raises(Throttled) as raised:
+        throttle.attempt("ana@example.com", "10.0.0.0")
+    assert 0 < raised.value.retry_after <= 15 * 60
+    throttle.attempt("ana@example.com", "10.0.0.99")  # a network without attempts here
+    throttle.succeeded("ana@example.com", "10.0.0.99")  # the owner: signed in
+    throttle.attempt("ana@example.com", "10.0.0.99")  # and again later
+    throttle.attempt("bo@example.com", "10.0.0.0")  # another account is not affected
+
+
+def test_address_is_throttled_after_its_attempts_at_any_accounts(counters: Counters) -> None:
+    throttle = SignInThrottle(counters, THROTTLE)
+    for n in range(ADDRESS_LIMIT):
+        throttle.attempt(f"user{n}@example.com", "10.0.0.1")
+    with pytest.raises(Throttled):
+        throttle.attempt("new@example.com", "10.0.0.1")
+    throttle.attempt("new@example.com", "10.0.0.2")
+
+
+def test_success_gives_the_address_its_attempt_back(counters: Counters) -> None:
+    throttle = SignInThrottle(counters, replace(THROTTLE, account_limit=2, address_limit=2))
+    throttle.attempt("ana@example.com", "10.0.0.1")
+    throttle.attempt("ana@example.com", "10.0.0.1")
+    throttle.succeeded("ana@example.com", "10.0.0.1")
+    throttle.attempt("ana@example.com", "10.0.0.1")  # the address had 2 attempts, one given back
+    with pytest.raises(Throttled):
+        throttle.attempt("bo@example.com", "10.0.0.1")
+
+
+def test_sign_up_attempts_count_against_the_network_only(counters: Counters) -> None:
+    throttle = SignInThrottle(counters, replace(THROTTLE, address_limit=3))
+    for _ in range(3):
+        throttle.signing_up("10.0.0.1")
+    with pytest.raises(Throttled):
+        throttle.signing_up("10.0.0.1")
+    assert counters.peek(account_key("ana@example.com")) == (0, 0)
+
+
+def test_throttle_window_ends(engine: Engine) -> None:
+    clock = MovableClock()
+    throttle = SignInThrottle(SqlCounters(engine, SIGN_IN_WINDOW, clock), THROTTLE)
+    for _ in range(ACCOUNT_LIMIT):
+        throttle.attempt("ana@example.com", "10.0.0.1")
+        throttle.failed("ana@example.com")
+    clock.advance(timedelta(minutes=16).total_seconds())
+    throttle.attempt("ana@example.com", "10.0.0.1")  # a new window starts at one attempt
+    throttle.attempt("ana@example.com", "10.0.0.1")
+
+
+def test_the_throttle_counts_in_the_database_while_redis_is_unreachable(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    health = StorageHealth(REDIS.retry_after_outage, REDIS.log_every)
+    unreachable = StorageCounters(
+        sync_storage(f"redis://127.0.0.1:{free_port()}/0", REDIS.timeout), SIGN_IN_WINDOW
+    )  # nothing listens there
+    throttle = SignInThrottle(FallbackCounters(unreachable, SqlCounters(engine, SIGN_IN_WINDOW), health), THROTTLE)
+    for _ in range(ACCOUNT_LIMIT):
+        throttle.attempt("ana@example.com", "10.0.0.1")
+    with pytest.raises(Throttled):
+        throttle.attempt("ana@example.com", "10.0.0.1")
+    assert health.down
+    assert SqlCounters(engine, SIGN_IN_WINDOW).peek("address:10.0.0.1")[0] == ACCOUNT_LIMIT + 1
+    outage_lines = [r for r in caplog.records if "cannot be reached" in r.getMessage()]
+    assert len(outage_lines) == 1  # logged once, not once per call

@@ -1,0 +1,291 @@
+"""The command line (DESIGN §4): tables with headers or JSON, one-line errors with exit 2 naming the database,
+nothing half-written, and ``serve`` that checks its port before it touches anything."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from identity.api_keys import ApiKeyStore
+from identity.clients import ClientStore
+from service.cli.demo import prepare
+from service.database.db import MissingDriver, make_engine
+from service.database.schema import head, upgrade
+from service.settings import Settings
+from tests.support.defaults import POOL
+
+
+@pytest.fixture(autouse=True)
+def migrated(tmp_path: Path) -> None:
+    """The default database of a command run in ``tmp_path``, at the current schema (as `db upgrade` leaves it)."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'regional-menus.sqlite3'}", POOL)
+    upgrade(engine)
+    engine.dispose()
+
+
+def cli(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "service", *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_api_keys_create_prints_the_key_once_as_json(tmp_path: Path) -> None:
+    done = cli(tmp_path, "api-keys", "create", "--json", "--name", "partner")
+    assert done.returncode == 0, done.stderr
+    created = json.loads(done.stdout)
+    assert set(created) == {"id", "name", "key"} and created["key"].startswith("rmk_")
+    assert (tmp_path / "var" / "regional-menus.sqlite3").exists()
+    listed = json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout)
+    assert [k["id"] for k in listed] == [created["id"]]
+    assert created["key"] not in json.dumps(listed)
+
+
+def test_api_keys_revoke_marks_the_key_revoked(tmp_path: Path) -> None:
+    created = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "p").stdout)
+    revoked = json.loads(cli(tmp_path, "api-keys", "revoke", created["id"], "--json").stdout)
+    assert revoked["id"] == created["id"] and revoked["revoked_at"]
+
+
+def test_api_keys_create_with_org_makes_a_key_the_organization_owns(tmp_path: Path) -> None:
+    org = json.loads(cli(tmp_path, "orgs", "create", "--json", "--name", "Acme").stdout)
+    created = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "p", "--org", org["id"]).stdout)
+    (listed,) = json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout)
+    assert (listed["id"], listed["org_id"], listed["created_by"]) == (created["id"], org["id"], None)
+
+
+def test_api_keys_create_for_an_unknown_organization_fails_and_writes_nothing(tmp_path: Path) -> None:
+    done = cli(tmp_path, "api-keys", "create", "--name", "p", "--org", "org_missing")
+    assert done.returncode == 2 and "no organization has the id 'org_missing'" in done.stderr
+    assert json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout) == []
+
+
+def test_database_url_option_chooses_the_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'other.sqlite3'}"
+    assert cli(tmp_path, "db", "upgrade", "--database-url", url).returncode == 0
+    assert cli(tmp_path, "api-keys", "create", "--name", "p", "--database-url", url).returncode == 0
+    listed = json.loads(cli(tmp_path, "api-keys", "list", "--json", "--database-url", url).stdout)
+    assert [key["name"] for key in listed] == ["p"]
+    assert json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout) == []  # not the default database
+
+
+def test_db_upgrade_brings_an_empty_database_to_the_head_and_then_has_nothing_to_do(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.sqlite3'}"
+    first = json.loads(cli(tmp_path, "db", "upgrade", "--json", "--database-url", url).stdout)
+    assert first == {"from": None, "to": head()}
+    again = json.loads(cli(tmp_path, "db", "upgrade", "--json", "--database-url", url).stdout)
+    assert again == {"from": head(), "to": head()}
+    state = json.loads(cli(tmp_path, "db", "current", "--json", "--database-url", url).stdout)
+    assert state == {"revision": head(), "head": head(), "current": True}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("serve", "--port", "0"), ("serve", "--port", "0", "--workers", "2"), ("api-keys", "list"), ("orgs", "list")],
+)
+def test_commands_refuse_a_database_without_the_schema_and_name_the_upgrade_command(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+    done = cli(tmp_path, *command, "--database-url", url)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"regional-menus: error: {tmp_path / 'empty.sqlite3'}: the database has no schema yet: "
+        "run `regional-menus db upgrade`\n"
+    )
+
+
+def test_the_default_database_is_var_of_the_current_folder_named_by_its_absolute_path(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = cli(elsewhere, "api-keys", "list")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"regional-menus: error: {elsewhere / 'var' / 'regional-menus.sqlite3'}: ")
+
+
+def test_a_relative_sqlite_url_is_named_by_its_absolute_path(tmp_path: Path) -> None:
+    done = cli(tmp_path, "orgs", "list", "--database-url", "sqlite:///relative.sqlite3")
+    assert done.returncode == 2 and f"{tmp_path / 'relative.sqlite3'}: the database has no schema yet" in done.stderr
+
+
+def test_an_unreachable_database_is_one_line_naming_it_without_its_password(tmp_path: Path) -> None:
+    url = "postgresql+psycopg://menus:s3cret@127.0.0.1:1/menus"  # nothing listens on port 1
+    done = cli(tmp_path, "api-keys", "list", "--database-url", url)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert "postgresql+psycopg://menus:***@127.0.0.1:1/menus: the database cannot be used:" in done.stderr
+    assert "s3cret" not in done.stderr
+
+
+def test_a_postgresql_url_without_psycopg_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a))
+    with pytest.raises(MissingDriver, match=r"pip install 'regional-menus\[postgres\]'"):
+        make_engine("postgresql+psycopg://menus@127.0.0.1/menus", POOL)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("api-keys", "create", "--json"), "Missing option '--name'."),
+        (("api-keys", "revoke", "key_unknown", "--json"), "no API key has the id 'key_unknown'"),
+        (("orgs", "create", "--name", " ", "--json"), None),
+    ],
+)
+def test_json_errors_are_one_json_object_on_stderr_with_exit_2(
+    tmp_path: Path, args: tuple[str, ...], message: str | None
+) -> None:
+    done = cli(tmp_path, *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1
+    error = json.loads(done.stderr)
+    assert set(error) == {"error"} and error["error"]
+    assert message is None or error["error"] == message
+
+
+def test_text_output_is_a_table_with_a_header_line(tmp_path: Path) -> None:
+    assert cli(tmp_path, "api-keys", "list").stdout.split() == ["ID", "NAME", "STATE"]
+    created_key = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "partner").stdout)
+    header, row = cli(tmp_path, "api-keys", "list").stdout.splitlines()
+    assert header.split() == ["ID", "NAME", "STATE"] and row.split() == [created_key["id"], "partner", "active"]
+    assert row.index("partner") == header.index("NAME")  # aligned under its heading
+    header, row = cli(tmp_path, "orgs", "create", "--name", "Acme Foods").stdout.splitlines()
+    assert header.split() == ["ID", "SLUG", "NAME"] and row.split()[1:] == ["acme-foods", "Acme", "Foods"]
+
+
+def test_serve_on_a_busy_port_fails_before_touching_any_data(tmp_path: Path) -> None:
+    """A second ``serve --demo`` must not replace the running demo's key and secret, nor make a database."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = cli(fresh, "serve", "--demo", "--port", str(port))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"regional-menus: error: cannot listen on 127.0.0.1:{port}: ")
+    assert "nothing was changed" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert list(fresh.iterdir()) == []  # no var/, no database
+
+
+def test_demo_keeps_its_organization_user_and_client_id_and_renews_only_key_and_secret(engine: Engine) -> None:
+    settings = Settings(database_url=str(engine.url))
+    first, second = prepare(engine, settings), prepare(engine, settings)
+    assert (second.org_id, second.user_id, second.client_id) == (first.org_id, first.user_id, first.client_id)
+    assert second.api_key != first.api_key and second.client_secret != first.client_secret
+    assert second.api_key in second.instructions and second.client_secret in second.instructions
+    keys = ApiKeyStore(engine)
+    assert keys.authenticate(first.api_key) is None and keys.authenticate(second.api_key) is not None
+    client = ClientStore(engine).get(second.client_id)
+    assert client is not None and client.verify_secret(second.client_secret)
+    assert not client.verify_secret(first.client_secret)
+    assert [c.id for c in ClientStore(engine).list()] == [second.client_id]
+
+
+def test_serve_refuses_a_schema_behind_this_version_and_names_the_upgrade_command(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    cli(tmp_path, "db", "upgrade", "--database-url", url)
+    with sqlite3.connect(tmp_path / "old.sqlite3") as connection:  # as if written by an older version
+        connection.execute("UPDATE alembic_version SET version_num = 'older'")
+    done = cli(tmp_path, "serve", "--port", "0", "--database-url", url)
+    assert done.returncode == 2
+    assert f"the database schema is at revision older, this version needs {head()}" in done.stderr
+    assert "run `regional-menus db upgrade`" in done.stderr
+    current = json.loads(cli(tmp_path, "db", "current", "--json", "--database-url", url).stdout)
+    assert current["current"] is False
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("api-keys", "create", "--name", ""),
+        ("api-keys", "create"),
+        ("api-keys", "revoke", "key_unknown"),
+        ("api-keys", "frobnicate"),
+        ("serve", "--port", "99999"),
+        ("serve", "--workers", "0"),
+        ("serve", "--workers", "many"),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr_and_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:
+    done = cli(tmp_path, *args)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("regional-menus: error:")
+
+
+def test_failed_create_writes_nothing(tmp_path: Path) -> None:
+    cli(tmp_path, "api-keys", "create", "--name", "ok")
+    cli(tmp_path, "api-keys", "create", "--name", " ")
+    assert len(json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout)) == 1
+
+
+def created(cwd: Path, *args: str, stdin: str = "") -> dict:
+    done = cli(cwd, *args, "--json", stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_orgs_users_and_clients_are_created_and_listed(tmp_path: Path) -> None:
+    org = created(tmp_path, "orgs", "create", "--name", "Acme Foods")
+    assert org["slug"] == "acme-foods"
+    user = created(
+        tmp_path, "users", "create", "--email", "ana@example.com", "--name", "Ana",
+        "--password-stdin", "--org", org["id"], "--role", "owner", stdin="correct horse battery\n",
+    )  # fmt: skip
+    assert user["orgs"] == [{"id": org["id"], "name": "Acme Foods", "role": "owner"}]
+    client = created(
+        tmp_path, "clients", "create", "--name", "Web", "--org", org["id"],
+        "--redirect-uri", "https://app.example/cb", "--redirect-uri", "https://app.example/cb2",
+        "--post-logout-redirect-uri", "https://app.example/bye", "--auth-method", "client_secret_basic",
+        "--first-party",
+    )  # fmt: skip
+    assert client["client_secret"].startswith("cs_") and client["redirect_uris"][1] == "https://app.example/cb2"
+    listed = json.loads(cli(tmp_path, "clients", "list", "--json").stdout)
+    assert [c["client_id"] for c in listed] == [client["client_id"]] and "client_secret" not in listed[0]
+    assert [u["email"] for u in json.loads(cli(tmp_path, "users", "list", "--json").stdout)] == ["ana@example.com"]
+    assert cli(tmp_path, "clients", "delete", client["client_id"]).returncode == 0
+    assert json.loads(cli(tmp_path, "clients", "list", "--json").stdout) == []
+
+
+def test_application_client_needs_no_redirect_uri(tmp_path: Path) -> None:
+    org = created(tmp_path, "orgs", "create", "--name", "Acme")
+    client = created(
+        tmp_path, "clients", "create", "--name", "Reporter", "--org", org["id"],
+        "--auth-method", "client_secret_post", "--grant", "client_credentials", "--scope", "members:read",
+    )  # fmt: skip
+    assert client["grant_types"] == ["client_credentials"] and client["scopes"] == ["members:read"]
+
+
+def test_keys_rotate_and_list(tmp_path: Path) -> None:
+    first = created(tmp_path, "keys", "rotate")
+    assert first["state"] == "signing"
+    second = created(tmp_path, "keys", "rotate")
+    assert second["state"] == "published"
+    states = {k["kid"]: k["state"] for k in json.loads(cli(tmp_path, "keys", "list", "--json").stdout)}
+    assert states == {first["kid"]: "signing", second["kid"]: "published"}
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (
+            ("users", "create", "--email", "a@b.example", "--name", "A", "--password-stdin", "--org", "org_x"),
+            "pw12345678\n",
+        ),
+        (("users", "create", "--email", "not-an-email", "--name", "A", "--password-stdin", "--org", "org_x"), "x\n"),
+        (("clients", "create", "--name", "W", "--org", "org_x", "--auth-method", "client_secret_basic"), ""),
+        (("clients", "create", "--name", "W", "--org", "org_x", "--auth-method", "magic"), ""),
+        (("clients", "delete", "cli_missing"), ""),
+        (("orgs", "create", "--name", " "), ""),
+    ],
+)
+def test_identity_commands_refuse_bad_input_with_exit_2(tmp_path: Path, args: tuple[str, ...], stdin: str) -> None:
+    done = cli(tmp_path, *args, stdin=stdin)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -1,0 +1,41 @@
+"""Schemathesis, with every check, against the developer console of a live service, signed in as an owner.
+
+The owner signs up through the console's own "Create an account" (``tests/support/form_browser.Browser``
+follows the provider's pages and the console's callback); the run carries that browser's console
+session cookie. ``schemathesis-console.toml`` names each narrowed expectation and why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.form_browser import Browser, Page
+from tests.support.live import live_service
+from tests.system.test_schemathesis import cases, run_schemathesis
+
+
+@pytest.mark.parametrize("signed_in", [True, False], ids=["owner", "anonymous"])
+def test_schemathesis_finds_no_failure_in_the_console(tmp_path: Path, signed_in: bool) -> None:
+    with live_service(tmp_path) as service:
+        headers: list[str] = []
+        if signed_in:
+            browser = Browser(service.url)
+            sign_up = browser.go(f"{service.url}/console/sign-in?prompt=create")
+            assert isinstance(sign_up, Page) and sign_up.path == "/sign-up"
+            home = browser.submit(
+                sign_up, name="Sam", email="sam@example.com", password="schemathesis-pw", organization="Sam's"
+            )
+            assert isinstance(home, Page) and home.path == "/console/" and "(owner)" in home.response.text
+            headers = ["-H", f"Cookie: console_session={browser.http.cookies['console_session']}"]
+        done = run_schemathesis(
+            f"{service.url}/console/openapi.json",
+            "schemathesis-console-" + ("owner" if signed_in else "anonymous"),
+            *headers,
+            config="schemathesis-console.toml",
+            examples="30",
+        )
+    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]
+    assert "No issues found" in done.stdout, done.stdout[-8000:]
+    assert cases(done.stdout) > 50

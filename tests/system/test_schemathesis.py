@@ -1,0 +1,146 @@
+"""Schemathesis, with every check (and the stateful phase), against the live service and its three contracts.
+
+The service runs as users run it (``tests/support/live.py``); the API key, the organization, the
+user and the client are made with the command line, and the tokens through the
+provider's own endpoints. Bounded and deterministic: ``-n`` examples per operation and
+``--generation-deterministic``. The JUnit reports are kept under ``reports/``. The
+settings files at the project's root (``schemathesis.toml`` for the menus API,
+``schemathesis-identity.toml`` for the identity endpoints) name each narrowed
+expectation and why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import requests
+
+from tests.support.form_browser import Browser, Callback, Page
+from tests.support.live import LiveService, live_service
+from tests.support.pkce import pkce_pair
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES_PER_OPERATION = "60"
+STATEFUL_EXAMPLES = "80"  # scenarios from the token endpoint: enough to follow each of its links
+REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
+PASSWORD = "schemathesis-password"
+TIMEOUT = 10
+
+
+def schemathesis() -> str:
+    return shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or "schemathesis"
+
+
+def run_schemathesis(
+    url: str,
+    report: str,
+    *options: str,
+    config: str | None = None,
+    env: dict[str, str] | None = None,
+    examples: str = EXAMPLES_PER_OPERATION,
+) -> subprocess.CompletedProcess[str]:
+    """``schemathesis [--config-file CONFIG] run URL --checks all …`` from the project's root."""
+    report_dir = str(ROOT / "reports" / report)
+    command = [schemathesis(), *(["--config-file", config] if config else []), "run", url, *options,
+               "--checks", "all", "-n", examples, "--generation-deterministic",
+               "--report", "junit", "--report-dir", report_dir]  # fmt: skip
+    hooks = {"SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks"}  # text/html pages validated as strings
+    return subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, **hooks, **(env or {})}
+    )
+
+
+def cases(output: str) -> int:
+    """The number of test cases Schemathesis reports having generated."""
+    found = re.search(r"Test cases:\s*\n?\s*(\d+) generated", output)
+    assert found, output[-3000:]
+    return int(found.group(1))
+
+
+def assert_clean(done: subprocess.CompletedProcess[str]) -> tuple[int, int]:
+    """No failure, no error, no warning, and the stateful phase ran: (links it followed, links in the document)."""
+    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]
+    assert "No issues found" in done.stdout, done.stdout[-8000:]
+    links = re.search(r"API Links:\s+(\d+) covered / \d+ selected / (\d+) total", done.stdout)
+    assert links, "the stateful phase did not run:\n" + done.stdout[-3000:]
+    print(f"{cases(done.stdout)} test cases, {links.group(0)}")  # shown with pytest -s
+    return int(links.group(1)), int(links.group(2))
+
+
+def test_menus_api_passes_every_schemathesis_check(tmp_path: Path) -> None:
+    with live_service(tmp_path, env={"MENUS_RATE_LIMIT": "1000000"}) as service:
+        key = service.api_key("schemathesis")
+        done = run_schemathesis(
+            f"{service.url}/v1/openapi.json", "schemathesis-menus", "-H", f"Authorization: Bearer {key}"
+        )
+    covered, total = assert_clean(done)
+    assert covered == total, "the stateful phase did not follow every link"
+
+
+def identity_credentials(service: LiveService) -> dict[str, str]:
+    """What schemathesis-identity.toml reads: a client, a user's access token, an application token."""
+    org = service.cli_json("orgs", "create", "--name", "Fuzzing Kitchen")
+    user = service.create_user("fuzz@example.com", "Fuzz", PASSWORD, org["id"])
+    for email in ("fuzz-2@example.com", "fuzz-3@example.com"):  # a directory of several pages when limit < 3
+        service.create_user(email, "Fuzz", PASSWORD, org["id"])
+    client = service.cli_json(
+            "clients", "create", "--name", "Schemathesis", "--org", org["id"],
+            "--redirect-uri", REDIRECT_URI, "--auth-method", "client_secret_basic", "--first-party",
+            "--grant", "authorization_code", "--grant", "refresh_token", "--grant", "client_credentials",
+            "--scope", "openid", "--scope", "profile", "--scope", "email", "--scope", "offline_access",
+            "--scope", "members:read",
+    )  # fmt: skip
+    basic = (client["client_id"], client["client_secret"])
+    token_url = f"{service.url}/oauth2/token"
+
+    verifier, challenge = pkce_pair()
+    query = urlencode({"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT_URI,
+                       "scope": "openid profile email", "state": "s", "code_challenge": challenge,
+                       "code_challenge_method": "S256"})  # fmt: skip
+    browser = Browser(service.url)
+    page = browser.go(f"{service.url}/oauth2/authorize?{query}")
+    assert isinstance(page, Page) and page.path == "/sign-in", page
+    callback = browser.submit(page, email=user["email"], password=PASSWORD)
+    assert isinstance(callback, Callback), callback
+    code = parse_qs(urlsplit(callback.url).query)["code"][0]
+    exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
+                "code_verifier": verifier}  # fmt: skip
+    user_token = requests.post(token_url, data=exchange, auth=basic, timeout=TIMEOUT).json()["access_token"]
+
+    application = {"grant_type": "client_credentials", "scope": "members:read"}
+    app_token = requests.post(token_url, data=application, auth=basic, timeout=TIMEOUT).json()["access_token"]
+    return {
+        "IDP_CLIENT_ID": client["client_id"],
+        "IDP_CLIENT_SECRET": client["client_secret"],
+        "IDP_USER_TOKEN": user_token,
+        "IDP_APP_TOKEN": app_token,
+    }
+
+
+def test_identity_api_passes_every_schemathesis_check_with_real_credentials(tmp_path: Path) -> None:
+    """Every check, with a real client's credentials and real tokens (schemathesis-identity.toml)."""
+    with live_service(tmp_path) as service:
+        credentials = identity_credentials(service)
+        url, config = f"{service.url}/openapi.json", "schemathesis-identity.toml"
+        every_phase = run_schemathesis(url, "schemathesis-identity", config=config, env=credentials)
+        from_the_token_endpoint = run_schemathesis(
+            url, "schemathesis-identity-stateful", "--phases", "stateful", "--include-tag", "tokens",
+            "--include-tag", "userinfo", config=config, env=credentials, examples=STATEFUL_EXAMPLES,
+        )  # fmt: skip
+    covered, total = assert_clean(every_phase)
+    also_covered, _ = assert_clean(from_the_token_endpoint)
+    assert covered + also_covered == total, "the stateful phases did not follow every link between them"
+
+
+def test_operations_endpoints_pass_every_schemathesis_check(tmp_path: Path) -> None:
+    with live_service(tmp_path) as service:
+        done = run_schemathesis(f"{service.url}/ops/openapi.json", "schemathesis-operations")
+    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]
+    assert "No issues found" in done.stdout, done.stdout[-8000:]
+    print(f"{cases(done.stdout)} test cases")

@@ -1,0 +1,412 @@
+"""The sign-in and token rules of ``identity/``, one at a time, without any web framework."""
+
+from __future__ import annotations
+
+import base64
+from datetime import timedelta
+from urllib.parse import quote_plus
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from identity.authorization import RedirectableError, parse_request, redirect_with
+from identity.client_auth import ClientAuthenticator, decode_basic
+from identity.clients import ClientStore
+from identity.clock import SYSTEM_CLOCK
+from identity.codes import CodeStore
+from identity.consents import ConsentStore
+from identity.errors import (
+    ErrorPage,
+    InvalidClient,
+    InvalidGrant,
+    InvalidRequest,
+    InvalidScope,
+    RequestNotSupported,
+    UnauthorizedClient,
+    UnsupportedResponseType,
+)
+from identity.grants.refresh_token import RefreshTokenGrant
+from identity.interactions import new_interaction
+from identity.issuer import Issuer
+from identity.keys import SigningKeys
+from identity.organizations import OrganizationStore
+from identity.pkce import challenge_of, verifies
+from identity.revoked_grants import Revoker
+from identity.sealing import Sealer, new_key
+from identity.sessions import SessionStore
+from identity.tables import authorization_codes, browser_sessions
+from identity.token_endpoint import single_values
+from identity.users import UserStore
+from tests.support.clocks import MovableClock
+from tests.support.defaults import CODE_LIFETIME, SIGNING_KEYS_MAX_AGE
+from tests.support.token_services import token_services
+
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return either_database
+
+
+REDIRECT = "https://app.example.com/callback"
+VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"  # RFC 7636 Appendix B
+
+
+@pytest.fixture
+def org(engine: Engine):  # type: ignore[no-untyped-def]
+    return OrganizationStore(engine).create("Acme Foods")
+
+
+@pytest.fixture
+def clients(engine: Engine) -> ClientStore:
+    return ClientStore(engine)
+
+
+@pytest.fixture
+def client(clients: ClientStore, org):  # type: ignore[no-untyped-def]
+    return clients.create(name="App", org_id=org.id, auth_method="client_secret_basic", redirect_uris=[REDIRECT])
+
+
+def authorization(client: str, **changes: str | None) -> list[tuple[str, str]]:
+    params: dict[str, str | None] = {
+        "response_type": "code",
+        "client_id": client,
+        "redirect_uri": REDIRECT,
+        "scope": "openid profile",
+        "state": "s1",
+        "code_challenge": CHALLENGE,
+        "code_challenge_method": "S256",
+    }
+    params.update(changes)
+    return [(name, value) for name, value in params.items() if value is not None]
+
+
+# PKCE (RFC 7636)
+
+
+def test_s256_challenge_matches_rfc_7636_appendix_b() -> None:
+    assert challenge_of(VERIFIER) == CHALLENGE
+    assert verifies(VERIFIER, CHALLENGE)
+
+
+@pytest.mark.parametrize("verifier", ["short", VERIFIER + "!", "a" * 129, VERIFIER[:-1] + "x"])
+def test_malformed_or_wrong_verifier_does_not_verify(verifier: str) -> None:
+    assert not verifies(verifier, CHALLENGE)
+
+
+# The authorization request: checks in order
+
+
+def test_request_checks_pass_for_a_valid_request(client, clients: ClientStore) -> None:  # type: ignore[no-untyped-def]
+    request, found = parse_request(authorization(client[0].id, nonce="n1", max_age="60"), clients)
+    assert found.id == client[0].id
+    assert (request.scope, request.nonce, request.max_age, request.code_challenge) == (
+        ("openid", "profile"),
+        "n1",
+        60,
+        CHALLENGE,
+    )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"client_id": None},
+        {"client_id": "cli_unknown"},
+        {"redirect_uri": None},
+        {"redirect_uri": REDIRECT + "/"},
+        {"redirect_uri": "https://app.example.com/call"},
+        {"redirect_uri": REDIRECT + "?x=1"},
+    ],
+)
+def test_errors_before_the_redirect_uri_is_trusted_are_pages(client, clients, changes) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ErrorPage):
+        parse_request(authorization(client[0].id, **changes), clients)
+
+
+def test_repeated_client_id_is_a_page_not_a_redirect(client, clients) -> None:  # type: ignore[no-untyped-def]
+    pairs = authorization(client[0].id) + [("client_id", client[0].id)]
+    with pytest.raises(ErrorPage):
+        parse_request(pairs, clients)
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"response_type": None}, InvalidRequest),
+        ({"response_type": "token"}, UnsupportedResponseType),
+        ({"response_mode": "fragment"}, InvalidRequest),
+        ({"scope": "profile email"}, InvalidScope),
+        ({"code_challenge": None, "code_challenge_method": None}, InvalidRequest),
+        ({"code_challenge_method": "plain"}, InvalidRequest),
+        ({"code_challenge_method": None}, InvalidRequest),
+        ({"code_challenge": None}, InvalidRequest),
+        ({"code_challenge": "too-short"}, InvalidRequest),
+        ({"prompt": "none login"}, InvalidRequest),
+        ({"prompt": "sometimes"}, InvalidRequest),
+        ({"max_age": "-1"}, InvalidRequest),
+        ({"max_age": "٣"}, InvalidRequest),
+        ({"request": "eyJ..."}, RequestNotSupported),
+    ],
+)
+def test_errors_after_the_redirect_uri_is_trusted_redirect(client, clients, changes, error) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RedirectableError) as raised:
+        parse_request(authorization(client[0].id, **changes), clients)
+    assert isinstance(raised.value.error, error)
+    assert (raised.value.redirect_uri, raised.value.state) == (REDIRECT, "s1")
+
+
+def test_repeated_parameter_is_invalid_request_and_state_is_not_guessed(client, clients) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RedirectableError) as raised:
+        parse_request(authorization(client[0].id) + [("state", "s2")], clients)
+    assert isinstance(raised.value.error, InvalidRequest) and raised.value.state is None
+
+
+def test_unknown_parameters_are_ignored_even_when_repeated(client, clients) -> None:  # type: ignore[no-untyped-def]
+    parse_request(authorization(client[0].id) + [("x-extra", "1"), ("x-extra", "2")], clients)
+
+
+def test_unknown_and_application_scopes_are_dropped(client, clients) -> None:  # type: ignore[no-untyped-def]
+    request, _ = parse_request(authorization(client[0].id, scope="openid members:read telepathy email"), clients)
+    assert request.scope == ("openid", "email")
+
+
+def test_client_without_the_code_grant_is_unauthorized(clients: ClientStore, org) -> None:  # type: ignore[no-untyped-def]
+    service, _ = clients.create(
+        name="Svc",
+        org_id=org.id,
+        auth_method="client_secret_basic",
+        redirect_uris=[REDIRECT],
+        grants=["client_credentials"],
+    )
+    with pytest.raises(RedirectableError) as raised:
+        parse_request(authorization(service.id), clients)
+    assert isinstance(raised.value.error, UnauthorizedClient)
+
+
+def test_client_with_optional_pkce_may_omit_it_but_never_use_plain(clients: ClientStore, org) -> None:  # type: ignore[no-untyped-def]
+    legacy, _ = clients.create(
+        name="Legacy", org_id=org.id, auth_method="client_secret_basic", redirect_uris=[REDIRECT], pkce_required=False
+    )
+    request, _ = parse_request(authorization(legacy.id, code_challenge=None, code_challenge_method=None), clients)
+    assert request.code_challenge is None
+    with pytest.raises(RedirectableError):
+        parse_request(authorization(legacy.id, code_challenge_method="plain"), clients)
+
+
+def test_response_parameters_keep_the_redirect_uris_own_query() -> None:
+    location = redirect_with("https://app.example.com/cb?tenant=a", {"code": "c", "state": None, "iss": "https://i"})
+    assert location == "https://app.example.com/cb?tenant=a&code=c&iss=https%3A%2F%2Fi"
+
+
+# Codes: single use, 60 seconds
+
+
+def issue_code(codes: CodeStore, client_id: str) -> str:
+    return codes.record(
+        client_id=client_id,
+        redirect_uri=REDIRECT,
+        user_id="usr_1",
+        org_id="org_1",
+        session_id="ses_1",
+        scope=("openid",),
+        nonce=None,
+        code_challenge=CHALLENGE,
+        auth_time=SYSTEM_CLOCK.now(),
+    )
+
+
+def test_code_is_stored_only_as_a_hash(engine: Engine) -> None:
+    code = issue_code(CodeStore(engine, CODE_LIFETIME), "cli_1")
+    with engine.connect() as connection:
+        stored = connection.scalar(sa.select(authorization_codes.c.code_hash))
+    assert stored != code and code not in str(stored)
+
+
+def test_code_is_consumed_once_and_a_second_use_reports_the_replay(engine: Engine) -> None:
+    codes = CodeStore(engine, CODE_LIFETIME)
+    code = issue_code(codes, "cli_1")
+    first = codes.consume(code, "cli_1")
+    second = codes.consume(code, "cli_1")
+    assert first.grant is not None and first.replayed is None
+    assert second.grant is None and second.replayed == first.grant.grant_id
+
+
+def test_expired_code_is_refused_without_reporting_a_replay(engine: Engine) -> None:
+    clock = MovableClock()
+    codes = CodeStore(engine, CODE_LIFETIME, clock)
+    code = issue_code(codes, "cli_1")
+    clock.advance(61)
+    consumed = codes.consume(code, "cli_1")
+    assert consumed.grant is None and consumed.replayed is None
+
+
+def test_unknown_code_is_refused(engine: Engine) -> None:
+    assert CodeStore(engine, CODE_LIFETIME).consume("nonsense", "cli_1").grant is None
+
+
+def test_another_clients_attempt_neither_uses_up_the_code_nor_reports_a_replay(engine: Engine) -> None:
+    codes = CodeStore(engine, CODE_LIFETIME)
+    code = issue_code(codes, "cli_1")
+    stolen = codes.consume(code, "cli_thief")
+    assert stolen.grant is None and stolen.replayed is None
+    assert codes.consume(code, "cli_1").grant is not None
+
+
+def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issued(engine: Engine) -> None:
+    revoker = Revoker(engine)
+    revoker.revoke_grant("grt_1")  # the replay's revocation ran before the exchange issued anything
+    assert revoker.revoked("grt_1") and not revoker.revoked("grt_2")
+
+
+# Sessions
+
+
+def test_signing_in_again_as_the_same_user_renews_the_session_with_a_new_secret(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    sessions = SessionStore(engine, timedelta(hours=1))
+    first, first_secret = sessions.start(user.id, None)
+    second, second_secret = sessions.start(user.id, None, replacing=first_secret)
+    assert first.id == second.id and first_secret != second_secret
+    assert second.auth_time >= first.auth_time
+    assert sessions.current(first_secret) is None
+    assert sessions.current(second_secret) == second
+    assert not sessions.ended(first.id)
+    with engine.connect() as connection:
+        hashes = list(connection.scalars(sa.select(browser_sessions.c.secret_hash)))
+    assert first_secret not in hashes and second_secret not in hashes
+
+
+def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    users = UserStore(engine)
+    ana = users.create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    bo = users.create("bo@example.com", "Bo", "password-123", [(org.id, "member")])
+    sessions = SessionStore(engine, timedelta(hours=1))
+    first, first_secret = sessions.start(ana.id, None)
+    second, second_secret = sessions.start(bo.id, None, replacing=first_secret)
+    assert first.id != second.id
+    assert sessions.ended(first.id) and sessions.current(first_secret) is None
+    assert sessions.current(second_secret) == second
+
+
+def test_ended_session_is_no_longer_current(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    sessions = SessionStore(engine, timedelta(hours=1))
+    session, secret = sessions.start(user.id, org.id)
+    assert sessions.end(session.id) and not sessions.end(session.id)
+    assert sessions.current(secret) is None and sessions.get(session.id) is None
+
+
+# Interactions
+
+
+def test_interaction_belongs_only_to_the_browser_that_started_it(client, clients) -> None:  # type: ignore[no-untyped-def]
+    request, _ = parse_request(authorization(client[0].id), clients)
+    interaction = new_interaction(request, "browser-secret", SYSTEM_CLOCK.now() + timedelta(minutes=5))
+    assert interaction.belongs_to("browser-secret")
+    assert not interaction.belongs_to("another-browser") and not interaction.belongs_to(None)
+    assert interaction.csrf_matches(interaction.csrf_token) and not interaction.csrf_matches("forged")
+
+
+# Consents
+
+
+def test_consent_covers_only_the_scopes_allowed(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    consents = ConsentStore(engine)
+    assert not consents.covers(user.id, client[0].id, ["openid"])
+    consents.grant(user.id, client[0].id, ["openid", "profile"])
+    assert consents.covers(user.id, client[0].id, ["openid"])
+    assert not consents.covers(user.id, client[0].id, ["openid", "email"])
+    consents.grant(user.id, client[0].id, ["email"])
+    assert consents.covers(user.id, client[0].id, ["openid", "profile", "email"])
+
+
+# Throttling: tests/api/test_sign_in_throttle.py
+
+
+# Client authentication and token requests
+
+
+def test_basic_credentials_are_form_decoded() -> None:
+    header = "Basic " + base64.b64encode(f"{quote_plus('cli:1')}:{quote_plus('s3cr3t /+%')}".encode()).decode()
+    assert decode_basic(header) == ("cli:1", "s3cr3t /+%")
+
+
+@pytest.mark.parametrize("header", ["Basic !!!", "Basic " + base64.b64encode(b"no-colon").decode()])
+def test_malformed_basic_credentials_are_invalid_client(header: str) -> None:
+    with pytest.raises(InvalidClient) as raised:
+        decode_basic(header)
+    assert raised.value.basic
+
+
+def test_client_may_use_only_its_registered_method(engine: Engine, client, clients) -> None:  # type: ignore[no-untyped-def]
+    registered, secret = client
+    authenticator = ClientAuthenticator(engine, clients, Issuer("http://127.0.0.1:8000"))
+    basic = "Basic " + base64.b64encode(f"{registered.id}:{secret}".encode()).decode()
+    assert authenticator.authenticate({}, basic).id == registered.id
+    with pytest.raises(InvalidClient):
+        authenticator.authenticate({"client_id": registered.id, "client_secret": secret}, None)
+    with pytest.raises(InvalidRequest):
+        authenticator.authenticate({"client_id": registered.id, "client_secret": secret}, basic)
+    with pytest.raises(InvalidClient):
+        authenticator.authenticate({}, None)
+
+
+def test_repeated_token_parameter_is_invalid_request_and_empty_ones_are_omitted() -> None:
+    assert single_values([("grant_type", "x"), ("scope", "")]) == {"grant_type": "x"}
+    with pytest.raises(InvalidRequest):
+        single_values([("code", "a"), ("code", "b")])
+
+
+# The issuer
+
+
+def test_issuer_path_scopes_every_url_and_cookie() -> None:
+    issuer = Issuer("https://id.example.com/tenant-a")
+    assert issuer.path == "/tenant-a" and issuer.cookie_path == "/tenant-a" and issuer.secure
+    assert issuer.endpoint("/oauth2/token") == "https://id.example.com/tenant-a/oauth2/token"
+    assert Issuer("http://127.0.0.1:8000").path == "" and Issuer("http://127.0.0.1:8000").cookie_path == "/"
+
+
+@pytest.mark.parametrize("url", ["ftp://x", "https://id.example.com/", "https://id.example.com?a=1", "id.example.com"])
+def test_issuer_must_be_an_http_url_without_trailing_slash_query_or_fragment(url: str) -> None:
+    with pytest.raises(ValueError):
+        Issuer(url)
+
+
+def test_a_state_too_long_is_refused_and_not_echoed(client, clients) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RedirectableError) as raised:
+        parse_request(authorization(client[0].id, state="s" * 2049), clients)
+    assert isinstance(raised.value.error, InvalidRequest) and raised.value.state is None
+
+
+def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
+    engine: Engine, client, org, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
+    keys.ensure()
+    tokens = token_services(engine, keys)
+    store = tokens.refresh_tokens
+    token = tokens.minter.refresh_token(
+        grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
+        scope=("openid", "offline_access"), auth_time=SYSTEM_CLOCK.now(),
+    )  # fmt: skip
+    stale = store.find(token)
+    assert stale is not None and store.rotate(stale)  # the other request wins the rotation...
+    real_find = store.find
+    answers = iter([stale])
+    monkeypatch.setattr(store, "find", lambda t: next(answers, None) or real_find(t))  # ...after we read it
+    grant = RefreshTokenGrant(
+        store, tokens.minter, tokens.revoker, UserStore(engine), SessionStore(engine, timedelta(hours=1))
+    )
+
+    with pytest.raises(InvalidGrant, match="already used"):
+        grant.exchange(client[0], {"refresh_token": token})
+    assert tokens.revoker.revoked("grt_1")

@@ -1,0 +1,77 @@
+"""The schema's migrations (service/database/migrations/), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from identity.api_keys import ApiKeyStore, hash_key
+from service.database.db import make_engine, metadata
+from service.database.schema import (
+    SchemaOutOfDate,
+    alembic_config,
+    current,
+    head,
+    load_tables,
+    require_current,
+    upgrade,
+)
+from tests.support.defaults import POOL
+from tests.support.postgres import throwaway_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
+    """An engine on a database without any table."""
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp_path / 'empty.sqlite3'}", POOL)
+        yield engine
+        engine.dispose()
+        return
+    with throwaway_database(migrated=False) as url:
+        engine = make_engine(url, POOL)
+        yield engine
+        engine.dispose()
+
+
+def test_migrations_build_exactly_the_tables_the_code_defines(empty_engine: sa.Engine) -> None:
+    upgrade(empty_engine)
+    load_tables()
+    with empty_engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), metadata)
+    assert differences == [], "a table changed without a migration: run `alembic revision --autogenerate`"
+
+
+def test_a_database_without_the_schema_is_refused_until_upgraded(empty_engine: sa.Engine) -> None:
+    with pytest.raises(SchemaOutOfDate, match="no schema yet: run `regional-menus db upgrade`"):
+        require_current(empty_engine)
+    assert upgrade(empty_engine) == (None, head())
+    require_current(empty_engine)
+    assert upgrade(empty_engine) == (head(), head())  # nothing left to do
+
+
+def test_upgrading_an_older_schema_keeps_its_rows(empty_engine: sa.Engine) -> None:
+    config = alembic_config()
+    with empty_engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    key = "rmk_" + "k" * 43  # a key made before keys had owners: the table had no org_id then
+    with empty_engine.begin() as connection:
+        connection.execute(
+            sa.text("INSERT INTO api_keys (id, name, key_hash, created_at) VALUES ('key_old', 'kept', :h, :at)"),
+            {"h": hash_key(key), "at": datetime.now(UTC)},
+        )
+    with pytest.raises(SchemaOutOfDate, match=f"at revision 0001, this version needs {head()}"):
+        require_current(empty_engine)
+    assert upgrade(empty_engine) == ("0001", head())
+    assert current(empty_engine) == head()
+    assert ApiKeyStore(empty_engine).authenticate(key) == "key_old"  # old keys keep working
+    (old,) = ApiKeyStore(empty_engine).list()
+    assert (old.org_id, old.created_by, old.prefix) == (None, None, None)  # and belong to no organization
