@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,11 +41,29 @@ KINDS = ("unit", "api", "system")  # the folders of tests/, each test marked wit
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with the kind its folder holds, so that ``-m unit``, ``-m api`` or ``-m system`` picks one."""
+    """Mark each test with the kind its folder holds, so that ``-m unit``, ``-m api`` or ``-m system`` picks one;
+    then order the modules longest first, for the workers (below)."""
     for item in items:
         kind = item.path.relative_to(Path(__file__).parent).parts[0]
         if kind in KINDS:
             item.add_marker(kind)
+    items[:] = longest_first(items)
+
+
+def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The modules in the order they are handed to the workers (``--dist loadscope --no-loadscope-reorder``, one
+    module to one worker, so its servers start once): system tests first (each starts processes and takes
+    seconds), then API tests, then unit tests, and within a kind the modules with more tests first. The last
+    modules handed out are then the shortest, and the workers finish together (longest processing time first).
+    A module keeps its own order."""
+    rank = {kind: place for place, kind in enumerate(reversed(KINDS))}  # system 0, api 1, unit 2
+    sizes = Counter(item.path for item in items)
+
+    def order(item: pytest.Item) -> tuple[int, int, str]:
+        kind = item.path.relative_to(Path(__file__).parent).parts[0]
+        return rank.get(kind, len(rank)), -sizes[item.path], str(item.path)
+
+    return sorted(items, key=order)  # stable: the tests of a module stay in their order
 
 
 CURSOR_KEY = b"k" * 32
