@@ -36,13 +36,13 @@ from service.database.schema import upgrade
 from service.settings import Settings
 from tests.support.defaults import POOL
 from tests.support.form_browser import FormParser
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import live_service
 
 ISSUER = "http://127.0.0.1:8000"  # the settings' default issuer: the pages redirect to it
 CALLBACK = "https://app.example/callback"
 SIGNED_OUT = "https://app.example/signed-out"
 REGISTERED = (CALLBACK, SIGNED_OUT)
-PASSWORD = "bad-input-password"
 VERIFIER = "a-verifier-of-forty-three-characters-or-more_0123456789"
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 MEGABYTE = 1_000_000

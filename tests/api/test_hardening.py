@@ -221,7 +221,7 @@ def test_signing_in_as_someone_else_ends_the_first_users_browser_session_grants(
 ) -> None:
     UserStore(engine).create("bo@example.com", "Bo", PASSWORD, [(acme.id, "member")])
     first = user_tokens(http, planner)
-    code, verifier = token_flows.sign_in(http, companion.id, email="bo@example.com", prompt="login")
+    code, verifier = token_flows.sign_in_for_code(http, companion.id, email="bo@example.com", prompt="login")
     assert code
 
     assert_oauth_error(refresh(http, planner, first["refresh_token"]), "invalid_grant")

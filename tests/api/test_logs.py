@@ -35,7 +35,7 @@ from tests.support.identity_pages import (
     tokens,
 )
 from tests.support.live import live_service
-from tests.support.pkce import pkce_pair
+from tests.support.pkce_pairs import pkce_pair
 
 REQUEST_FIELDS = {"ts", "level", "logger", "event", "method", "route", "path", "status", "duration_ms", "request_id"}
 

@@ -19,13 +19,13 @@ from tests.support.token_flows import (
     KeyPair,
     World,
     assert_oauth_error,
-    authorize,
     end_session,
     hidden_inputs,
     introspect,
     look_alike,
     query_of,
     refresh,
+    start_authorization,
     then_later,
     user_tokens,
     userinfo_status,
@@ -44,7 +44,7 @@ SESSION_COOKIE = "rm_session"
 
 def silent_authorize(http: TestClient, client_id: str) -> dict[str, str]:
     """``prompt=none``: the parameters of the redirect back to the client."""
-    location, _ = authorize(http, client_id, prompt="none")
+    location, _ = start_authorization(http, client_id, prompt="none")
     assert location.startswith(REDIRECT_URI + "?"), location
     return query_of(location)
 

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[2]  # the project's root
+REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered for the live service's clients, never fetched
+
 
 @dataclass
 class LiveService:

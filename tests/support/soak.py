@@ -26,10 +26,9 @@ from typing import Any
 
 import requests
 
-from tests.support.live import LiveService, live_service
-from tests.support.traffic import TIMEOUT, Tenant, provision, sign_in
+from tests.support.live import ROOT, LiveService, live_service
+from tests.support.traffic import TIMEOUT, Tenant, provision, sign_in_for_tokens
 
-ROOT = Path(__file__).resolve().parents[2]
 SIGN_IN = "sign-in (whole flow)"
 SIGN_IN_REQUESTS = 4  # authorize, the sign-in page, the password posted, the code exchanged
 MENUS_QUERIES = [
@@ -121,7 +120,7 @@ class Client:
     def sign_in(self) -> None:
         started = time.perf_counter()
         try:
-            tokens = sign_in(self.tenant)
+            tokens = sign_in_for_tokens(self.tenant)
         except (AssertionError, requests.RequestException) as error:
             with self.figures.lock:
                 self.figures.errors.append(f"sign-in: {error}"[:300])

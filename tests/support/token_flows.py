@@ -25,7 +25,7 @@ from identity.organizations import Organization
 from identity.users import User
 from tests.support.clocks import MovableClock
 from tests.support.identity_fixtures import PASSWORD
-from tests.support.pkce import pkce_pair
+from tests.support.pkce_pairs import pkce_pair
 
 ISSUER = "http://127.0.0.1:8000"  # the default issuer of Settings
 TOKEN_URL = ISSUER + "/oauth2/token"
@@ -144,7 +144,7 @@ def query_of(location: str) -> dict[str, str]:
     return {name: values[0] for name, values in parse_qs(urlsplit(location).query).items()}
 
 
-def authorize(
+def start_authorization(
     http: TestClient, client_id: str, *, scope: str = USER_SCOPE, nonce: str = "n-0S6_WzA2Mj", **extra: str
 ) -> tuple[str, str]:
     """GET /oauth2/authorize; the Location it redirects to and the PKCE verifier."""
@@ -165,11 +165,11 @@ def authorize(
     return response.headers["location"], verifier
 
 
-def sign_in(
+def sign_in_for_code(
     http: TestClient, client_id: str, *, email: str = "ana@example.com", **authorize_params: str
 ) -> tuple[str, str]:
     """Sign in through the pages (or ride the browser's session); the code and the PKCE verifier."""
-    location, verifier = authorize(http, client_id, **authorize_params)
+    location, verifier = start_authorization(http, client_id, **authorize_params)
     if urlsplit(location).path == "/sign-in":
         form = hidden_inputs(http.get(location).text)
         response = http.post(
@@ -189,7 +189,7 @@ def sign_in(
 
 def user_tokens(http: TestClient, registered: Registered, **authorize_params: str) -> dict[str, Any]:
     """Sign in and exchange the code: the token response."""
-    code, verifier = sign_in(http, registered.id, **authorize_params)
+    code, verifier = sign_in_for_code(http, registered.id, **authorize_params)
     response = http.post(
         "/oauth2/token",
         data={

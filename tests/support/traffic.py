@@ -15,11 +15,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import requests
 
 from tests.support.form_browser import Browser, Callback, Page
-from tests.support.live import LiveService
-from tests.support.pkce import pkce_pair
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.live import REDIRECT_URI, LiveService
+from tests.support.pkce_pairs import pkce_pair
 
-REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
-PASSWORD = "reliability-password"
 TIMEOUT = 60  # generous: a loaded 2-core machine hashing Argon2 for several clients at once
 
 
@@ -70,7 +69,7 @@ def sign_in_page(tenant: Tenant) -> tuple[Browser, Page, str]:
     return browser, page, verifier
 
 
-def sign_in(tenant: Tenant) -> dict[str, Any]:
+def sign_in_for_tokens(tenant: Tenant) -> dict[str, Any]:
     """A whole browser sign-in with the password (Argon2), then the code exchanged: the token response."""
     browser, page, verifier = sign_in_page(tenant)
     try:

@@ -31,14 +31,13 @@ from identity.tables import access_tokens, authorization_codes, refresh_tokens, 
 from service.database.db import make_engine
 from tests.support.defaults import POOL
 from tests.support.form_browser import Browser, Callback, Page
-from tests.support.live import LiveService, live_service
-from tests.support.pkce import pkce_pair
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.live import REDIRECT_URI, LiveService, live_service
+from tests.support.pkce_pairs import pkce_pair
 from tests.support.postgres import throwaway_database
 
 THREADS = 16
 ROUNDS = 5
-REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
-PASSWORD = "concurrency-password"
 TIMEOUT = 30
 
 

@@ -22,11 +22,11 @@ import requests
 import sqlalchemy as sa
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from tests.support.chromium import ROOT, TIMEOUT_MS, browser, check_page, on_page, playwright
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import LiveService, live_service
-from tests.system.test_browser import ROOT, TIMEOUT_MS, browser, check_page, on_page, playwright
 
-__all__ = ["browser", "playwright"]  # the Chromium fixtures of tests/system/test_browser.py, shared
+__all__ = ["browser", "playwright"]  # the Chromium fixtures of tests/support/chromium.py
 
 SCREENSHOTS = ROOT / os.environ.get("CONSOLE_SCREENSHOTS", "reports/console")
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.form_browser import Browser, Page
 from tests.support.live import live_service
-from tests.system.test_schemathesis import cases, run_schemathesis
+from tests.support.schemathesis_runs import cases, run_schemathesis
 
 
 @pytest.mark.parametrize("signed_in", [True, False], ids=["owner", "anonymous"])

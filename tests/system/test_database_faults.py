@@ -20,11 +20,10 @@ import pytest
 import requests
 import sqlalchemy as sa
 
-from tests.support.live import LiveService, live_service
+from tests.support.live import REDIRECT_URI, LiveService, live_service
 from tests.support.pg_instance import PostgresServer, postgres_server
 
 TIMEOUT = 30
-REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
 CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"  # RFC 7636 appendix B; the page only needs one
 RECOVERY_DEADLINE = 30  # seconds the service may take to answer again once PostgreSQL is back
 OUTAGE_REQUESTS = 10  # requests of each kind sent while the database is down

@@ -40,7 +40,7 @@ from service.database.db import commit_without_waiting, make_engine, service_sec
 from tests.support.defaults import POOL
 from tests.support.live import LiveService, free_port, live_service
 from tests.support.postgres import throwaway_database
-from tests.support.traffic import TIMEOUT, Tenant, introspect, provision, refresh, revoke, sign_in
+from tests.support.traffic import TIMEOUT, Tenant, introspect, provision, refresh, revoke, sign_in_for_tokens
 
 THREADS = 4
 REFRESHES_PER_FAMILY = 3
@@ -83,7 +83,7 @@ def client(tenant: Tenant, ledger: Ledger, number: int) -> None:
             ledger.families.append(family)
         try:
             family.in_flight = "sign-in"
-            tokens = sign_in(tenant)
+            tokens = sign_in_for_tokens(tenant)
             family.access.append(tokens["access_token"])
             family.refresh.append(tokens["refresh_token"])
             ledger.done("sign-in")

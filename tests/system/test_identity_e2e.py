@@ -31,9 +31,8 @@ from jwt.algorithms import RSAAlgorithm
 
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.identity_fixtures import PASSWORD
-from tests.support.live import LiveService, live_service
+from tests.support.live import REDIRECT_URI, LiveService, live_service
 
-REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
 SCOPE = "openid profile email offline_access"
 TIMEOUT = 10
 
@@ -128,7 +127,7 @@ def relying_party(p: Provider) -> OAuth2Session:
     )
 
 
-def authorize(p: Provider, rp: OAuth2Session, **extra: str) -> Authorization:
+def authorize_with_authlib(p: Provider, rp: OAuth2Session, **extra: str) -> Authorization:
     verifier, nonce = generate_token(48), generate_token(24)
     url, state = rp.create_authorization_url(
         p.metadata["authorization_endpoint"], code_verifier=verifier, nonce=nonce, **extra
@@ -154,8 +153,10 @@ def redeem(p: Provider, rp: OAuth2Session, request: Authorization, callback: Cal
     return dict(token)
 
 
-def sign_in(p: Provider, browser: Browser, rp: OAuth2Session, user: dict[str, Any]) -> tuple[Authorization, Callback]:
-    request = authorize(p, rp)
+def sign_in_with_authlib(
+    p: Provider, browser: Browser, rp: OAuth2Session, user: dict[str, Any]
+) -> tuple[Authorization, Callback]:
+    request = authorize_with_authlib(p, rp)
     page = expect_page(browser.go(request.url), "/sign-in")
     return request, expect_callback(browser.submit(page, email=user["email"], password=PASSWORD))
 
@@ -219,7 +220,7 @@ def test_authlib_client_signs_in_with_pkce_and_reads_userinfo(provider: Provider
     assert "client_secret_basic" in p.metadata["token_endpoint_auth_methods_supported"]
     assert p.metadata["id_token_signing_alg_values_supported"] == ["RS256"]
     browser, rp = Browser(p.issuer), relying_party(p)
-    request = authorize(p, rp)
+    request = authorize_with_authlib(p, rp)
     page = expect_page(browser.go(request.url), "/sign-in")
     assert "Menu Planner" in page.response.text
     assert {"email", "password"} <= set(page.form.inputs)
@@ -233,7 +234,7 @@ def test_authlib_client_signs_in_with_pkce_and_reads_userinfo(provider: Provider
 def test_prompt_create_signs_up_a_new_user_and_organization(provider: Provider) -> None:
     p = provider
     browser, rp = Browser(p.issuer), relying_party(p)
-    request = authorize(p, rp, prompt="create")
+    request = authorize_with_authlib(p, rp, prompt="create")
     page = expect_page(browser.go(request.url), "/sign-up")
     assert {"name", "email", "password", "organization"} <= set(page.form.inputs)
     landing = browser.submit(
@@ -254,7 +255,7 @@ def test_serve_hashes_passwords_with_argon2id_at_owasp_parameters(provider: Prov
     """The tests hash at the lowest cost in their own process (tests/conftest.py); ``serve`` never does."""
     p = provider
     browser, rp = Browser(p.issuer), relying_party(p)
-    request = authorize(p, rp, prompt="create")
+    request = authorize_with_authlib(p, rp, prompt="create")
     page = expect_page(browser.go(request.url), "/sign-up")
     landing = browser.submit(page, name="Dan", email="dan@example.com", password=PASSWORD, organization="Dan's")
     expect_callback(landing)
@@ -267,7 +268,7 @@ def test_serve_hashes_passwords_with_argon2id_at_owasp_parameters(provider: Prov
 def test_select_account_lets_a_user_of_two_organizations_choose(provider: Provider) -> None:
     p = provider
     browser, rp = Browser(p.issuer), relying_party(p)
-    request = authorize(p, rp)
+    request = authorize_with_authlib(p, rp)
     page = expect_page(browser.go(request.url), "/sign-in")
     picker = expect_page(browser.submit(page, email=p.bo["email"], password=PASSWORD), "/select-organization")
     assert picker.form.radios["org_id"] == [p.acme["id"], p.beta["id"]]  # by name
@@ -276,7 +277,7 @@ def test_select_account_lets_a_user_of_two_organizations_choose(provider: Provid
 
     # Signed in: prompt=select_account shows the picker again, the current organization selected.
     rp = relying_party(p)
-    request = authorize(p, rp, prompt="select_account")
+    request = authorize_with_authlib(p, rp, prompt="select_account")
     picker = expect_page(browser.go(request.url), "/select-organization")
     assert picker.form.radios["org_id"] == [p.acme["id"], p.beta["id"]]
     assert picker.form.checked == {"org_id": p.beta["id"]}
@@ -287,7 +288,7 @@ def test_select_account_lets_a_user_of_two_organizations_choose(provider: Provid
 
     # Without the prompt, the session's organization is now the one chosen last.
     rp = relying_party(p)
-    request = authorize(p, rp)
+    request = authorize_with_authlib(p, rp)
     token = redeem(p, rp, request, expect_callback(browser.go(request.url)))
     assert_identity(p, rp, token, request, p.bo, p.acme)
 
@@ -295,11 +296,11 @@ def test_select_account_lets_a_user_of_two_organizations_choose(provider: Provid
 def test_prompt_none_succeeds_silently_when_signed_in(provider: Provider) -> None:
     p = provider
     browser, rp = Browser(p.issuer), relying_party(p)
-    request, callback = sign_in(p, browser, rp, p.ana)
+    request, callback = sign_in_with_authlib(p, browser, rp, p.ana)
     first = assert_identity(p, rp, redeem(p, rp, request, callback), request, p.ana, p.acme)
 
     rp = relying_party(p)
-    request = authorize(p, rp, prompt="none")
+    request = authorize_with_authlib(p, rp, prompt="none")
     callback = expect_callback(browser.go(request.url))  # no page at all
     token = redeem(p, rp, request, callback)
     second = assert_identity(p, rp, token, request, p.ana, p.acme)
@@ -309,7 +310,7 @@ def test_prompt_none_succeeds_silently_when_signed_in(provider: Provider) -> Non
 def test_prompt_none_answers_login_required_when_signed_out(provider: Provider) -> None:
     p = provider
     browser, rp = Browser(p.issuer), relying_party(p)
-    request = authorize(p, rp, prompt="none")
+    request = authorize_with_authlib(p, rp, prompt="none")
     callback = expect_callback(browser.go(request.url))
     params = callback.params
     assert params["error"] == "login_required"
@@ -321,7 +322,7 @@ def test_prompt_none_answers_login_required_when_signed_out(provider: Provider) 
 def test_refresh_token_rotates(provider: Provider) -> None:
     p = provider
     browser, rp = Browser(p.issuer), relying_party(p)
-    request, callback = sign_in(p, browser, rp, p.ana)
+    request, callback = sign_in_with_authlib(p, browser, rp, p.ana)
     token = redeem(p, rp, request, callback)
     first = assert_identity(p, rp, token, request, p.ana, p.acme)
     old = token["refresh_token"]

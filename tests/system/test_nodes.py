@@ -22,12 +22,11 @@ import requests
 
 from identity.sealing import new_key
 from tests.support.form_browser import Browser, Callback, Page
-from tests.support.live import LiveService, free_port, live_service
-from tests.support.pkce import pkce_pair
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.live import REDIRECT_URI, LiveService, free_port, live_service
+from tests.support.pkce_pairs import pkce_pair
 from tests.support.postgres import throwaway_database
 
-REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
-PASSWORD = "two-nodes-password"
 PUBLISH_DELAY = 3  # seconds a rotated-in key is published before it signs (MENUS_KEY_PUBLISH_DELAY)
 TIMEOUT = 30
 
@@ -86,7 +85,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
             yield Nodes(a, b, client, email)
 
 
-def sign_in(nodes: Nodes, node: LiveService) -> tuple[str, str]:
+def sign_in_on_node(nodes: Nodes, node: LiveService) -> tuple[str, str]:
     """A browser signs in on ``node``: the code and its PKCE verifier."""
     verifier, challenge = pkce_pair()
     query = urlencode({"response_type": "code", "client_id": nodes.client["client_id"], "redirect_uri": REDIRECT_URI,
@@ -109,7 +108,7 @@ def signed_by(token: str) -> str:
 
 
 def test_a_sign_in_moves_between_nodes_sign_in_exchange_refresh_revoke_introspect(nodes: Nodes) -> None:
-    code, verifier = sign_in(nodes, nodes.a)
+    code, verifier = sign_in_on_node(nodes, nodes.a)
     issued = nodes.token(
         nodes.b, grant_type="authorization_code", code=code, redirect_uri=REDIRECT_URI, code_verifier=verifier
     )
@@ -131,7 +130,7 @@ def test_a_sign_in_moves_between_nodes_sign_in_exchange_refresh_revoke_introspec
 
 
 def test_a_code_redeemed_on_one_node_is_a_replay_on_the_other(nodes: Nodes) -> None:
-    code, verifier = sign_in(nodes, nodes.b)
+    code, verifier = sign_in_on_node(nodes, nodes.b)
     exchange = {
         "grant_type": "authorization_code",
         "code": code,

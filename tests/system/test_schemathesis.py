@@ -11,56 +11,20 @@ expectation and why.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import requests
 
 from tests.support.form_browser import Browser, Callback, Page
-from tests.support.live import LiveService, live_service
-from tests.support.pkce import pkce_pair
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.live import REDIRECT_URI, LiveService, live_service
+from tests.support.pkce_pairs import pkce_pair
+from tests.support.schemathesis_runs import STATEFUL_EXAMPLES, cases, run_schemathesis
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES_PER_OPERATION = "60"
-STATEFUL_EXAMPLES = "80"  # scenarios from the token endpoint: enough to follow each of its links
-REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
-PASSWORD = "schemathesis-password"
 TIMEOUT = 10
-
-
-def schemathesis() -> str:
-    return shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or "schemathesis"
-
-
-def run_schemathesis(
-    url: str,
-    report: str,
-    *options: str,
-    config: str | None = None,
-    env: dict[str, str] | None = None,
-    examples: str = EXAMPLES_PER_OPERATION,
-) -> subprocess.CompletedProcess[str]:
-    """``schemathesis [--config-file CONFIG] run URL --checks all …`` from the project's root."""
-    report_dir = str(ROOT / "reports" / report)
-    command = [schemathesis(), *(["--config-file", config] if config else []), "run", url, *options,
-               "--checks", "all", "-n", examples, "--generation-deterministic",
-               "--report", "junit", "--report-dir", report_dir]  # fmt: skip
-    hooks = {"SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks"}  # text/html pages validated as strings
-    return subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, **hooks, **(env or {})}
-    )
-
-
-def cases(output: str) -> int:
-    """The number of test cases Schemathesis reports having generated."""
-    found = re.search(r"Test cases:\s*\n?\s*(\d+) generated", output)
-    assert found, output[-3000:]
-    return int(found.group(1))
 
 
 def assert_clean(done: subprocess.CompletedProcess[str]) -> tuple[int, int]:

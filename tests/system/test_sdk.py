@@ -32,7 +32,8 @@ import pytest
 
 from data.folding import fold
 from tests.support.form_browser import Browser, Callback, Page
-from tests.support.live import LiveService, live_service
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.live import REDIRECT_URI, LiveService, live_service
 
 REGION_COUNT = 16
 DISH_COUNT = 146
@@ -53,8 +54,6 @@ MENUS_MODELS = {
     "Course", "Diet", "Dish", "DishFields", "DishItem", "DishList", "DishPage", "InvalidParam", "Problem",
     "ProblemCode", "Region", "RegionItem", "RegionKind", "RegionList", "RegionSummary", "RegionWithDishes",
 }  # fmt: skip
-REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered, never fetched
-PASSWORD = "sdk-password"
 
 
 def openapi_python_client() -> str:

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live import LiveService, live_service
+from tests.support.live import ROOT, LiveService, live_service
 
-ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "system" / "sdk_ts" / "menus.test.ts"
 BIN = ROOT / "node_modules" / ".bin"
 TSCONFIG = {
