@@ -55,6 +55,15 @@ class LiveService:
         )
         return user
 
+    def two_organizations(self, password: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """Acme Foods and Beta Bakery, with Ana (a member of Acme only) and Bo (a member of both):
+        ``acme, beta, ana, bo``, for the tests of the organization picker."""
+        acme = self.cli_json("orgs", "create", "--name", "Acme Foods")
+        beta = self.cli_json("orgs", "create", "--name", "Beta Bakery")
+        ana = self.create_user("ana@example.com", "Ana Lima", password, acme["id"])
+        bo = self.create_user("bo@example.com", "Bo Berg", password, acme["id"], beta["id"])
+        return acme, beta, ana, bo
+
     def api_key(self, name: str = "live") -> str:
         return str(json.loads(self.cli("api-keys", "create", "--json", "--name", name))["key"])
 

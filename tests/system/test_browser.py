@@ -52,17 +52,10 @@ class Provider:
         return self.service.url
 
 
-def create_user(service: LiveService, email: str, name: str, *org_ids: str) -> dict[str, Any]:
-    return service.create_user(email, name, PASSWORD, *org_ids)
-
-
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     with live_service(tmp_path_factory.mktemp("browser")) as service, relying_party() as rp:
-        acme = service.cli_json("orgs", "create", "--name", "Acme Foods")
-        beta = service.cli_json("orgs", "create", "--name", "Beta Bakery")
-        ana = create_user(service, "ana@example.com", "Ana Lima", acme["id"])
-        bo = create_user(service, "bo@example.com", "Bo Berg", acme["id"], beta["id"])
+        acme, beta, ana, bo = service.two_organizations(PASSWORD)
         # No --first-party: a third-party client, so the consent page shows.
         client = service.cli_json(
             "clients", "create", "--name", "Menu Planner", "--org", acme["id"],
