@@ -81,45 +81,35 @@ class AccessTokenStore:
     def revoke(self, jti: str) -> None:
         """RFC 7009 §2.2: the token is invalid from now on (revoking it again changes nothing)."""
         with self._engine.begin() as connection:
-            connection.execute(
-                access_tokens.update()
-                .where(access_tokens.c.jti == jti, access_tokens.c.revoked_at.is_(None))
-                .values(revoked_at=self._clock.now())
-            )
+            _revoke_live(connection, access_tokens.c.jti == jti, self._clock.now())
 
     # In the caller's transaction: revoking across tables is all or nothing.
 
     @staticmethod
     def revoke_grant(connection: Connection, grant_id: str, at: datetime) -> None:
         """Revoke every access token issued from one authorization."""
-        connection.execute(
-            access_tokens.update()
-            .where(access_tokens.c.grant_id == grant_id, access_tokens.c.revoked_at.is_(None))
-            .values(revoked_at=at)
-        )
+        _revoke_live(connection, access_tokens.c.grant_id == grant_id, at)
 
     @staticmethod
     def revoke_session(connection: Connection, session_id: str, grant_ids: Sequence[str], at: datetime) -> None:
         """Revoke the access tokens issued in a browser session or from the authorizations ``grant_ids``."""
         issued_here = access_tokens.c.session_id == session_id
-        connection.execute(
-            access_tokens.update()
-            .where(sa.or_(issued_here, access_tokens.c.grant_id.in_(grant_ids)) if grant_ids else issued_here)
-            .where(access_tokens.c.revoked_at.is_(None))
-            .values(revoked_at=at)
+        _revoke_live(
+            connection, sa.or_(issued_here, access_tokens.c.grant_id.in_(grant_ids)) if grant_ids else issued_here, at
         )
 
     @staticmethod
     def revoke_client(connection: Connection, client_id: str, at: datetime) -> None:
         """Revoke every access token issued to a client (it is being deleted)."""
-        connection.execute(
-            access_tokens.update()
-            .where(access_tokens.c.client_id == client_id, access_tokens.c.revoked_at.is_(None))
-            .values(revoked_at=at)
-        )
+        _revoke_live(connection, access_tokens.c.client_id == client_id, at)
 
     @staticmethod
     def purge(connection: Connection, at: datetime) -> int:
         """Delete the records of the tokens expired at ``at`` (refused by their expiry, with or without the
         record); how many."""
         return connection.execute(access_tokens.delete().where(access_tokens.c.expires_at < at)).rowcount
+
+
+def _revoke_live(connection: Connection, where: sa.ColumnElement[bool], at: datetime) -> None:
+    """Revoke at ``at`` the access_tokens matching ``where`` that are still live (a first revocation stands)."""
+    connection.execute(access_tokens.update().where(where, access_tokens.c.revoked_at.is_(None)).values(revoked_at=at))

@@ -126,11 +126,7 @@ class RefreshTokenStore:
     @staticmethod
     def revoke_grant(connection: Connection, grant_id: str, at: datetime) -> None:
         """Revoke the whole family of one authorization."""
-        connection.execute(
-            refresh_tokens.update()
-            .where(refresh_tokens.c.grant_id == grant_id, refresh_tokens.c.revoked_at.is_(None))
-            .values(revoked_at=at)
-        )
+        _revoke_live(connection, refresh_tokens.c.grant_id == grant_id, at)
 
     @staticmethod
     def revoke_session(connection: Connection, session_id: str, at: datetime) -> list[str]:
@@ -140,23 +136,22 @@ class RefreshTokenStore:
                 sa.select(refresh_tokens.c.grant_id).where(refresh_tokens.c.session_id == session_id).distinct()
             )
         )
-        connection.execute(
-            refresh_tokens.update()
-            .where(refresh_tokens.c.session_id == session_id, refresh_tokens.c.revoked_at.is_(None))
-            .values(revoked_at=at)
-        )
+        _revoke_live(connection, refresh_tokens.c.session_id == session_id, at)
         return grant_ids
 
     @staticmethod
     def revoke_client(connection: Connection, client_id: str, at: datetime) -> None:
         """Revoke every refresh token issued to a client (it is being deleted)."""
-        connection.execute(
-            refresh_tokens.update()
-            .where(refresh_tokens.c.client_id == client_id, refresh_tokens.c.revoked_at.is_(None))
-            .values(revoked_at=at)
-        )
+        _revoke_live(connection, refresh_tokens.c.client_id == client_id, at)
 
     @staticmethod
     def purge(connection: Connection, at: datetime) -> int:
         """Delete the tokens expired at ``at`` (refused by their expiry already); how many."""
         return connection.execute(refresh_tokens.delete().where(refresh_tokens.c.expires_at < at)).rowcount
+
+
+def _revoke_live(connection: Connection, where: sa.ColumnElement[bool], at: datetime) -> None:
+    """Revoke at ``at`` the refresh_tokens matching ``where`` that are still live (a first revocation stands)."""
+    connection.execute(
+        refresh_tokens.update().where(where, refresh_tokens.c.revoked_at.is_(None)).values(revoked_at=at)
+    )
