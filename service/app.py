@@ -40,7 +40,7 @@ from service.identity_api.identity_app import create_identity_app
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
 from service.menus_api.menus_app import create_menus_app
-from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth, throttle_counters
+from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
 from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
@@ -178,7 +178,7 @@ def create_app(
     cursor_key = service_secret(engine, "menus-cursor-key")
     catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
     redis = RedisTuning.of(settings)
-    # the Redis of the rate limit and the sign-in throttle, as this process sees it
+    # the Redis of the rate limits, as this process sees it
     limit_storage = StorageHealth(redis.retry_after_outage, redis.log_every)
     limiter = RateLimiter(
         settings.rate_limit_per_minute, settings.rate_limit_storage, redis=redis, health=limit_storage
@@ -201,9 +201,7 @@ def create_app(
         tuning,
         cursor_key=service_secret(engine, "directory-cursor-key"),
         sealer=sealer,
-        throttle_counters=throttle_counters(
-            engine, settings.rate_limit_storage, limit_storage, redis.timeout, tuning.throttle.window, clock
-        ),
+        device_key=service_secret(engine, "device-cookie-key"),
         clock=clock,
     )
     provider.start()

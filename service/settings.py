@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
+from identity.device_cookies import DeviceCookiePolicy
 from identity.provider import Lifetimes, Tuning
 from identity.throttle import ThrottlePolicy
 from service.database.db import Pool
@@ -60,6 +61,8 @@ CODE_TTL = 60  # seconds an authorization code may be redeemed (RFC 6749 §4.1.2
 SIGN_IN_ACCOUNT_LIMIT = 5  # failed sign-ins per account (and attempts per account from one network) per window
 SIGN_IN_ADDRESS_LIMIT = 20  # sign-in and sign-up attempts per network per window
 SIGN_IN_WINDOW = 15 * 60  # seconds: a throttle counter restarts this long after its first count
+DEVICE_COOKIE_TTL = 30 * 24 * 3600  # seconds a device cookie exempts its browser from the per-network sign-in bound
+DEVICE_COOKIE_USERS = 5  # users one browser's device cookie remembers at most (the newest sign-ins)
 
 # Identity caches
 SIGNING_KEYS_MAX_AGE = 60.0  # seconds the keys that may sign are used before their table is read again
@@ -141,6 +144,8 @@ class Settings:
     sign_in_account_limit: int = SIGN_IN_ACCOUNT_LIMIT
     sign_in_address_limit: int = SIGN_IN_ADDRESS_LIMIT
     sign_in_window: int = SIGN_IN_WINDOW
+    device_cookie_ttl: int = DEVICE_COOKIE_TTL  # MENUS_DEVICE_COOKIE_TTL
+    device_cookie_users: int = DEVICE_COOKIE_USERS
 
     # Identity caches
     signing_keys_max_age: float = SIGNING_KEYS_MAX_AGE
@@ -175,6 +180,7 @@ class Settings:
             access_token_ttl=_whole(env, "MENUS_ACCESS_TOKEN_TTL", ACCESS_TOKEN_TTL, minimum=1),
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
             session_ttl=_whole(env, "MENUS_SESSION_TTL", SESSION_TTL, minimum=60),
+            device_cookie_ttl=_whole(env, "MENUS_DEVICE_COOKIE_TTL", DEVICE_COOKIE_TTL, minimum=60),
             purge_interval=_whole(env, "MENUS_PURGE_INTERVAL", PURGE_INTERVAL, minimum=0),
             cors_origins=_origins(env.get("MENUS_CORS_ORIGINS", ",".join(CORS_ORIGINS))),
             docs=_switch(env, "MENUS_DOCS", default=True),
@@ -204,6 +210,9 @@ class Settings:
                 account_limit=self.sign_in_account_limit,
                 address_limit=self.sign_in_address_limit,
                 window=timedelta(seconds=self.sign_in_window),
+            ),
+            device_cookies=DeviceCookiePolicy(
+                lifetime=timedelta(seconds=self.device_cookie_ttl), max_users=self.device_cookie_users
             ),
             signing_keys_max_age=timedelta(seconds=self.signing_keys_max_age),
             published_keys_max_age=timedelta(seconds=self.published_keys_max_age),
