@@ -249,7 +249,11 @@ class SignInFlow:
             ).with_cookies(SetCookie(interaction_cookie(interaction.id), "", EXPIRED))
         if decision != "allow":
             raise ErrorPage("Invalid form", "Choose Allow or Deny.")
-        self.consents.grant(user.id, client.id, interaction.request.scope)
+        if interaction.org_id is None:
+            raise ErrorPage(
+                "Not signed in", "Choose an organization first. Go back to the application and sign in again."
+            )
+        self.consents.grant(user.id, client.id, interaction.org_id, interaction.request.scope)
         audit.record(audit.CONSENT, user_id=user.id, client_id=client.id, scope=" ".join(interaction.request.scope))
         return self._advance(interaction.changed(consented=True), client, stored=True)
 
@@ -306,7 +310,7 @@ class SignInFlow:
         if not interaction.consented and (
             "consent" in prompt
             or not client.first_party
-            and not self.consents.covers(user.id, client.id, request.scope)
+            and not self.consents.covers(user.id, client.id, interaction.org_id or "", request.scope)
         ):
             if "none" in prompt:
                 raise ConsentRequired("The user must consent to this application.")
