@@ -41,7 +41,7 @@ def upgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
         # SQLite cannot alter a primary key: the table is copied, org_id reflected as a key column.
         key_column = sa.Column("org_id", sa.String(length=32), primary_key=True, nullable=False)
-        with op.batch_alter_table("consents", schema=None, recreate="always", reflect_args=[key_column]) as batch_op:
+        with op.batch_alter_table("consents", schema=None, recreate="always", reflect_args=(key_column,)) as batch_op:
             batch_op.create_foreign_key(
                 "fk_consents_org_id_organizations", "organizations", ["org_id"], ["id"], ondelete="CASCADE"
             )
