@@ -25,6 +25,7 @@ from identity import audit
 from identity.api_keys import ApiKeyStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.console_rules import Console
+from identity.console_sessions import ConsoleSessionStore
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Provider
@@ -320,6 +321,7 @@ def console_web(
         ),
         console=Console(engine, keys, provider.users, UsageReport(engine, clock)),
         sessions=provider.sessions,
+        console_sessions=ConsoleSessionStore(engine, timedelta(seconds=settings.console_session_ttl), clock),
         secure=provider.issuer.secure or console_url.startswith("https://"),
         form_limit=settings.console_form_limit,
     )

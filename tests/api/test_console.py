@@ -371,6 +371,22 @@ def test_sign_out_ends_the_console_session_and_the_providers_session(console: Co
     assert page.url.path == "/sign-in"  # and of the provider: credentials are asked again
 
 
+def test_a_copied_console_cookie_opens_nothing_after_sign_out_on_any_node(
+    settings: Settings, console: ConsoleBrowser
+) -> None:
+    """The console session lives on the server: signing out ends it there, whatever the provider's session does."""
+    console.complete(console.sign_up("kim@example.com", organization="Kim's"))
+    copied = {"Cookie": f"console_session={console.http.cookies['console_session']}"}
+    with TestClient(create_app(settings), base_url=ORIGIN, follow_redirects=False) as other_node:
+        assert "Sign out" in other_node.get(HOME, headers=copied).text  # the cookie works on every node
+        assert console.post("/console/sign-out", {"csrf_token": console.csrf()}).status_code == 303
+        # the end-session redirect is not followed: the provider's session lives on
+        for node in (console.http, other_node):
+            page = node.get(HOME, headers=copied)
+            assert page.status_code == 200 and "Create an account" in page.text
+            assert node.post("/console/keys", data={"name": "x", "csrf_token": "t"}, headers=copied).status_code == 303
+
+
 def test_signing_out_of_the_provider_elsewhere_ends_the_console_session(app: Any, console: ConsoleBrowser) -> None:
     console.complete(console.sign_up("jo@example.com", organization="Jo's"))
     ended = console.get("/oauth2/end-session")  # another application signs the user out: the provider asks first
