@@ -1,8 +1,9 @@
-"""Discovery and JWKS: computed from the issuer and the signing keys."""
+"""Discovery and JWKS: computed from the issuer and the signing keys (read in a worker thread: no SQL on the
+event loop)."""
 
 from starlette.responses import Response
 
-from service.identity_api.responses import PUBLIC_CACHE, json, provider
+from service.identity_api.responses import PUBLIC_CACHE, json, off_the_loop, provider
 
 
 async def discovery() -> Response:
@@ -10,4 +11,4 @@ async def discovery() -> Response:
 
 
 async def jwks() -> Response:
-    return json(provider().jwks(), headers=PUBLIC_CACHE)
+    return json(await off_the_loop(provider().jwks), headers=PUBLIC_CACHE)
