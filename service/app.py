@@ -40,6 +40,7 @@ from service.database.secret_keys import open_sealer, reseal
 from service.identity_api.identity_app import create_identity_app
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
+from service.menus_api.key_failures import KeyFailures
 from service.menus_api.menus_app import create_menus_app
 from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
 from service.ops import metrics
@@ -184,7 +185,11 @@ def create_app(
     limiter = RateLimiter(
         settings.rate_limit_per_minute, settings.rate_limit_storage, redis=redis, health=limit_storage
     )
-    keys = ApiKeyStore(engine, clock)
+    keys = ApiKeyStore(engine, clock, max_per_org=settings.max_keys_per_org)
+    # failed key lookups per network, in the same storage as the per-key limit (service/menus_api/key_failures.py)
+    failure_limiter = RateLimiter(
+        settings.key_failures_per_minute, settings.rate_limit_storage, redis=redis, health=limit_storage
+    )
     usage = UsageCounter(engine, timedelta(seconds=settings.last_used_resolution), clock)
     menus = create_menus_app(
         catalog=catalog,
@@ -193,6 +198,12 @@ def create_app(
         answers=AnswerCache(settings.answer_cache_entries, settings.answer_cache_bytes),
         validate_responses=settings.validate_responses,
         usage=usage,
+        failures=KeyFailures(
+            failure_limiter,
+            keys,
+            live_keys_max_age=settings.live_keys_max_age,
+            networks=settings.key_failure_networks,
+        ),
     )
     tuning = settings.tuning()
     provider = Provider(
@@ -245,7 +256,7 @@ def create_app(
         engine=engine,
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
-        on_shutdown=limiter.aclose,
+        on_shutdown=lambda: _close_all(limiter, failure_limiter),
         console=console,
         console_path=settings.console_path,
         flush_usage=usage.flush,
@@ -284,6 +295,11 @@ def documented(
         selected=cross_origin_paths(issuer_path),
         max_age=settings.cors_max_age,
     )
+
+
+async def _close_all(*limiters: RateLimiter) -> None:
+    for each in limiters:
+        await each.aclose()
 
 
 def _problem_too_large(_: Scope, limit: int) -> Response:

@@ -40,6 +40,10 @@ REDIS_TIMEOUT = 0.5  # seconds a Redis connection or command may take before the
 REDIS_RETRY_AFTER_OUTAGE = 2.0  # seconds after a Redis failure during which requests do not wait for Redis
 REDIS_LOG_EVERY = 60.0  # seconds between two log lines about the same Redis outage
 REDIS_MAX_BATCH = 500  # rate-limit requests in one Redis pipeline at most (a thousand commands)
+MAX_KEYS_PER_ORG = 100  # active API keys an organization may have (console and command line refuse one more)
+KEY_FAILURES_PER_MINUTE = 30  # requests with an unknown API key per network per minute before 429 (menus API)
+LIVE_KEYS_MAX_AGE = 1.0  # seconds a throttled network's keys are checked against a list of live keys this old
+KEY_FAILURE_NETWORKS = 10_000  # networks blocked for unknown API keys that a process remembers at most
 ANSWER_CACHE_ENTRIES = 4096  # distinct menus URLs whose answer is kept
 ANSWER_CACHE_BYTES = 32 * 1024 * 1024  # body bytes the menus answer cache keeps, whatever the number of entries
 
@@ -123,6 +127,10 @@ class Settings:
     redis_retry_after_outage: float = REDIS_RETRY_AFTER_OUTAGE
     redis_log_every: float = REDIS_LOG_EVERY
     redis_max_batch: int = REDIS_MAX_BATCH
+    max_keys_per_org: int = MAX_KEYS_PER_ORG  # MENUS_MAX_KEYS_PER_ORG
+    key_failures_per_minute: int = KEY_FAILURES_PER_MINUTE  # MENUS_KEY_FAILURES_PER_MINUTE
+    live_keys_max_age: float = LIVE_KEYS_MAX_AGE
+    key_failure_networks: int = KEY_FAILURE_NETWORKS
     answer_cache_entries: int = ANSWER_CACHE_ENTRIES
     answer_cache_bytes: int = ANSWER_CACHE_BYTES
 
@@ -176,6 +184,8 @@ class Settings:
             issuer=(env.get("MENUS_ISSUER") or local).rstrip("/"),
             rate_limit_per_minute=_whole(env, "MENUS_RATE_LIMIT", DEFAULT_RATE_LIMIT, minimum=1),
             rate_limit_storage=check_storage_url(env.get("MENUS_RATE_LIMIT_STORAGE", "")),
+            max_keys_per_org=max_keys_per_org_from(env),
+            key_failures_per_minute=_whole(env, "MENUS_KEY_FAILURES_PER_MINUTE", KEY_FAILURES_PER_MINUTE, minimum=1),
             key_publish_delay=_whole(env, "MENUS_KEY_PUBLISH_DELAY", KEY_PUBLISH_DELAY, minimum=0),
             access_token_ttl=_whole(env, "MENUS_ACCESS_TOKEN_TTL", ACCESS_TOKEN_TTL, minimum=1),
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
@@ -236,6 +246,11 @@ def check_storage_url(url: str) -> str:
     if url != DEFAULT_RATE_LIMIT_STORAGE and not url.startswith(("redis://", "rediss://", "redis+unix://")):
         raise ValueError("MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL")
     return url
+
+
+def max_keys_per_org_from(env: Mapping[str, str]) -> int:
+    """``MENUS_MAX_KEYS_PER_ORG`` (also read alone by ``api-keys create``)."""
+    return _whole(env, "MENUS_MAX_KEYS_PER_ORG", MAX_KEYS_PER_ORG, minimum=1)
 
 
 def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from werkzeug.http import dump_cookie
 
-from identity.api_keys import UnknownApiKey
+from identity.api_keys import KeyLimitReached, UnknownApiKey
 from identity.console_rules import Console, Member, NotAllowed, NotAMember
 from identity.console_sessions import ConsoleSessionStore
 from identity.errors import InvalidInput
@@ -124,6 +124,8 @@ class ConsoleWeb:
             record, key = await run_in_threadpool(self.console.create_key, visitor.member, form.get("name", ""))
         except NotAllowed as error:
             return self._message("Not allowed", str(error), visitor, status=403)
+        except KeyLimitReached as error:
+            return self._message("Too many API keys", str(error) + ".", visitor, status=409)
         except InvalidInput as error:
             return self._message("Invalid key name", str(error).capitalize() + ".", visitor, status=400)
         # POST/redirect/GET: the key rides to the page that shows it in a cookie that page clears, so

@@ -352,6 +352,17 @@ def test_bad_form_input_gets_an_html_page_with_the_documented_status(console: Co
     assert console.get("/console/nowhere").status_code == 404
 
 
+def test_a_key_past_the_organizations_cap_is_refused_with_409_and_says_why(settings: Settings, engine: Engine) -> None:
+    with ConsoleBrowser(create_app(settings.with_changes(max_keys_per_org=1))) as console:
+        console.complete(console.sign_up("max@example.com", organization="Max Kitchen"))
+        assert console.create_key("first")[1] is not None
+        refused = console.post("/console/keys", {"name": "second", "csrf_token": console.csrf()})
+        assert refused.status_code == 409 and refused.headers["content-type"].startswith("text/html")
+        assert "Max Kitchen has 1 active API keys, the most an organization may have" in refused.text
+        home = console.get(HOME).text
+        assert "<td>first</td>" in home and "<td>second</td>" not in home  # nothing was created
+
+
 def test_a_form_posted_without_a_console_session_goes_home(console: ConsoleBrowser) -> None:
     answer = console.post("/console/keys", {"name": "x", "csrf_token": "t"})
     assert answer.status_code == 303 and answer.headers["location"] == HOME
