@@ -1,5 +1,9 @@
-"""Discovery and JWKS: computed from the issuer and the signing keys."""
+"""Discovery and JWKS: computed from the issuer and the signing keys.
 
+The JWKS reads the keys' table in a worker thread (no SQL on the event loop) of the common pool, not the
+client endpoints' limiter (``off_the_loop``): a read of public keys must not queue behind their writes."""
+
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from service.identity_api.responses import PUBLIC_CACHE, json, provider
@@ -10,4 +14,4 @@ async def discovery() -> Response:
 
 
 async def jwks() -> Response:
-    return json(provider().jwks(), headers=PUBLIC_CACHE)
+    return json(await run_in_threadpool(provider().jwks), headers=PUBLIC_CACHE)

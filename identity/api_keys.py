@@ -85,6 +85,10 @@ class UnknownApiKey(LookupError):
     pass
 
 
+class KeyLimitReached(InvalidInput):
+    """The organization has as many active keys as it may (``MENUS_MAX_KEYS_PER_ORG``): revoke one first."""
+
+
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
@@ -123,9 +127,10 @@ def _record(row: Any) -> ApiKey:
 
 
 class ApiKeyStore:
-    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK, *, max_per_org: int | None = None) -> None:
         self._engine = engine
         self._clock = clock
+        self._max_per_org = max_per_org  # active keys an organization may have (None: no cap)
         self._lookup = sa.select(api_keys.c.id, api_keys.c.key_hash).where(
             api_keys.c.key_hash == sa.bindparam("key_hash"), api_keys.c.revoked_at.is_(None)
         )
@@ -144,8 +149,8 @@ class ApiKeyStore:
             prefix=key[:SHOWN_PREFIX],
         )
         with self._engine.begin() as connection:
-            if org_id is not None and connection.scalar(_ORG_EXISTS, {"org_id": org_id}) is None:
-                raise InvalidInput(f"no organization has the id {org_id!r}")
+            if org_id is not None:
+                self._check_room(connection, org_id)
             connection.execute(
                 api_keys.insert().values(
                     id=record.id,
@@ -159,6 +164,25 @@ class ApiKeyStore:
             )
         audit.record(audit.API_KEY_CREATED, key_id=record.id, org_id=org_id, user_id=created_by)
         return record, key
+
+    def _check_room(self, connection: Connection, org_id: str) -> None:
+        """In the creating transaction: the organization exists and has room for one more active key.
+
+        The organization's row is locked first (``FOR UPDATE`` on PostgreSQL), so concurrent creations are
+        counted one after another; on SQLite a creation whose count went stale cannot write (one writer)."""
+        org_name = connection.scalar(_ORG_EXISTS.with_for_update(), {"org_id": org_id})
+        if org_name is None:
+            raise InvalidInput(f"no organization has the id {org_id!r}")
+        if self._max_per_org is None:
+            return
+        active = connection.scalar(
+            sa.select(sa.func.count()).where(api_keys.c.org_id == org_id, api_keys.c.revoked_at.is_(None))
+        )
+        if int(active or 0) >= self._max_per_org:
+            raise KeyLimitReached(
+                f"{org_name} has {self._max_per_org} active API keys, the most an organization may have: "
+                "revoke one before creating another"
+            )
 
     def list(self, org_id: str | None = None) -> list[ApiKey]:
         """Every key, or only the keys of the organization ``org_id``; oldest first."""
@@ -194,6 +218,12 @@ class ApiKeyStore:
         audit.record(audit.API_KEY_REVOKED, key_id=key_id, org_id=record.org_id, user_id=by)
         return record
 
+    def live_digests(self) -> frozenset[str]:
+        """The digests of every live key (a cheap "may this key exist?" for networks that guess keys)."""
+        query = sa.select(api_keys.c.key_hash).where(api_keys.c.revoked_at.is_(None))
+        with self._engine.connect() as connection:
+            return frozenset(connection.scalars(query))
+
     def authenticate(self, key: str) -> str | None:
         """Return the id of the live key ``key``, or None when it is malformed, unknown or revoked."""
         if not KEY_FORMAT.fullmatch(key):
@@ -206,7 +236,7 @@ class ApiKeyStore:
         return str(row.id)
 
 
-_ORG_EXISTS = sa.select(organizations.c.id).where(organizations.c.id == sa.bindparam("org_id"))
+_ORG_EXISTS = sa.select(organizations.c.name).where(organizations.c.id == sa.bindparam("org_id"))
 
 
 def record_last_used(connection: Connection, used: Mapping[str, datetime]) -> None:

@@ -20,6 +20,7 @@ from identity.authorization import RedirectableError, parse_request, redirect_wi
 from identity.clients import Client, ClientStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.consents import ConsentStore
+from identity.device_cookies import DEVICE_COOKIE, DeviceCookies
 from identity.errors import (
     AccessDenied,
     AccountSelectionRequired,
@@ -56,6 +57,7 @@ class Browser:
     bindings: Mapping[str, str] = field(default_factory=dict)  # interaction cookies, by name
     session: str | None = None
     address: str = "unknown"
+    device: str | None = None  # the device cookie (identity/device_cookies.py), as sent
 
     def binding(self, interaction_id: str) -> str | None:
         return self.bindings.get(interaction_cookie(interaction_id))
@@ -115,6 +117,7 @@ class SignInFlow:
         codes: AuthorizationCodes,
         interactions: InteractionStore,
         throttle: SignInThrottle,
+        devices: DeviceCookies,
         interaction_ttl: timedelta,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
@@ -126,6 +129,7 @@ class SignInFlow:
         self.codes = codes
         self.interactions = interactions
         self.throttle = throttle
+        self.devices = devices
         self.interaction_ttl = interaction_ttl
         self._clock = clock
 
@@ -160,8 +164,9 @@ class SignInFlow:
             return Outcome(
                 page=self._sign_in_page(interaction, client, email=email, error="Enter your email and password.")
             )
+        known_device = self._known_device(email, browser)
         try:
-            self.throttle.attempt(email, browser.address)
+            self.throttle.attempt(email, browser.address, known_device=known_device)
         except Throttled as error:
             audit.record(audit.SIGN_IN, audit.FAILURE, reason="throttled", client_id=client.id)
             return Outcome(page=self._throttled(error))
@@ -175,7 +180,7 @@ class SignInFlow:
                 page=self._sign_in_page(interaction, client, email=email, error="Invalid email or password.")
             )
         audit.record(audit.SIGN_IN, user_id=user.id, client_id=client.id)
-        self.throttle.succeeded(email, browser.address)
+        self.throttle.succeeded(email, browser.address, known_device=known_device)
         return self._signed_in(interaction, client, browser, user, org_id=None)
 
     def sign_up_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
@@ -244,7 +249,11 @@ class SignInFlow:
             ).with_cookies(SetCookie(interaction_cookie(interaction.id), "", EXPIRED))
         if decision != "allow":
             raise ErrorPage("Invalid form", "Choose Allow or Deny.")
-        self.consents.grant(user.id, client.id, interaction.request.scope)
+        if interaction.org_id is None:
+            raise ErrorPage(
+                "Not signed in", "Choose an organization first. Go back to the application and sign in again."
+            )
+        self.consents.grant(user.id, client.id, interaction.org_id, interaction.request.scope)
         audit.record(audit.CONSENT, user_id=user.id, client_id=client.id, scope=" ".join(interaction.request.scope))
         return self._advance(interaction.changed(consented=True), client, stored=True)
 
@@ -301,7 +310,7 @@ class SignInFlow:
         if not interaction.consented and (
             "consent" in prompt
             or not client.first_party
-            and not self.consents.covers(user.id, client.id, request.scope)
+            and not self.consents.covers(user.id, client.id, interaction.org_id or "", request.scope)
         ):
             if "none" in prompt:
                 raise ConsentRequired("The user must consent to this application.")
@@ -362,7 +371,18 @@ class SignInFlow:
             org_chosen=chosen,
         )
         outcome = self._advance(interaction, client, stored=True)
-        return outcome.with_cookies(SetCookie(SESSION_COOKIE, secret, session.expires_at))
+        device = self.devices.remember(browser.device, user.id)  # this browser is known for this user from now on
+        return outcome.with_cookies(
+            SetCookie(SESSION_COOKIE, secret, session.expires_at),
+            SetCookie(DEVICE_COOKIE, device.value, device.expires),
+        )
+
+    def _known_device(self, email: str, browser: Browser) -> bool:
+        """Whether the browser holds a device cookie for the account of ``email`` (no query without a cookie)."""
+        if not browser.device:
+            return False
+        account = self.users.account_id(email)
+        return account is not None and self.devices.knows(browser.device, account)
 
     def _live_user(self, interaction: Interaction) -> User | None:
         if interaction.user_id is None or interaction.session_id is None:

@@ -14,6 +14,7 @@ from identity.clients import ClientStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.codes import CodeStore
 from identity.consents import ConsentStore
+from identity.device_cookies import DeviceCookiePolicy, DeviceCookies
 from identity.discovery import metadata
 from identity.flow import SignInFlow
 from identity.grants.authorization_code import AuthorizationCodeGrant
@@ -31,7 +32,7 @@ from identity.revoked_grants import Revoker
 from identity.rp_logout import EndSession
 from identity.sealing import Sealer
 from identity.sessions import SessionStore
-from identity.throttle import Counters, SignInThrottle, SqlCounters, ThrottlePolicy
+from identity.throttle import SignInThrottle, SqlCounters, ThrottlePolicy
 from identity.token_endpoint import TokenEndpoint
 from identity.token_introspection import TokenInspector
 from identity.userinfo_claims import UserInfo
@@ -54,6 +55,7 @@ class Tuning:
     """Limits and cache ages of the identity domain (the values: ``service/settings.py``)."""
 
     throttle: ThrottlePolicy
+    device_cookies: DeviceCookiePolicy
     signing_keys_max_age: timedelta  # the keys that may sign are used this long before their table is read again
     published_keys_max_age: timedelta  # the verification keys (the JWKS) are used this long before a reload
     published_keys_min_reload: timedelta  # an unknown kid reloads them at most this often
@@ -70,7 +72,7 @@ class Provider:
         tuning: Tuning,
         cursor_key: bytes,
         sealer: Sealer,
-        throttle_counters: Counters | None = None,  # the sign-in throttle's; the database's by default
+        device_key: bytes,  # signs the device cookies of the sign-in throttle (a service secret)
         clock: Clock = SYSTEM_CLOCK,  # every object that reads the time reads this one
     ) -> None:
         self.issuer = issuer
@@ -110,9 +112,8 @@ class Provider:
             consents=ConsentStore(engine, clock),
             codes=self.codes,
             interactions=InteractionStore(engine, clock),
-            throttle=SignInThrottle(
-                throttle_counters or SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle
-            ),
+            throttle=SignInThrottle(SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle),
+            devices=DeviceCookies(device_key, tuning.device_cookies, clock),
             interaction_ttl=lifetimes.interaction,
             clock=clock,
         )

@@ -9,6 +9,7 @@ Each rule deletes a row only once it can no longer change an answer:
   expiry; introspection says ``active: false`` with or without the record);
 - browser sessions, a day after they ended or expired (no token depends on a session row:
   signing out revokes the session's tokens itself);
+- console sessions, once ended or expired (a missing row admits nothing);
 - client-assertion ``jti`` records, once the assertion expired (it is refused by then);
 - revoked-grant records, a refresh-token lifetime after the revocation, when every token
   issued from the grant has expired;
@@ -34,6 +35,7 @@ from identity.revoked_grants import Revoker
 from identity.tables import (
     browser_sessions,
     client_assertions,
+    console_sessions,
     interactions,
     sign_in_failures,
     signing_keys,
@@ -75,6 +77,11 @@ class Purger:
                     sa.or_(
                         browser_sessions.c.ended_at < at - self._grace, browser_sessions.c.expires_at < at - self._grace
                     )
+                )
+            ),
+            "console_sessions": _deleting(
+                console_sessions.delete().where(
+                    sa.or_(console_sessions.c.ended_at.is_not(None), console_sessions.c.expires_at < at)
                 )
             ),
             "client_assertions": _deleting(client_assertions.delete().where(client_assertions.c.expires_at < at)),

@@ -153,10 +153,22 @@ refresh_tokens = sa.Table(
 consents = sa.Table(
     "consents",
     metadata,
+    # One consent per (user, client, organization): the tokens speak for the organization (migration 0004).
     sa.Column("user_id", sa.String(32), sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("client_id", sa.String(32), sa.ForeignKey("clients.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("org_id", sa.String(32), sa.ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("scopes", sa.JSON, nullable=False),
     sa.Column("granted_at", Timestamp, nullable=False),
+)
+
+console_sessions = sa.Table(
+    "console_sessions",
+    metadata,
+    # The developer console's sessions: its cookie names one, and signing out ends it here, on every node.
+    sa.Column("id_hash", sa.String(64), primary_key=True),  # SHA-256 of the session id the cookie carries
+    sa.Column("user_id", sa.String(32), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
+    sa.Column("ended_at", Timestamp, nullable=True),
 )
 
 sign_in_failures = sa.Table(

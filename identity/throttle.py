@@ -23,11 +23,15 @@ Bound: an attacker gets at most ``account_limit`` guesses at an account from eac
 from each fresh network once the account is guarded, and ``address_limit`` attempts per network in
 all, per window.
 
-The counters live in the state database (every node sees the same ones) or, when
-``MENUS_RATE_LIMIT_STORAGE`` names a Redis server, in Redis, with the database as fallback while Redis
-cannot be reached. Behind a reverse proxy the address is the client's only when the proxy's
-``X-Forwarded-For`` is trusted (uvicorn's ``FORWARDED_ALLOW_IPS``); otherwise every client shares the
-proxy's address and its counter.
+One source of truth: the counters live in the state database, always, on every node, whatever
+``MENUS_RATE_LIMIT_STORAGE`` says and whether Redis answers. A node with Redis and a node without it
+count in the same rows, and nothing counted during a Redis outage is forgotten when Redis returns (the
+bound held 20 + 20 when each storage kept counts of its own). A sign-in already pays tens of
+milliseconds of Argon2; the three indexed single-row statements it adds are not worth a second store.
+
+A browser that signed in as a user before carries a device cookie (``identity.device_cookies``); its
+attempts at that user's account skip the per-network count (never the account's or the pair's), so
+an attacker behind the same address as the user (a NAT, an IPv6 /64) cannot lock them out.
 """
 
 from __future__ import annotations
@@ -35,13 +39,11 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import math
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 import sqlalchemy as sa
-from limits.errors import StorageError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -163,81 +165,6 @@ def _seconds_left(window_start: datetime, window: timedelta, at: datetime) -> in
     return max(1, math.ceil((window_start + window - at).total_seconds()))
 
 
-class StorageCounters:
-    """Counters in a ``limits`` storage (Redis: ``INCRBY`` and ``EXPIRE`` in one script), keyed under ``sign-in/``."""
-
-    def __init__(self, storage: Any, window: timedelta) -> None:
-        self._storage = storage
-        self._expiry = int(window.total_seconds())
-
-    def add(self, key: str) -> tuple[int, int]:
-        count = int(self._storage.incr(_stored(key), self._expiry))
-        return count, self._left(key)
-
-    def peek(self, key: str) -> tuple[int, int]:
-        count = int(self._storage.get(_stored(key)))
-        return (count, self._left(key)) if count > 0 else (0, 0)
-
-    def take_back(self, key: str) -> None:
-        if int(self._storage.get(_stored(key))) > 0:
-            self._storage.incr(_stored(key), self._expiry, amount=-1)
-
-    def clear(self, key: str) -> None:
-        self._storage.clear(_stored(key))
-
-    def _left(self, key: str) -> int:
-        return max(1, math.ceil(float(self._storage.get_expiry(_stored(key))) - time.time()))
-
-
-def _stored(key: str) -> str:
-    return "sign-in/" + key
-
-
-class Outage(Protocol):
-    """What the service knows of its shared storage's health (``service.menus_api.ratelimit.StorageHealth``)."""
-
-    def usable(self) -> bool: ...
-
-    def failed(self, error: Exception, use: str) -> None: ...
-
-    def recovered(self) -> None: ...
-
-
-class FallbackCounters:
-    """``shared`` counters (Redis), and ``fallback`` (the database) while they cannot be reached.
-
-    The throttle never fails open: while Redis is down the database counts, as it does without Redis.
-    """
-
-    def __init__(self, shared: Counters, fallback: Counters, health: Outage) -> None:
-        self._shared = shared
-        self._fallback = fallback
-        self._health = health
-
-    def add(self, key: str) -> tuple[int, int]:
-        return self._call("add", key)  # type: ignore[no-any-return]
-
-    def peek(self, key: str) -> tuple[int, int]:
-        return self._call("peek", key)  # type: ignore[no-any-return]
-
-    def take_back(self, key: str) -> None:
-        self._call("take_back", key)
-
-    def clear(self, key: str) -> None:
-        self._call("clear", key)
-
-    def _call(self, name: str, key: str) -> Any:
-        if self._health.usable():
-            try:
-                result = getattr(self._shared, name)(key)
-            except StorageError as error:
-                self._health.failed(error, "sign_in")
-            else:
-                self._health.recovered()
-                return result
-        return getattr(self._fallback, name)(key)
-
-
 @dataclass(frozen=True, slots=True)
 class ThrottlePolicy:
     """How many attempts each counter allows per window (the values: ``service/settings.py``)."""
@@ -253,9 +180,14 @@ class SignInThrottle:
         self.account_limit = policy.account_limit
         self.address_limit = policy.address_limit
 
-    def attempt(self, email: str, address: str) -> None:
-        """Before a password is checked: raise ``Throttled`` when this network may not try this account now."""
-        self._charge_network(address)
+    def attempt(self, email: str, address: str, *, known_device: bool = False) -> None:
+        """Before a password is checked: raise ``Throttled`` when this network may not try this account now.
+
+        ``known_device``: the browser holds a valid device cookie for this account (OWASP, "Slow Brute Force
+        Protection Using Device Cookies"): the network's count is skipped; the pair and account bounds hold.
+        """
+        if not known_device:
+            self._charge_network(address)
         tried, pair_left = self._counters.add(pair_key(email, address))
         if tried > self.account_limit:
             raise Throttled(pair_left)  # this network has had its guesses at this account
@@ -268,14 +200,15 @@ class SignInThrottle:
         """The password was wrong (or the account unknown): one failure more for the account."""
         self._counters.add(account_key(email))
 
-    def succeeded(self, email: str, address: str) -> None:
+    def succeeded(self, email: str, address: str, *, known_device: bool = False) -> None:
         """A sign-in succeeded: the network's tries at the account are forgotten and its attempt given back.
 
         The account's failures stay until their window ends, so a guessing attacker's other networks stay
         refused; the owner, whose network has no failures now, signs in.
         """
         self._counters.clear(pair_key(email, address))
-        self._counters.take_back(address_key(address))
+        if not known_device:  # a known device's attempt was never charged to the network
+            self._counters.take_back(address_key(address))
 
     def signing_up(self, address: str) -> None:
         """A sign-up attempt counts against its network only (never against the account of its email)."""

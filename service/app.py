@@ -25,6 +25,7 @@ from identity import audit
 from identity.api_keys import ApiKeyStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.console_rules import Console
+from identity.console_sessions import ConsoleSessionStore
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Provider
@@ -39,8 +40,9 @@ from service.database.secret_keys import open_sealer, reseal
 from service.identity_api.identity_app import create_identity_app
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
+from service.menus_api.key_failures import KeyFailures
 from service.menus_api.menus_app import create_menus_app
-from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth, throttle_counters
+from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
 from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
@@ -178,12 +180,16 @@ def create_app(
     cursor_key = service_secret(engine, "menus-cursor-key")
     catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
     redis = RedisTuning.of(settings)
-    # the Redis of the rate limit and the sign-in throttle, as this process sees it
+    # the Redis of the rate limits, as this process sees it
     limit_storage = StorageHealth(redis.retry_after_outage, redis.log_every)
     limiter = RateLimiter(
         settings.rate_limit_per_minute, settings.rate_limit_storage, redis=redis, health=limit_storage
     )
-    keys = ApiKeyStore(engine, clock)
+    keys = ApiKeyStore(engine, clock, max_per_org=settings.max_keys_per_org)
+    # failed key lookups per network, in the same storage as the per-key limit (service/menus_api/key_failures.py)
+    failure_limiter = RateLimiter(
+        settings.key_failures_per_minute, settings.rate_limit_storage, redis=redis, health=limit_storage
+    )
     usage = UsageCounter(engine, timedelta(seconds=settings.last_used_resolution), clock)
     menus = create_menus_app(
         catalog=catalog,
@@ -192,6 +198,12 @@ def create_app(
         answers=AnswerCache(settings.answer_cache_entries, settings.answer_cache_bytes),
         validate_responses=settings.validate_responses,
         usage=usage,
+        failures=KeyFailures(
+            failure_limiter,
+            keys,
+            live_keys_max_age=settings.live_keys_max_age,
+            networks=settings.key_failure_networks,
+        ),
     )
     tuning = settings.tuning()
     provider = Provider(
@@ -201,9 +213,7 @@ def create_app(
         tuning,
         cursor_key=service_secret(engine, "directory-cursor-key"),
         sealer=sealer,
-        throttle_counters=throttle_counters(
-            engine, settings.rate_limit_storage, limit_storage, redis.timeout, tuning.throttle.window, clock
-        ),
+        device_key=service_secret(engine, "device-cookie-key"),
         clock=clock,
     )
     provider.start()
@@ -246,7 +256,7 @@ def create_app(
         engine=engine,
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
-        on_shutdown=limiter.aclose,
+        on_shutdown=lambda: _close_all(limiter, failure_limiter),
         console=console,
         console_path=settings.console_path,
         flush_usage=usage.flush,
@@ -287,6 +297,11 @@ def documented(
     )
 
 
+async def _close_all(*limiters: RateLimiter) -> None:
+    for each in limiters:
+        await each.aclose()
+
+
 def _problem_too_large(_: Scope, limit: int) -> Response:
     problem = content_too_large(describe(limit))
     return Response(problem.body(), status_code=413, media_type=MEDIA_TYPE)
@@ -322,6 +337,7 @@ def console_web(
         ),
         console=Console(engine, keys, provider.users, UsageReport(engine, clock)),
         sessions=provider.sessions,
+        console_sessions=ConsoleSessionStore(engine, timedelta(seconds=settings.console_session_ttl), clock),
         secure=provider.issuer.secure or console_url.startswith("https://"),
         form_limit=settings.console_form_limit,
     )

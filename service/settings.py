@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
+from identity.device_cookies import DeviceCookiePolicy
 from identity.provider import Lifetimes, Tuning
 from identity.throttle import ThrottlePolicy
 from service.database.db import Pool
@@ -39,6 +40,10 @@ REDIS_TIMEOUT = 0.5  # seconds a Redis connection or command may take before the
 REDIS_RETRY_AFTER_OUTAGE = 2.0  # seconds after a Redis failure during which requests do not wait for Redis
 REDIS_LOG_EVERY = 60.0  # seconds between two log lines about the same Redis outage
 REDIS_MAX_BATCH = 500  # rate-limit requests in one Redis pipeline at most (a thousand commands)
+MAX_KEYS_PER_ORG = 100  # active API keys an organization may have (console and command line refuse one more)
+KEY_FAILURES_PER_MINUTE = 30  # requests with an unknown API key per network per minute before 429 (menus API)
+LIVE_KEYS_MAX_AGE = 1.0  # seconds a throttled network's keys are checked against a list of live keys this old
+KEY_FAILURE_NETWORKS = 10_000  # networks blocked for unknown API keys that a process remembers at most
 ANSWER_CACHE_ENTRIES = 4096  # distinct menus URLs whose answer is kept
 ANSWER_CACHE_BYTES = 32 * 1024 * 1024  # body bytes the menus answer cache keeps, whatever the number of entries
 
@@ -60,6 +65,8 @@ CODE_TTL = 60  # seconds an authorization code may be redeemed (RFC 6749 §4.1.2
 SIGN_IN_ACCOUNT_LIMIT = 5  # failed sign-ins per account (and attempts per account from one network) per window
 SIGN_IN_ADDRESS_LIMIT = 20  # sign-in and sign-up attempts per network per window
 SIGN_IN_WINDOW = 15 * 60  # seconds: a throttle counter restarts this long after its first count
+DEVICE_COOKIE_TTL = 30 * 24 * 3600  # seconds a device cookie exempts its browser from the per-network sign-in bound
+DEVICE_COOKIE_USERS = 5  # users one browser's device cookie remembers at most (the newest sign-ins)
 
 # Identity caches
 SIGNING_KEYS_MAX_AGE = 60.0  # seconds the keys that may sign are used before their table is read again
@@ -120,6 +127,10 @@ class Settings:
     redis_retry_after_outage: float = REDIS_RETRY_AFTER_OUTAGE
     redis_log_every: float = REDIS_LOG_EVERY
     redis_max_batch: int = REDIS_MAX_BATCH
+    max_keys_per_org: int = MAX_KEYS_PER_ORG  # MENUS_MAX_KEYS_PER_ORG
+    key_failures_per_minute: int = KEY_FAILURES_PER_MINUTE  # MENUS_KEY_FAILURES_PER_MINUTE
+    live_keys_max_age: float = LIVE_KEYS_MAX_AGE
+    key_failure_networks: int = KEY_FAILURE_NETWORKS
     answer_cache_entries: int = ANSWER_CACHE_ENTRIES
     answer_cache_bytes: int = ANSWER_CACHE_BYTES
 
@@ -141,6 +152,8 @@ class Settings:
     sign_in_account_limit: int = SIGN_IN_ACCOUNT_LIMIT
     sign_in_address_limit: int = SIGN_IN_ADDRESS_LIMIT
     sign_in_window: int = SIGN_IN_WINDOW
+    device_cookie_ttl: int = DEVICE_COOKIE_TTL  # MENUS_DEVICE_COOKIE_TTL
+    device_cookie_users: int = DEVICE_COOKIE_USERS
 
     # Identity caches
     signing_keys_max_age: float = SIGNING_KEYS_MAX_AGE
@@ -171,10 +184,13 @@ class Settings:
             issuer=(env.get("MENUS_ISSUER") or local).rstrip("/"),
             rate_limit_per_minute=_whole(env, "MENUS_RATE_LIMIT", DEFAULT_RATE_LIMIT, minimum=1),
             rate_limit_storage=check_storage_url(env.get("MENUS_RATE_LIMIT_STORAGE", "")),
+            max_keys_per_org=max_keys_per_org_from(env),
+            key_failures_per_minute=_whole(env, "MENUS_KEY_FAILURES_PER_MINUTE", KEY_FAILURES_PER_MINUTE, minimum=1),
             key_publish_delay=_whole(env, "MENUS_KEY_PUBLISH_DELAY", KEY_PUBLISH_DELAY, minimum=0),
             access_token_ttl=_whole(env, "MENUS_ACCESS_TOKEN_TTL", ACCESS_TOKEN_TTL, minimum=1),
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
             session_ttl=_whole(env, "MENUS_SESSION_TTL", SESSION_TTL, minimum=60),
+            device_cookie_ttl=_whole(env, "MENUS_DEVICE_COOKIE_TTL", DEVICE_COOKIE_TTL, minimum=60),
             purge_interval=_whole(env, "MENUS_PURGE_INTERVAL", PURGE_INTERVAL, minimum=0),
             cors_origins=_origins(env.get("MENUS_CORS_ORIGINS", ",".join(CORS_ORIGINS))),
             docs=_switch(env, "MENUS_DOCS", default=True),
@@ -205,6 +221,9 @@ class Settings:
                 address_limit=self.sign_in_address_limit,
                 window=timedelta(seconds=self.sign_in_window),
             ),
+            device_cookies=DeviceCookiePolicy(
+                lifetime=timedelta(seconds=self.device_cookie_ttl), max_users=self.device_cookie_users
+            ),
             signing_keys_max_age=timedelta(seconds=self.signing_keys_max_age),
             published_keys_max_age=timedelta(seconds=self.published_keys_max_age),
             published_keys_min_reload=timedelta(seconds=self.published_keys_min_reload),
@@ -227,6 +246,11 @@ def check_storage_url(url: str) -> str:
     if url != DEFAULT_RATE_LIMIT_STORAGE and not url.startswith(("redis://", "rediss://", "redis+unix://")):
         raise ValueError("MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL")
     return url
+
+
+def max_keys_per_org_from(env: Mapping[str, str]) -> int:
+    """``MENUS_MAX_KEYS_PER_ORG`` (also read alone by ``api-keys create``)."""
+    return _whole(env, "MENUS_MAX_KEYS_PER_ORG", MAX_KEYS_PER_ORG, minimum=1)
 
 
 def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:

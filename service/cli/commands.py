@@ -37,7 +37,14 @@ from service.database.schema import SchemaOutOfDate, current, head, require_curr
 from service.database.secret_keys import open_sealer, reseal
 from service.ops.logs import configure as configure_logging
 from service.ops.logs import configure_command
-from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, default_database_url, secret_keys_from
+from service.settings import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    Settings,
+    default_database_url,
+    max_keys_per_org_from,
+    secret_keys_from,
+)
 
 _database_url_option = click.option(
     "--database-url",
@@ -252,8 +259,8 @@ def api_keys_group() -> None:
 def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine) -> None:
     """Create a key and print it once; only its hash is kept."""
     try:
-        record, key = ApiKeyStore(engine).create(name, org_id=org_id)
-    except ValueError as error:
+        record, key = ApiKeyStore(engine, max_per_org=max_keys_per_org_from(os.environ)).create(name, org_id=org_id)
+    except ValueError as error:  # KeyLimitReached too: the organization's active keys are at the cap
         _fail(str(error))
     text = _table(["ID", "NAME", "KEY (shown once)"], [[record.id, record.name, key]])
     _print(as_json, {"id": record.id, "name": record.name, "key": key}, text)

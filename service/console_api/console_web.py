@@ -16,8 +16,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from werkzeug.http import dump_cookie
 
-from identity.api_keys import UnknownApiKey
+from identity.api_keys import KeyLimitReached, UnknownApiKey
 from identity.console_rules import Console, Member, NotAllowed, NotAMember
+from identity.console_sessions import ConsoleSessionStore
 from identity.errors import InvalidInput
 from identity.sessions import SessionStore
 from service.console_api import rendering as pages
@@ -52,6 +53,7 @@ class ConsoleWeb:
         cookies: Cookies,
         console: Console,
         sessions: SessionStore,
+        console_sessions: ConsoleSessionStore,
         secure: bool,
         form_limit: int,
     ) -> None:
@@ -65,6 +67,7 @@ class ConsoleWeb:
         self.cookies = cookies
         self.console = console
         self.sessions = sessions
+        self.console_sessions = console_sessions
         self.secure = secure
 
     # Pages
@@ -103,8 +106,9 @@ class ConsoleWeb:
             response = self._message("Sign-in failed", f"{failure} Please sign in again.", status=400)
             self._forget(response, SIGN_IN_COOKIE, self.path + "/callback")
             return response
+        console_id = await run_in_threadpool(self.console_sessions.start, signed_in.user_id)
         _, value = self.cookies.new_session(
-            signed_in.user_id, signed_in.org_id, signed_in.session_id, signed_in.id_token
+            signed_in.user_id, signed_in.org_id, signed_in.session_id, signed_in.id_token, console_id
         )
         response = self.redirect(self.home)
         self._forget(response, SIGN_IN_COOKIE, self.path + "/callback")  # a replayed callback finds no sign-in
@@ -120,6 +124,8 @@ class ConsoleWeb:
             record, key = await run_in_threadpool(self.console.create_key, visitor.member, form.get("name", ""))
         except NotAllowed as error:
             return self._message("Not allowed", str(error), visitor, status=403)
+        except KeyLimitReached as error:
+            return self._message("Too many API keys", str(error) + ".", visitor, status=409)
         except InvalidInput as error:
             return self._message("Invalid key name", str(error).capitalize() + ".", visitor, status=400)
         # POST/redirect/GET: the key rides to the page that shows it in a cookie that page clears, so
@@ -179,11 +185,13 @@ class ConsoleWeb:
         return self.redirect(self.home)
 
     async def sign_out(self, request: Request) -> Response:
-        """Forget the console session and send the browser to the provider's end-session endpoint (global)."""
+        """End the console session on the server (a copy of its cookie opens nothing after this), forget the
+        cookie, and send the browser to the provider's end-session endpoint (global)."""
         visitor, _, refused = await self._posted(request, member_needed=False)
         if refused is not None:
             return refused
         assert visitor is not None
+        await run_in_threadpool(self.console_sessions.end, visitor.session.console_id)
         response = self.redirect(self.client.end_session_url(visitor.session.id_token))
         self._forget(response, SESSION_COOKIE)
         return response
@@ -208,9 +216,10 @@ class ConsoleWeb:
     # Helpers
 
     def _visitor(self, request: Request) -> Visitor | None:
-        """The signed-in member, while both the console session and the provider's session live."""
+        """The signed-in member, while both the console session (its cookie and its row) and the provider's
+        session live."""
         session = self.cookies.session(request.cookies.get(SESSION_COOKIE))
-        if session is None:
+        if session is None or not self.console_sessions.live(session.console_id, session.user_id):
             return None
         live = self.sessions.get(session.session_id)
         if live is None or live.user_id != session.user_id:

@@ -9,6 +9,9 @@ A third cookie carries a key just created across the redirect to the page that s
 (POST/redirect/GET): it is bound to the console session that created the key, lives two minutes, is
 scoped to that page's path and is cleared by the page. No copy of the key is kept on the server.
 
+The session cookie also names a console session kept on the server (``identity.console_sessions``):
+signing out ends it there, so a copy of the cookie opens nothing afterwards, on any node.
+
 The cookies are HttpOnly, SameSite=Lax, scoped to the console's path, and Secure when the issuer
 or the console is served over https. Each session carries its own CSRF token, which every form
 posts back (compared in constant time).
@@ -46,6 +49,7 @@ class ConsoleSession:
     session_id: str  # the provider's sid
     id_token: str
     csrf_token: str
+    console_id: str  # the console's own session, on the server (identity/console_sessions.py)
 
     def csrf_matches(self, token: str | None) -> bool:
         return token is not None and hmac.compare_digest(token.encode(), self.csrf_token.encode())
@@ -68,18 +72,20 @@ class Cookies:
             return None
         return data if isinstance(data, dict) else None
 
-    def new_session(self, user_id: str, org_id: str, session_id: str, id_token: str) -> tuple[ConsoleSession, str]:
-        session = ConsoleSession(user_id, org_id, session_id, id_token, secrets.token_urlsafe(32))
-        payload = {"u": user_id, "o": org_id, "s": session_id, "t": id_token, "c": session.csrf_token}
+    def new_session(
+        self, user_id: str, org_id: str, session_id: str, id_token: str, console_id: str
+    ) -> tuple[ConsoleSession, str]:
+        session = ConsoleSession(user_id, org_id, session_id, id_token, secrets.token_urlsafe(32), console_id)
+        payload = {"u": user_id, "o": org_id, "s": session_id, "t": id_token, "c": session.csrf_token, "i": console_id}
         return session, self.seal(payload)
 
     def session(self, value: str | None) -> ConsoleSession | None:
         data = self.open(value, self.lifetimes.session)
         if data is None:
             return None
-        fields = [data.get(name) for name in ("u", "o", "s", "t", "c")]
+        fields = [data.get(name) for name in ("u", "o", "s", "t", "c", "i")]
         if not all(isinstance(field, str) and field for field in fields):
-            return None
+            return None  # a cookie from before server-side sessions (no "i") opens nothing: sign in again
         return ConsoleSession(*fields)  # type: ignore[arg-type]
 
 

@@ -18,6 +18,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Message, Receive
 
+from identity.device_cookies import DEVICE_COOKIE
 from identity.flow import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser, Outcome
 from identity.issuer import Issuer
 from identity.provider import Provider
@@ -95,6 +96,7 @@ def browser(request: Request) -> Browser:
         bindings={k: v for k, v in cookies.items() if k.startswith(INTERACTION_COOKIE_PREFIX)},
         session=cookies.get(SESSION_COOKIE),
         address=request.client.host if request.client else "unknown",
+        device=cookies.get(DEVICE_COOKIE),
     )
 
 

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from data.catalog import Catalog
 from identity.api_keys import ApiKeyStore
 from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_key
+from service.menus_api.key_failures import KeyFailures
 from service.menus_api.ratelimit import Decision, RateLimiter
 from service.web.problems import Problem, nothing_here, unauthorized
 from service.web.request_state import CATALOG
@@ -29,6 +30,7 @@ CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
 NO_STORE = (b"cache-control", b"no-store")  # /random: a cache must never replay a random pick
 # The response headers added here, after Connexion's response validation: left out of it (checked end to end).
 ADDED_HEADERS = frozenset({"etag", "cache-control", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"})
+_ANSWERED = "\0answered"  # _authenticate's mark: the request was answered (never a key id: ids are key_<hex>)
 IF_NONE_MATCH_MAX = 1024  # the contract's maxLength of If-None-Match: longer ones must still reach validation
 
 
@@ -44,6 +46,7 @@ class MenusGate:
         prefix: str = "/v1/menus",
         if_none_match_max: int = IF_NONE_MATCH_MAX,
         counting: Callable[[str, Send], Send] | None = None,  # usage: wraps send to count the key's answer
+        failures: KeyFailures | None = None,  # unknown keys per network (service/menus_api/key_failures.py)
     ) -> None:
         self.app = app
         self.keys = keys
@@ -54,6 +57,7 @@ class MenusGate:
         self.if_none_match_max = if_none_match_max
         self.random = prefix + "/random"
         self.counting = counting
+        self.failures = failures
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
@@ -61,7 +65,9 @@ class MenusGate:
             return
         headers = _headers(scope)
         token = _bearer_token(headers.get(b"authorization"))
-        key_id = self.keys.authenticate(token) if token else None  # a database error becomes 503 in _guarded
+        key_id = await self._authenticate(scope, send, token) if token else None
+        if key_id is _ANSWERED:
+            return
         if key_id is None:
             await send_problem(send, unauthorized(_scheme(headers.get(b"authorization"))))
             return
@@ -96,6 +102,36 @@ class MenusGate:
             return
         store = self.answers if key is not None else None
         await self.app(scope, receive, _Caching(send, decision, if_none_match, store, key))
+
+    async def _authenticate(self, scope: Scope, send: Send, token: str) -> str | None:
+        """The id of the live key ``token``, or None; ``_ANSWERED`` when its network was answered 429 for
+        guessing keys. A database error becomes 503 in ``_guarded``."""
+        if self.failures is None:
+            return self.keys.authenticate(token)
+        address = scope["client"][0] if scope.get("client") else "unknown"
+        blocked = self.failures.blocked(address)
+        if blocked and not await self.failures.may_be_live(token):
+            await self._too_many_unknown_keys(send, blocked)
+            return _ANSWERED
+        key_id = self.keys.authenticate(token)
+        if key_id is None:
+            decision = await self.failures.failed(address, token)
+            if decision is not None:
+                await self._too_many_unknown_keys(send, decision.retry_after)
+                return _ANSWERED
+        return key_id
+
+    async def _too_many_unknown_keys(self, send: Send, retry_after: int) -> None:
+        assert self.failures is not None
+        seconds = "second" if retry_after == 1 else "seconds"
+        problem = Problem(
+            429,
+            "rate_limited",
+            f"Too many requests with unknown API keys from this network; retry after {retry_after} {seconds}.",
+            headers={"Retry-After": str(retry_after)},
+        )
+        limit = Decision(False, self.failures.limit, 0, retry_after, retry_after)
+        await send_problem(send, problem, limit.headers())
 
     def _cache_key(self, scope: Scope, if_none_match: bytes | None) -> CacheKey | None:
         """The answer-cache key, or None when this request must go through routing and validation."""

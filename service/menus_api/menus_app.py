@@ -13,6 +13,7 @@ from identity.api_keys import ApiKeyStore
 from identity.usage import UsageCounter
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import ADDED_HEADERS, MenusGate
+from service.menus_api.key_failures import KeyFailures
 from service.menus_api.ratelimit import RateLimiter
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import Contract, contract
@@ -29,6 +30,7 @@ def create_menus_app(
     answers: AnswerCache,
     validate_responses: bool = False,
     usage: UsageCounter | None = None,
+    failures: KeyFailures | None = None,
 ) -> ASGIApp:
     menus = contract("menus.yaml")
     handler = connexion_handler(menus.allowed_methods(BASE_PATH))
@@ -50,6 +52,7 @@ def create_menus_app(
         answers=answers,
         if_none_match_max=_if_none_match_max(menus),
         counting=usage.counting if usage is not None else None,
+        failures=failures,
     )
 
 

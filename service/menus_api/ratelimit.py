@@ -16,7 +16,8 @@ Where the windows live (``MENUS_RATE_LIMIT_STORAGE``):
 - unset or ``memory://``: in each process; with ``serve --workers N`` on several nodes a key may
   make ``limit`` requests a minute on each process;
 - ``redis://host:port/db`` (or ``rediss://``, ``redis+unix://``): in Redis, one limit for every
-  worker of every node. The sign-in throttle (``identity.throttle``) keeps its counters there too.
+  worker of every node. The sign-in throttle (``identity.throttle``) never counts here: its one source of
+  truth is the state database.
 
 Redis unreachable: the menus API fails open. Requests are answered without a limit, the outage is
 logged at most once a minute and counted in ``regional_menus_rate_limit_storage_errors_total``,
@@ -34,7 +35,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import redis.asyncio
@@ -46,10 +46,7 @@ from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter as MovingWindow
 from prometheus_client import Counter
 from redis.exceptions import NoScriptError, RedisError
-from sqlalchemy.engine import Engine
 
-from identity.clock import Clock
-from identity.throttle import Counters, FallbackCounters, SqlCounters, StorageCounters
 from service.settings import DEFAULT_RATE_LIMIT_STORAGE as MEMORY
 from service.settings import Settings, check_storage_url
 
@@ -59,7 +56,7 @@ KEY_PREFIX = "regional-menus"  # every key this service writes to Redis starts w
 
 STORAGE_ERRORS = Counter(
     "regional_menus_rate_limit_storage_errors",
-    "Failed calls to the shared rate-limit storage (Redis), by use: api_key (failed open) or sign_in.",
+    "Failed calls to the shared rate-limit storage (Redis), by use: api_key (failed open).",
     ["use"],
 )
 
@@ -162,7 +159,7 @@ class StorageHealth:
         cause = error.__cause__ or error
         log.warning(
             "the rate-limit storage (Redis) cannot be reached (%s); the menus API answers without a rate limit "
-            "and sign-in throttling uses the database until it returns",
+            "until it returns",
             type(cause).__name__,
         )
 
@@ -399,14 +396,3 @@ class RateLimiter:
         if answered:
             self.health.recovered()
         return answered
-
-
-def throttle_counters(
-    engine: Engine, storage: str, health: StorageHealth, timeout: float, window: timedelta, clock: Clock
-) -> Counters:
-    """The sign-in throttle's counters: the database's, or Redis's with the database while Redis is down."""
-    if not is_shared(storage):
-        return SqlCounters(engine, window, clock)
-    return FallbackCounters(
-        StorageCounters(sync_storage(storage, timeout), window), SqlCounters(engine, window, clock), health
-    )

@@ -352,6 +352,17 @@ def test_bad_form_input_gets_an_html_page_with_the_documented_status(console: Co
     assert console.get("/console/nowhere").status_code == 404
 
 
+def test_a_key_past_the_organizations_cap_is_refused_with_409_and_says_why(settings: Settings, engine: Engine) -> None:
+    with ConsoleBrowser(create_app(settings.with_changes(max_keys_per_org=1))) as console:
+        console.complete(console.sign_up("max@example.com", organization="Max Kitchen"))
+        assert console.create_key("first")[1] is not None
+        refused = console.post("/console/keys", {"name": "second", "csrf_token": console.csrf()})
+        assert refused.status_code == 409 and refused.headers["content-type"].startswith("text/html")
+        assert "Max Kitchen has 1 active API keys, the most an organization may have" in refused.text
+        home = console.get(HOME).text
+        assert "<td>first</td>" in home and "<td>second</td>" not in home  # nothing was created
+
+
 def test_a_form_posted_without_a_console_session_goes_home(console: ConsoleBrowser) -> None:
     answer = console.post("/console/keys", {"name": "x", "csrf_token": "t"})
     assert answer.status_code == 303 and answer.headers["location"] == HOME
@@ -369,6 +380,22 @@ def test_sign_out_ends_the_console_session_and_the_providers_session(console: Co
     assert "Create an account" in console.get(HOME).text  # signed out of the console
     _, page = console.start()
     assert page.url.path == "/sign-in"  # and of the provider: credentials are asked again
+
+
+def test_a_copied_console_cookie_opens_nothing_after_sign_out_on_any_node(
+    settings: Settings, console: ConsoleBrowser
+) -> None:
+    """The console session lives on the server: signing out ends it there, whatever the provider's session does."""
+    console.complete(console.sign_up("kim@example.com", organization="Kim's"))
+    copied = {"Cookie": f"console_session={console.http.cookies['console_session']}"}
+    with TestClient(create_app(settings), base_url=ORIGIN, follow_redirects=False) as other_node:
+        assert "Sign out" in other_node.get(HOME, headers=copied).text  # the cookie works on every node
+        assert console.post("/console/sign-out", {"csrf_token": console.csrf()}).status_code == 303
+        # the end-session redirect is not followed: the provider's session lives on
+        for node in (console.http, other_node):
+            page = node.get(HOME, headers=copied)
+            assert page.status_code == 200 and "Create an account" in page.text
+            assert node.post("/console/keys", data={"name": "x", "csrf_token": "t"}, headers=copied).status_code == 303
 
 
 def test_signing_out_of_the_provider_elsewhere_ends_the_console_session(app: Any, console: ConsoleBrowser) -> None:

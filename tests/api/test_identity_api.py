@@ -296,6 +296,21 @@ def test_prompt_none_for_third_party_client_without_consent_redirects_with_conse
     redirected_error(authorize(browser, partner.id, prompt="none"), "consent_required")
 
 
+def test_consent_for_one_organization_leaves_prompt_none_for_another_with_consent_required(
+    browser: TestClient, web: Registered, partner: Registered, two_org_user: User, org: Organization
+) -> None:
+    """Consent is given per (user, client, organization): the tokens speak for the organization chosen."""
+    picker = to_page(
+        sign_in(browser, to_page(authorize(browser, partner.id), "sign-in"), "bo@example.com"), "select-organization"
+    )
+    code_of(submit(browser, to_page(submit(browser, picker, {"org_id": org.id}), "consent"), {"decision": "allow"}))
+    code_of(authorize(browser, partner.id, prompt="none"))  # the organization consented for: silent
+    other = next(m.org.id for m in two_org_user.memberships if m.org.id != org.id)
+    switch = to_page(authorize(browser, web.id, prompt="select_account"), "select-organization")
+    code_of(submit(browser, switch, {"org_id": other}))  # switched in another (first-party) application
+    redirected_error(authorize(browser, partner.id, prompt="none"), "consent_required")
+
+
 def test_prompt_none_when_organization_is_not_chosen_redirects_with_account_selection_required(
     browser: TestClient, web: Registered, two_org_user: User
 ) -> None:

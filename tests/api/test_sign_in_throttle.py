@@ -1,8 +1,9 @@
 """Sign-in throttling (identity/throttle.py): slowed guessing, no lock-out by anyone, counting by network.
 
 Through the pages, each browser has an address of its own (Starlette's TestClient ``client``), as
-attackers and account owners on different networks would. The throttle's own rules run on both its
-storages: the state database, and Redis (a database of the test's own: tests/support/redis_db.py).
+attackers and account owners on different networks would. The counters live in the state database
+whatever the rate limit's storage: nodes with and without Redis (a database of the test's own:
+tests/support/redis_db.py) share one bound, on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -20,23 +21,21 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
+from data.catalog import Catalog
 from identity import passwords
+from identity.device_cookies import DEVICE_COOKIE
 from identity.errors import Throttled
+from identity.organizations import OrganizationStore
 from identity.tables import sign_in_failures
-from identity.throttle import (
-    Counters,
-    FallbackCounters,
-    SignInThrottle,
-    SqlCounters,
-    StorageCounters,
-    account_key,
-    network,
-)
-from identity.users import User
-from service.menus_api.ratelimit import StorageHealth, sync_storage
+from identity.throttle import SignInThrottle, SqlCounters, account_key, network
+from identity.users import User, UserStore
+from service.app import create_app
+from service.database.db import make_engine
+from service.database.schema import upgrade
+from service.settings import Settings
 from tests.support.clocks import MovableClock
-from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, REDIS, SIGN_IN_WINDOW, THROTTLE
-from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
+from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, POOL, SIGN_IN_WINDOW, THROTTLE
+from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered, register
 from tests.support.identity_pages import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page
 from tests.support.live import free_port
 
@@ -193,17 +192,15 @@ def test_ipv4_mapped_addresses_share_the_ipv4_address_counter(engine: Engine) ->
         throttle.attempt("new@example.com", "::ffff:c000:232")
 
 
-# The rules on both storages
+# The rules
 
 
-@pytest.fixture(params=["database", "redis"])
-def counters(request: pytest.FixtureRequest, engine: Engine) -> Counters:
-    if request.param == "database":
-        return SqlCounters(engine, SIGN_IN_WINDOW)
-    return StorageCounters(sync_storage(request.getfixturevalue("redis_url"), REDIS.timeout), SIGN_IN_WINDOW)
+@pytest.fixture
+def counters(engine: Engine) -> SqlCounters:
+    return SqlCounters(engine, SIGN_IN_WINDOW)
 
 
-def test_concurrent_guesses_from_one_network_are_counted_before_the_password_is_checked(counters: Counters) -> None:
+def test_concurrent_guesses_from_one_network_are_counted_before_the_password_is_checked(counters: SqlCounters) -> None:
     throttle = SignInThrottle(counters, THROTTLE)
 
     def guess(_: int) -> bool:
@@ -218,7 +215,7 @@ def test_concurrent_guesses_from_one_network_are_counted_before_the_password_is_
     assert allowed.count(True) == ACCOUNT_LIMIT
 
 
-def test_guarded_account_refuses_networks_with_failures_and_admits_a_fresh_one_once(counters: Counters) -> None:
+def test_guarded_account_refuses_networks_with_failures_and_admits_a_fresh_one_once(counters: SqlCounters) -> None:
     throttle = SignInThrottle(counters, THROTTLE)
     for n in range(ACCOUNT_LIMIT):
         throttle.attempt("Ana@example.com", f"10.0.0.{n}")
@@ -232,7 +229,7 @@ def test_guarded_account_refuses_networks_with_failures_and_admits_a_fresh_one_o
     throttle.attempt("bo@example.com", "10.0.0.0")  # another account is not affected
 
 
-def test_address_is_throttled_after_its_attempts_at_any_accounts(counters: Counters) -> None:
+def test_address_is_throttled_after_its_attempts_at_any_accounts(counters: SqlCounters) -> None:
     throttle = SignInThrottle(counters, THROTTLE)
     for n in range(ADDRESS_LIMIT):
         throttle.attempt(f"user{n}@example.com", "10.0.0.1")
@@ -241,7 +238,7 @@ def test_address_is_throttled_after_its_attempts_at_any_accounts(counters: Count
     throttle.attempt("new@example.com", "10.0.0.2")
 
 
-def test_success_gives_the_address_its_attempt_back(counters: Counters) -> None:
+def test_success_gives_the_address_its_attempt_back(counters: SqlCounters) -> None:
     throttle = SignInThrottle(counters, replace(THROTTLE, account_limit=2, address_limit=2))
     throttle.attempt("ana@example.com", "10.0.0.1")
     throttle.attempt("ana@example.com", "10.0.0.1")
@@ -251,7 +248,7 @@ def test_success_gives_the_address_its_attempt_back(counters: Counters) -> None:
         throttle.attempt("bo@example.com", "10.0.0.1")
 
 
-def test_sign_up_attempts_count_against_the_network_only(counters: Counters) -> None:
+def test_sign_up_attempts_count_against_the_network_only(counters: SqlCounters) -> None:
     throttle = SignInThrottle(counters, replace(THROTTLE, address_limit=3))
     for _ in range(3):
         throttle.signing_up("10.0.0.1")
@@ -271,19 +268,94 @@ def test_throttle_window_ends(engine: Engine) -> None:
     throttle.attempt("ana@example.com", "10.0.0.1")
 
 
-def test_the_throttle_counts_in_the_database_while_redis_is_unreachable(
-    engine: Engine, caplog: pytest.LogCaptureFixture
+# One bound for the deployment, whatever each node's storage
+
+
+def two_nodes(database_url: str, catalog: Catalog, first: str, second: str) -> tuple[Any, Any, Registered]:
+    """Two apps over one state database, each with its own rate-limit storage; and a web client there."""
+    engine = make_engine(database_url, POOL)
+    upgrade(engine)
+    org = OrganizationStore(engine).create("Acme Foods")
+    UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
+    web = register(engine, org)
+    engine.dispose()
+    nodes = [
+        create_app(Settings(database_url=database_url, rate_limit_storage=s), catalog=catalog) for s in (first, second)
+    ]
+    return nodes[0], nodes[1], web
+
+
+def attempts_until_refused(node: Any, web: Registered, address: str, most: int) -> int:
+    """Wrong-password attempts at random emails from ``address`` before the first 429 (``most`` at most)."""
+    with TestClient(node, follow_redirects=False, client=(address, 40000)) as browser:
+        for n in range(most):
+            response = attempt_sign_in(browser, web, f"random{n}@example.com", WRONG)
+            if response.status_code == 429:
+                return n
+    return most
+
+
+def test_a_node_with_redis_and_a_node_without_share_one_network_bound(
+    either_database: str, catalog: Catalog, redis_url: str
 ) -> None:
-    health = StorageHealth(REDIS.retry_after_outage, REDIS.log_every)
-    unreachable = StorageCounters(
-        sync_storage(f"redis://127.0.0.1:{free_port()}/0", REDIS.timeout), SIGN_IN_WINDOW
-    )  # nothing listens there
-    throttle = SignInThrottle(FallbackCounters(unreachable, SqlCounters(engine, SIGN_IN_WINDOW), health), THROTTLE)
+    with_redis, without, web = two_nodes(either_database, catalog, redis_url, "memory://")
+    half = ADDRESS_LIMIT // 2
+    assert attempts_until_refused(with_redis, web, "203.0.113.20", half) == half
+    assert attempts_until_refused(without, web, "203.0.113.20", ADDRESS_LIMIT) == ADDRESS_LIMIT - half
+
+
+def test_attempts_counted_while_redis_was_unreachable_still_count_when_it_answers(
+    either_database: str, catalog: Catalog, redis_url: str
+) -> None:
+    unreachable = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there: the outage
+    during, after, web = two_nodes(either_database, catalog, unreachable, redis_url)
+    assert attempts_until_refused(during, web, "203.0.113.21", ADDRESS_LIMIT - 3) == ADDRESS_LIMIT - 3
+    assert attempts_until_refused(after, web, "203.0.113.21", ADDRESS_LIMIT) == 3
+
+
+# Device cookies (OWASP): a browser that signed in as a user before skips the network's bound for that user
+
+
+def test_a_known_browser_signs_in_on_a_network_an_attacker_exhausted(
+    on_network: Any, web: Registered, user: User
+) -> None:
+    owner = on_network("203.0.113.30")
+    code_of(attempt_sign_in(owner, web))  # signed in once: the browser now holds a device cookie
+    attacker = on_network("203.0.113.30")  # the same NAT
+    for n in range(ADDRESS_LIMIT):
+        attempt_sign_in(attacker, web, f"random{n}@example.com", WRONG)
+    assert_error_page(attempt_sign_in(attacker, web), status=429)  # the network is over its bound
+    neighbour = on_network("203.0.113.30")
+    assert_error_page(attempt_sign_in(neighbour, web), status=429)  # a browser without the cookie: refused
+    code_of(sign_in(owner, to_page(authorize(owner, web.id, prompt="login"), "sign-in")))  # the owner's: signed in
+
+
+def test_a_device_cookie_never_lifts_the_account_bound(on_network: Any, web: Registered, user: User) -> None:
+    owner = on_network("203.0.113.31")
+    code_of(attempt_sign_in(owner, web))
     for _ in range(ACCOUNT_LIMIT):
-        throttle.attempt("ana@example.com", "10.0.0.1")
-    with pytest.raises(Throttled):
-        throttle.attempt("ana@example.com", "10.0.0.1")
-    assert health.down
-    assert SqlCounters(engine, SIGN_IN_WINDOW).peek("address:10.0.0.1")[0] == ACCOUNT_LIMIT + 1
-    outage_lines = [r for r in caplog.records if "cannot be reached" in r.getMessage()]
-    assert len(outage_lines) == 1  # logged once, not once per call
+        location = to_page(authorize(owner, web.id, prompt="login"), "sign-in")
+        assert "Invalid email or password" in sign_in(owner, location, password=WRONG).text
+    assert_error_page(sign_in(owner, to_page(authorize(owner, web.id, prompt="login"), "sign-in")), status=429)
+
+
+def test_a_device_cookie_counts_only_for_the_user_it_names(
+    on_network: Any, engine: Engine, org: Any, web: Registered, user: User
+) -> None:
+    UserStore(engine).create("bo@example.com", "Bo Berg", PASSWORD, [(org.id, "member")])
+    browser = on_network("203.0.113.32")
+    code_of(attempt_sign_in(browser, web))  # known for Ana, not for Bo
+    for n in range(ADDRESS_LIMIT):
+        attempt_sign_in(on_network("203.0.113.32"), web, f"random{n}@example.com", WRONG)
+    location = to_page(authorize(browser, web.id, prompt="login"), "sign-in")
+    assert_error_page(sign_in(browser, location, "bo@example.com"), status=429)
+
+
+def test_the_device_cookie_is_http_only_same_site_lax_and_names_no_email(
+    on_network: Any, web: Registered, user: User
+) -> None:
+    browser = on_network()
+    response = attempt_sign_in(browser, web)
+    (cookie,) = [c for c in response.headers.get_list("set-cookie") if c.startswith(DEVICE_COOKIE + "=")]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "expires=" in cookie.lower()
+    assert "ana" not in cookie.lower() and user.id in cookie

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 import sqlite3
 import subprocess
@@ -31,9 +32,15 @@ def migrated(tmp_path: Path) -> None:
     engine.dispose()
 
 
-def cli(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def cli(cwd: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "service", *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "service", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -65,6 +72,20 @@ def test_api_keys_create_for_an_unknown_organization_fails_and_writes_nothing(tm
     done = cli(tmp_path, "api-keys", "create", "--name", "p", "--org", "org_missing")
     assert done.returncode == 2 and "no organization has the id 'org_missing'" in done.stderr
     assert json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout) == []
+
+
+def test_api_keys_create_refuses_a_key_past_the_organizations_cap(tmp_path: Path) -> None:
+    org = json.loads(cli(tmp_path, "orgs", "create", "--json", "--name", "Acme").stdout)
+    cap = {"MENUS_MAX_KEYS_PER_ORG": "2"}
+    for name in ("one", "two"):
+        assert cli(tmp_path, "api-keys", "create", "--name", name, "--org", org["id"], env=cap).returncode == 0
+    done = cli(tmp_path, "api-keys", "create", "--name", "three", "--org", org["id"], env=cap)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "regional-menus: error: Acme has 2 active API keys, the most an organization may have: "
+        "revoke one before creating another"
+    )
+    assert len(json.loads(cli(tmp_path, "api-keys", "list", "--json").stdout)) == 2
 
 
 def test_database_url_option_chooses_the_database(tmp_path: Path) -> None:

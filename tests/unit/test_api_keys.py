@@ -1,7 +1,8 @@
 import pytest
 import sqlalchemy as sa
 
-from identity.api_keys import ApiKeyStore, api_keys, hash_key
+from identity.api_keys import ApiKeyStore, KeyLimitReached, api_keys, hash_key
+from identity.organizations import OrganizationStore
 
 
 @pytest.fixture
@@ -41,3 +42,17 @@ def test_list_shows_records_but_never_keys(keys: ApiKeyStore) -> None:
     listed = keys.list()
     assert [r.id for r in listed] == [record.id]
     assert key not in repr(listed)
+
+
+def test_an_organization_may_have_at_most_its_cap_of_active_keys(engine: sa.Engine) -> None:
+    acme, beta = OrganizationStore(engine).create("Acme Foods"), OrganizationStore(engine).create("Beta")
+    keys = ApiKeyStore(engine, max_per_org=2)
+    first, _ = keys.create("one", org_id=acme.id)
+    keys.create("two", org_id=acme.id)
+    with pytest.raises(KeyLimitReached, match="Acme Foods has 2 active API keys"):
+        keys.create("three", org_id=acme.id)
+    keys.create("beta's", org_id=beta.id)  # another organization has its own cap
+    keys.create("no owner")  # keys of the command line without an organization are not capped
+    keys.revoke(first.id)
+    keys.create("three", org_id=acme.id)  # a revoked key leaves room
+    assert len([k for k in keys.list(acme.id) if k.revoked_at is None]) == 2

@@ -316,12 +316,21 @@ def test_interaction_belongs_only_to_the_browser_that_started_it(client, clients
 def test_consent_covers_only_the_scopes_allowed(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     consents = ConsentStore(engine)
-    assert not consents.covers(user.id, client[0].id, ["openid"])
-    consents.grant(user.id, client[0].id, ["openid", "profile"])
-    assert consents.covers(user.id, client[0].id, ["openid"])
-    assert not consents.covers(user.id, client[0].id, ["openid", "email"])
-    consents.grant(user.id, client[0].id, ["email"])
-    assert consents.covers(user.id, client[0].id, ["openid", "profile", "email"])
+    assert not consents.covers(user.id, client[0].id, org.id, ["openid"])
+    consents.grant(user.id, client[0].id, org.id, ["openid", "profile"])
+    assert consents.covers(user.id, client[0].id, org.id, ["openid"])
+    assert not consents.covers(user.id, client[0].id, org.id, ["openid", "email"])
+    consents.grant(user.id, client[0].id, org.id, ["email"])
+    assert consents.covers(user.id, client[0].id, org.id, ["openid", "profile", "email"])
+
+
+def test_consent_is_given_per_organization(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    other = OrganizationStore(engine).create("Blue Harbor")
+    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner"), (other.id, "admin")])
+    consents = ConsentStore(engine)
+    consents.grant(user.id, client[0].id, org.id, ["openid", "profile"])
+    assert consents.covers(user.id, client[0].id, org.id, ["openid"])
+    assert not consents.covers(user.id, client[0].id, other.id, ["openid"])
 
 
 # Throttling: tests/api/test_sign_in_throttle.py

@@ -75,3 +75,56 @@ def test_upgrading_an_older_schema_keeps_its_rows(empty_engine: sa.Engine) -> No
     assert ApiKeyStore(empty_engine).authenticate(key) == "key_old"  # old keys keep working
     (old,) = ApiKeyStore(empty_engine).list()
     assert (old.org_id, old.created_by, old.prefix) == (None, None, None)  # and belong to no organization
+
+
+def test_consents_before_0004_are_kept_for_a_single_organization_and_dropped_otherwise(
+    empty_engine: sa.Engine,
+) -> None:
+    """Migration 0004: a consent given before it can be attributed only when the user had one organization."""
+    config = alembic_config()
+    with empty_engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0003")
+    now = datetime.now(UTC)
+    rows = {
+        "organizations": [("org_a", "A", "a"), ("org_b", "B", "b")],
+        "users": [("usr_one", "one@example.com"), ("usr_two", "two@example.com")],
+        "memberships": [("usr_one", "org_a"), ("usr_two", "org_a"), ("usr_two", "org_b")],
+    }
+    with empty_engine.begin() as connection:
+        for org_id, name, slug in rows["organizations"]:
+            connection.execute(
+                sa.text("INSERT INTO organizations VALUES (:i, :n, :s, :at)"),
+                {"i": org_id, "n": name, "s": slug, "at": now},
+            )
+        for user_id, email in rows["users"]:
+            connection.execute(
+                sa.text("INSERT INTO users VALUES (:i, :e, :e, 'N', 'x', :at)"), {"i": user_id, "e": email, "at": now}
+            )
+        for user_id, org_id in rows["memberships"]:
+            connection.execute(
+                sa.text("INSERT INTO memberships VALUES (:u, :o, 'member', :at)"),
+                {"u": user_id, "o": org_id, "at": now},
+            )
+        connection.execute(
+            sa.text(
+                "INSERT INTO clients VALUES ('cli_x', 'org_a', 'X', NULL, 'client_secret_basic', NULL, '[]', '[]',"
+                " '[]', '[]', false, true, :at)"
+            ),
+            {"at": now},
+        )
+        for user_id in ("usr_one", "usr_two"):
+            connection.execute(
+                sa.text("INSERT INTO consents VALUES (:u, 'cli_x', '[\"openid\"]', :at)"), {"u": user_id, "at": now}
+            )
+    upgrade(empty_engine)
+    with empty_engine.connect() as connection:
+        kept = connection.execute(sa.text("SELECT user_id, client_id, org_id FROM consents")).all()
+        key = sa.inspect(connection).get_pk_constraint("consents")["constrained_columns"]
+    assert [tuple(row) for row in kept] == [("usr_one", "cli_x", "org_a")]
+    assert sorted(key) == ["client_id", "org_id", "user_id"]
+    with empty_engine.begin() as connection:  # and back down: one consent per (user, client) again
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0003")
+        key = sa.inspect(connection).get_pk_constraint("consents")["constrained_columns"]
+    assert sorted(key) == ["client_id", "user_id"]
