@@ -26,7 +26,7 @@ all, per window.
 The counters live in the state database (every node sees the same ones) or, when
 ``MENUS_RATE_LIMIT_STORAGE`` names a Redis server, in Redis, with the database as fallback while Redis
 cannot be reached. Behind a reverse proxy the address is the client's only when the proxy's
-``X-Forwarded-For`` is trusted (uvicorn's ``FORWARDED_ALLOW_IPS``); otherwise every client shares the
+``X-Forwarded-For`` is trusted (``MENUS_TRUSTED_PROXIES``); otherwise every client shares the
 proxy's address and its counter.
 """
 

@@ -50,6 +50,7 @@ from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
 from service.web.documentation import Documentation
 from service.web.documents import ServedDocument
+from service.web.forwarded import TrustedProxies
 from service.web.observe import RequestObserver
 from service.web.problems import MEDIA_TYPE, content_too_large, nothing_here, to_problem
 from service.web.routes import RouteTemplates
@@ -261,7 +262,8 @@ def create_app(
         ],
         cached_paths=settings.route_cache_paths,
     )
-    return RequestObserver(dispatcher, routes, logged_path_max=settings.logged_path_max)
+    proxies = TrustedProxies.of(settings.trusted_proxies) if settings.trusted_proxies else None
+    return RequestObserver(dispatcher, routes, logged_path_max=settings.logged_path_max, proxies=proxies)
 
 
 def documented(

@@ -13,12 +13,18 @@ from pathlib import Path
 from identity.provider import Lifetimes, Tuning
 from identity.throttle import ThrottlePolicy
 from service.database.db import Pool
+from service.web.forwarded import parse_networks
 
 # Server
 DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
 DEFAULT_PORT = 8000  # the port serve listens on unless told otherwise (--port)
 GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM (serve --workers)
 KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
+TRUSTED_PROXIES: tuple[str, ...] = ()  # reverse proxies (addresses, CIDRs) whose X-Forwarded-For/-Proto are believed
+HEAD_TIMEOUT = 10  # seconds a connection may take to send a whole request head (slow heads are closed)
+HEAD_LINE_LIMIT = 16 * 1024  # bytes of the request line or of one header line (414 or 431 past it)
+HEAD_LIMIT = 64 * 1024  # bytes of a whole request head, request line and header lines (431 past it)
+HEAD_FIELDS_LIMIT = 100  # header lines in a request head (431 past it; gunicorn's default)
 CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/web/cors.py)
 CORS_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
 CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
@@ -99,6 +105,11 @@ class Settings:
     issuer: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # MENUS_ISSUER: OpenID Connect issuer identifier
     graceful_timeout: int = GRACEFUL_TIMEOUT
     keep_alive: int = KEEP_ALIVE
+    trusted_proxies: tuple[str, ...] = TRUSTED_PROXIES  # MENUS_TRUSTED_PROXIES
+    head_timeout: int = HEAD_TIMEOUT  # MENUS_HEAD_TIMEOUT
+    head_line_limit: int = HEAD_LINE_LIMIT
+    head_limit: int = HEAD_LIMIT
+    head_fields_limit: int = HEAD_FIELDS_LIMIT
     docs: bool = True  # MENUS_DOCS: serve the OpenAPI documents and Swagger UI (off: every one is 404)
     cors_origins: tuple[str, ...] = CORS_ORIGINS  # MENUS_CORS_ORIGINS
     cors_max_age: int = CORS_MAX_AGE
@@ -181,6 +192,8 @@ class Settings:
             secret_keys=secret_keys_from(env),
             console_path=_path(env, "MENUS_CONSOLE_PATH", CONSOLE_PATH),
             usage_flush_interval=_whole(env, "MENUS_USAGE_FLUSH_INTERVAL", USAGE_FLUSH_INTERVAL, minimum=1),
+            trusted_proxies=parse_networks(env.get("MENUS_TRUSTED_PROXIES", ""), "MENUS_TRUSTED_PROXIES"),
+            head_timeout=_whole(env, "MENUS_HEAD_TIMEOUT", HEAD_TIMEOUT, minimum=1),
         )
 
     def with_changes(self, **changes: object) -> Settings:

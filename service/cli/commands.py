@@ -161,20 +161,15 @@ def main() -> None:
     help="Run gunicorn with this many uvicorn workers (production); without it, one uvicorn process.",
 )
 @click.option(
-    "--forwarded-allow-ips",
-    default=lambda: os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1",
-    show_default="FORWARDED_ALLOW_IPS, else 127.0.0.1",
-    help="Comma-separated addresses of reverse proxies whose X-Forwarded-For and -Proto are trusted.",
-)
-@click.option(
     "--demo",
     is_flag=True,
     help="Bring the schema up to date, create demo data (API key, org, user, client), print how to use it.",
 )
 @_database_url_option
-def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, demo: bool, database_url: str) -> None:
+def serve(host: str, port: int, workers: int | None, demo: bool, database_url: str) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
     from service.ops import multiprocess
+    from service.ops.bounded_http import HeadLimits
     from service.ops.server import Listen, run_single, run_workers
 
     _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
@@ -184,7 +179,10 @@ def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, d
             upgrade(engine)
             click.echo(prepare_demo(engine, settings).instructions)
         require_current(engine)
-        listen = Listen(host, port, forwarded_allow_ips, settings.keep_alive, settings.graceful_timeout)
+        head = HeadLimits(
+            settings.head_line_limit, settings.head_limit, settings.head_fields_limit, settings.head_timeout
+        )
+        listen = Listen(host, port, settings.keep_alive, settings.graceful_timeout, head)
         configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.ops.server)
         if workers is None:
             if multiprocess.ENV in os.environ:  # an operator's metrics directory: start it empty
