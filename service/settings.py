@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from identity.provider import Lifetimes, Tuning
 from identity.throttle import ThrottlePolicy
@@ -84,6 +85,13 @@ PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more
 PURGE_GRACE = 24 * 3600  # seconds a row past its use is kept before the purge deletes it
 USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted in memory (and at shutdown)
 LAST_USED_RESOLUTION = 60  # seconds: an API key's last use is written at most this often per key and process
+
+
+class ConfigurationError(ValueError):
+    """A ``MENUS_*`` variable that cannot be used; the message names it and never repeats a secret."""
+
+
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")  # no control characters or spaces in a URL
 
 
 def default_database_url() -> str:
@@ -178,8 +186,8 @@ class Settings:
         local = f"http://{DEFAULT_HOST}:{port}"
         return cls(
             database_url=env.get("MENUS_DATABASE_URL") or default_database_url(),
-            base_url=(env.get("MENUS_BASE_URL") or local).rstrip("/"),
-            issuer=(env.get("MENUS_ISSUER") or local).rstrip("/"),
+            base_url=_url(env, "MENUS_BASE_URL", local),
+            issuer=_url(env, "MENUS_ISSUER", local),
             rate_limit_per_minute=_whole(env, "MENUS_RATE_LIMIT", DEFAULT_RATE_LIMIT, minimum=1),
             rate_limit_storage=check_storage_url(env.get("MENUS_RATE_LIMIT_STORAGE", "")),
             key_publish_delay=_whole(env, "MENUS_KEY_PUBLISH_DELAY", KEY_PUBLISH_DELAY, minimum=0),
@@ -192,7 +200,7 @@ class Settings:
             secret_keys=secret_keys_from(env),
             console_path=_path(env, "MENUS_CONSOLE_PATH", CONSOLE_PATH),
             usage_flush_interval=_whole(env, "MENUS_USAGE_FLUSH_INTERVAL", USAGE_FLUSH_INTERVAL, minimum=1),
-            trusted_proxies=parse_networks(env.get("MENUS_TRUSTED_PROXIES", ""), "MENUS_TRUSTED_PROXIES"),
+            trusted_proxies=_networks(env, "MENUS_TRUSTED_PROXIES"),
             head_timeout=_whole(env, "MENUS_HEAD_TIMEOUT", HEAD_TIMEOUT, minimum=1),
         )
 
@@ -238,14 +246,16 @@ def check_storage_url(url: str) -> str:
     """``memory://`` (also for an empty value) or a Redis URL; anything else is a configuration error."""
     url = url.strip() or DEFAULT_RATE_LIMIT_STORAGE
     if url != DEFAULT_RATE_LIMIT_STORAGE and not url.startswith(("redis://", "rediss://", "redis+unix://")):
-        raise ValueError("MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL")
+        raise ConfigurationError(
+            "MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL"
+        )
     return url
 
 
 def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
     value = env.get(name, str(default))
     if not value.isascii() or not value.isdigit() or int(value) < minimum:
-        raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
+        raise ConfigurationError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
     return int(value)
 
 
@@ -255,14 +265,35 @@ def _origins(value: str) -> tuple[str, ...]:
     for origin in origins:
         scheme, _, rest = origin.partition("://")
         if origin != "*" and (scheme not in ("http", "https") or not rest or "/" in rest):
-            raise ValueError(f"MENUS_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) or *")
+            raise ConfigurationError(f"MENUS_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) or *")
     return origins
+
+
+def _url(env: Mapping[str, str], name: str, default: str) -> str:
+    """An http(s) URL with a host, maybe a path, no query or fragment; without its trailing slash."""
+    value = (env.get(name) or default).rstrip("/")
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.query and not parts.fragment
+        parts.port  # noqa: B018  # raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError:
+        valid = False
+    if not valid or _CONTROL.search(value):
+        raise ConfigurationError(f"{name} must be an http or https URL without query or fragment, got {value!r}")
+    return value
+
+
+def _networks(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    try:
+        return parse_networks(env.get(name, ""), name)
+    except ValueError as error:
+        raise ConfigurationError(str(error)) from None
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
     value = env.get(name, "on" if default else "off").strip().lower()
     if value not in ("on", "off"):
-        raise ValueError(f"{name} must be on or off, got {value!r}")
+        raise ConfigurationError(f"{name} must be on or off, got {value!r}")
     return value == "on"
 
 
@@ -275,7 +306,7 @@ def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:
         except (ValueError, UnicodeEncodeError):
             valid = False
         if not valid:  # never the key itself in the message
-            raise ValueError(
+            raise ConfigurationError(
                 f"MENUS_SECRET_KEYS: key {position} is not 32 bytes of URL-safe base64 "
                 "(make one with 'regional-menus secrets new-key')"
             )
@@ -286,5 +317,7 @@ def _path(env: Mapping[str, str], name: str, default: str) -> str:
     """A path of its own below the host: ``/console``, ``/dev/console``; not the root, no trailing slash."""
     value = env.get(name) or default
     if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", value) or value in ("/v1", "/healthz", "/readyz", "/metrics"):
-        raise ValueError(f"{name} must be a path such as /console (not the root, no trailing slash), got {value!r}")
+        raise ConfigurationError(
+            f"{name} must be a path such as /console (not the root, no trailing slash), got {value!r}"
+        )
     return value

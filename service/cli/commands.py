@@ -37,7 +37,14 @@ from service.database.schema import SchemaOutOfDate, current, head, require_curr
 from service.database.secret_keys import open_sealer, reseal
 from service.ops.logs import configure as configure_logging
 from service.ops.logs import configure_command
-from service.settings import DEFAULT_HOST, DEFAULT_PORT, Settings, default_database_url, secret_keys_from
+from service.settings import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    ConfigurationError,
+    Settings,
+    default_database_url,
+    secret_keys_from,
+)
 
 _database_url_option = click.option(
     "--database-url",
@@ -89,6 +96,7 @@ def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callabl
         @_database_url_option
         @functools.wraps(command)
         def wrapper(*args: Any, database_url: str, **kwargs: Any) -> Any:
+            Settings.from_env()  # every MENUS_* variable is checked, whichever the command reads
             with _opened(database_url, schema_current=schema_current) as engine:
                 return command(*args, engine=engine, **kwargs)
 
@@ -520,6 +528,8 @@ def run(args: list[str] | None = None) -> None:
     except click.ClickException as error:
         _error(error.format_message(), as_json="--json" in arguments)
     except (InvalidInput, SealingError) as error:  # the identity domain's refusal of bad input or of the keys
+        _error(str(error), as_json="--json" in arguments)
+    except ConfigurationError as error:  # a MENUS_* variable that cannot be used: one line naming it
         _error(str(error), as_json="--json" in arguments)
 
 
