@@ -11,7 +11,6 @@ answer never tells which check failed; its ``detail`` tells the log.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 from collections.abc import Mapping
@@ -43,7 +42,7 @@ def decode_basic(header: str) -> tuple[str, str]:
     """RFC 7617 and RFC 6749 §2.3.1: ``Basic base64(urlencode(id) ":" urlencode(secret))``."""
     try:
         decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # binascii.Error, UnicodeDecodeError, or a str with non-ASCII characters (Basic é)
         raise InvalidClient(basic=True, detail="The Basic credentials are not base64 of UTF-8 text.") from None
     client_id, colon, secret = decoded.partition(":")
     if not colon:
@@ -104,6 +103,9 @@ class ClientAuthenticator:
         claims = self._verified(token, header, client)
         if claims.get("sub") != client_id or not isinstance(claims.get("jti"), str):
             raise InvalidClient(detail=f"The assertion of client {client_id} has another sub, or no string jti.")
+        if not isinstance(claims["exp"], int | float) or isinstance(claims["exp"], bool):
+            # RFC 7519 §4.1.4: exp is a NumericDate (a JSON number); PyJWT also accepts "1700000000"
+            raise InvalidClient(detail=f"The assertion of client {client_id} has an exp that is not a number.")
         if claims["exp"] - self._clock.now().timestamp() > MAX_ASSERTION_LIFETIME.total_seconds():
             raise InvalidClient(detail=f"The assertion of client {client_id} lives longer than an hour.")
         expires = datetime.fromtimestamp(claims["exp"], UTC)

@@ -81,7 +81,11 @@ def hash_secret(secret: str) -> str:
 
 def check_redirect_uri(uri: str) -> str:
     """RFC 6749 §3.1.2 and RFC 8252: absolute, no fragment; https, loopback http, or a private-use scheme."""
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018  # raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError:  # an unclosed IPv6 bracket, a netloc that NFKC normalization changes
+        raise InvalidInput(f"redirect URI {uri!r} is not a URI") from None
     if not parts.scheme or parts.fragment or uri != uri.strip() or len(uri) > 2000:
         raise InvalidInput(f"redirect URI {uri!r} must be absolute and have no fragment")
     if parts.scheme == "https" and parts.hostname:
@@ -103,8 +107,12 @@ def redirect_uri_matches(registered: str, presented: str) -> bool:
 
 
 def _without_loopback_port(uri: str) -> str | None:
-    """The URI with its port dropped when it is an http URI on a loopback IP literal, else None."""
-    parts = urlsplit(uri)
+    """The URI with its port dropped when it is an http URI on a loopback IP literal, else None (also for a
+    string that is no URI: ``http://[::1:99/callback``, a netloc that NFKC normalization changes)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return None
     match = _LOOPBACK_NETLOC.fullmatch(parts.netloc)
     if parts.scheme != "http" or match is None or parts.fragment:
         return None

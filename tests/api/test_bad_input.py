@@ -71,6 +71,8 @@ NASTY = {
     "registered with a fragment": CALLBACK + "#fragment",
     "registered with CR LF": CALLBACK + "\r\nX-Injected: 1",
     "registered sign-out URI": SIGNED_OUT,
+    "unclosed IPv6 bracket": "http://[::1:99/callback",
+    "fullwidth solidus before userinfo": "http://127.0.0.1\uff0f@evil.example/callback",
     "empty": "",
 }
 MARKUP = [value for value in NASTY.values() if any(c in value for c in "<>\"'") and len(value) < 100]
@@ -229,6 +231,24 @@ def test_authorization_query_survives_every_nasty_value_in_every_parameter(world
                 on_provider(browser, browser.post("/oauth2/authorize", data=authorize_query(world, **{name: value})))
             malformed = urlencode(authorize_query(world)) + f"&{name}={MALFORMED_QUERY}"
             on_provider(browser, browser.get(f"/oauth2/authorize?{malformed}"))
+
+
+@pytest.mark.parametrize("redirect_uri", ["http://[::1:99/callback", "http://127.0.0.1%EF%BC%8F@evil.example/callback"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_redirect_uri_that_is_no_uri_is_an_error_page_without_a_redirect(
+    world: World, method: str, redirect_uri: str
+) -> None:
+    """RFC 6749 §4.1.2.1: an invalid redirection URI is told to the user, never redirected to. The second one
+    decodes to U+FF0F, which NFKC normalization turns into '/': Python's urlsplit refuses such a netloc."""
+    encoded = redirect_uri.replace("[", "%5B").replace(":", "%3A").replace("/", "%2F").replace("@", "%40")
+    query = urlencode(authorize_query(world, redirect_uri="REDIRECT_URI")).replace("REDIRECT_URI", encoded)
+    with new_browser(world) as browser:
+        if method == "GET":
+            response = browser.get(f"/oauth2/authorize?{query}")
+        else:
+            response = browser.post("/oauth2/authorize", content=query, headers=FORM)
+    assert response.status_code == 400 and "location" not in response.headers
+    assert response.headers["content-type"].startswith("text/html")
 
 
 def test_registered_redirect_uri_with_crlf_is_refused_without_a_redirect(world: World) -> None:
