@@ -88,9 +88,9 @@ class Dispatcher:
             await send_problem(send, nothing_here())
         elif is_operations_path(path):
             await _guarded(self.operations, scope, receive, send)
-        elif path == "/v1" or path.startswith("/v1/"):
+        elif path.startswith("/v1/"):  # "/v1" itself is a 404 here: Starlette would redirect it, from Host
             await _guarded(self.menus, scope, receive, send)
-        elif not self.identity_path or path == self.identity_path or path.startswith(self.identity_path + "/"):
+        elif not self.identity_path or path.startswith(self.identity_path + "/"):
             await _guarded(self.identity, scope, receive, send)
         else:
             await send_problem(send, nothing_here())
