@@ -27,6 +27,7 @@ from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidClient, InvalidRequest
 from identity.issuer import TOKEN_PATH, Issuer
 from identity.tables import client_assertions
+from identity.text import has_control
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256")
@@ -47,7 +48,10 @@ def decode_basic(header: str) -> tuple[str, str]:
     client_id, colon, secret = decoded.partition(":")
     if not colon:
         raise InvalidClient(basic=True, detail="The Basic credentials have no ':' between id and secret.")
-    return unquote_plus(client_id), unquote_plus(secret)
+    client_id, secret = unquote_plus(client_id), unquote_plus(secret)
+    if has_control(client_id):  # names no client, and a NUL byte must never reach the database
+        raise InvalidClient(basic=True, detail="The Basic credentials' id holds a control character.")
+    return client_id, secret
 
 
 class ClientAuthenticator:
@@ -95,7 +99,7 @@ class ClientAuthenticator:
         except jwt.InvalidTokenError:
             raise InvalidClient(detail="The client assertion is not a JWT.") from None
         client_id = unverified.get("iss")
-        if not isinstance(client_id, str) or params.get("client_id", client_id) != client_id:
+        if not isinstance(client_id, str) or has_control(client_id) or params.get("client_id", client_id) != client_id:
             raise InvalidClient(detail="The client assertion's iss is not a string, or not the body's client_id.")
         client = self._clients.get(client_id) if len(client_id) <= 64 else None
         if client is None or client.auth_method != "private_key_jwt" or not client.jwks:

@@ -27,6 +27,7 @@ from identity.clock import SYSTEM_CLOCK, Clock, new_id
 from identity.errors import InvalidInput, UnknownRecord
 from identity.refresh_tokens import RefreshTokenStore
 from identity.tables import clients, organizations
+from identity.text import display_name, has_control
 
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
 GRANTS = ("authorization_code", "refresh_token", "client_credentials")
@@ -153,9 +154,7 @@ class ClientStore:
         jwks: Any = None,
     ) -> tuple[Client, str | None]:
         """Register a client; return it and its secret (None for private_key_jwt), shown this once."""
-        name = name.strip()
-        if not 1 <= len(name) <= 200:
-            raise InvalidInput("the client's name must be 1 to 200 characters")
+        name = display_name(name, "the client's name")
         if auth_method not in AUTH_METHODS:
             raise InvalidInput(f"the auth method must be one of {', '.join(AUTH_METHODS)}")
         grants = tuple(dict.fromkeys(grants or DEFAULT_GRANTS))
@@ -241,6 +240,8 @@ class ClientStore:
         return client
 
     def get(self, client_id: str) -> Client | None:
+        if has_control(client_id):  # names no client (and PostgreSQL refuses a NUL byte in a query)
+            return None
         with self._engine.connect() as connection:
             row = connection.execute(_BY_ID, {"client_id": client_id}).first()
         return _client(row) if row else None
