@@ -261,13 +261,23 @@ def test_registered_redirect_uri_with_crlf_is_refused_without_a_redirect(world: 
     assert_safe(response)
 
 
-def test_state_with_crlf_goes_back_percent_encoded_in_one_location_header(world: World) -> None:
+def test_state_with_crlf_is_refused_with_an_error_page_and_never_echoed(world: World) -> None:
+    """RFC 6749 Appendix A.5: state is visible ASCII; CR LF in it is refused as every control character is."""
     with new_browser(world) as browser:
         query = authorize_query(world, state=NASTY["CR LF header"], prompt="none")
         response = browser.get("/oauth2/authorize", params=query)
+    assert response.status_code == 400 and "location" not in response.headers
+    assert "injected" not in response.text
+    assert_safe(response)
+
+
+def test_state_with_percent_encoded_crlf_goes_back_as_sent_in_one_location_header(world: World) -> None:
+    with new_browser(world) as browser:
+        query = authorize_query(world, state=NASTY["percent-encoded CR LF"], prompt="none")
+        response = browser.get("/oauth2/authorize", params=query)
     assert response.status_code == 302
     assert response.headers["location"].startswith(CALLBACK + "?error=login_required")
-    assert "state=x%0D%0ASet-Cookie%3A+injected%3D1%0D%0AX-Injected%3A+1" in response.headers["location"]
+    assert "state=x%250d%250aX-Injected%3A%25201" in response.headers["location"]
     assert_safe(response)
 
 
