@@ -6,13 +6,14 @@ milliseconds, which must not hold up the event loop (argon2-cffi releases the GI
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.identity_api.responses import browser, current, form_pairs, outcome, provider
+from service.identity_api.responses import browser, current, form_pairs, outcome, provider, query_pairs
 
 
 async def _show(name: str) -> Response:
     identity, request = provider(), current()
     show = getattr(identity.flow, f"{name}_form")
-    result = await run_in_threadpool(show, request.query_params.get("interaction"), browser(request))
+    interaction = dict(query_pairs(request)).get("interaction")  # query_pairs refuses control characters
+    result = await run_in_threadpool(show, interaction, browser(request))
     return outcome(result, identity.issuer)
 
 

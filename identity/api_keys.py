@@ -30,6 +30,7 @@ from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.errors import InvalidInput
 from identity.storage import metadata
 from identity.tables import organizations
+from identity.text import display_name
 
 PREFIX = "rmk_"
 KEY_FORMAT = re.compile(r"rmk_[A-Za-z0-9_-]{43}")
@@ -94,10 +95,7 @@ def hash_key(key: str) -> str:
 
 
 def check_name(name: str) -> str:
-    name = name.strip()
-    if not name or len(name) > NAME_MAX:
-        raise InvalidInput(f"the key's name must be 1 to {NAME_MAX} characters")
-    return name
+    return display_name(name, "the key's name", longest=NAME_MAX)
 
 
 _COLUMNS = (

@@ -30,6 +30,7 @@ CODE_REPLAY = "code_replay"  # an authorization code presented again: its tokens
 TOKEN_REVOKED = "token_revoked"  # failure reason: unknown_token (nothing of the caller's was revoked)
 SIGN_OUT = "sign_out"
 KEY_ROTATED = "key_rotated"
+SECRETS_ROTATED = "secrets_rotated"  # signing keys and service secrets sealed again with the first secret key
 API_KEY_CREATED = "api_key_created"
 API_KEY_REVOKED = "api_key_revoked"
 EVENTS = (
@@ -42,6 +43,7 @@ EVENTS = (
     TOKEN_REVOKED,
     SIGN_OUT,
     KEY_ROTATED,
+    SECRETS_ROTATED,
     API_KEY_CREATED,
     API_KEY_REVOKED,
 )

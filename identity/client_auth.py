@@ -11,7 +11,6 @@ answer never tells which check failed; its ``detail`` tells the log.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidClient, InvalidRequest
 from identity.issuer import TOKEN_PATH, Issuer
 from identity.tables import client_assertions
+from identity.text import has_control
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256")
@@ -43,12 +43,15 @@ def decode_basic(header: str) -> tuple[str, str]:
     """RFC 7617 and RFC 6749 §2.3.1: ``Basic base64(urlencode(id) ":" urlencode(secret))``."""
     try:
         decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # binascii.Error, UnicodeDecodeError, or a str with non-ASCII characters (Basic é)
         raise InvalidClient(basic=True, detail="The Basic credentials are not base64 of UTF-8 text.") from None
     client_id, colon, secret = decoded.partition(":")
     if not colon:
         raise InvalidClient(basic=True, detail="The Basic credentials have no ':' between id and secret.")
-    return unquote_plus(client_id), unquote_plus(secret)
+    client_id, secret = unquote_plus(client_id), unquote_plus(secret)
+    if has_control(client_id):  # names no client, and a NUL byte must never reach the database
+        raise InvalidClient(basic=True, detail="The Basic credentials' id holds a control character.")
+    return client_id, secret
 
 
 class ClientAuthenticator:
@@ -96,7 +99,7 @@ class ClientAuthenticator:
         except jwt.InvalidTokenError:
             raise InvalidClient(detail="The client assertion is not a JWT.") from None
         client_id = unverified.get("iss")
-        if not isinstance(client_id, str) or params.get("client_id", client_id) != client_id:
+        if not isinstance(client_id, str) or has_control(client_id) or params.get("client_id", client_id) != client_id:
             raise InvalidClient(detail="The client assertion's iss is not a string, or not the body's client_id.")
         client = self._clients.get(client_id) if len(client_id) <= 64 else None
         if client is None or client.auth_method != "private_key_jwt" or not client.jwks:
@@ -104,6 +107,9 @@ class ClientAuthenticator:
         claims = self._verified(token, header, client)
         if claims.get("sub") != client_id or not isinstance(claims.get("jti"), str):
             raise InvalidClient(detail=f"The assertion of client {client_id} has another sub, or no string jti.")
+        if not isinstance(claims["exp"], int | float) or isinstance(claims["exp"], bool):
+            # RFC 7519 §4.1.4: exp is a NumericDate (a JSON number); PyJWT also accepts "1700000000"
+            raise InvalidClient(detail=f"The assertion of client {client_id} has an exp that is not a number.")
         if claims["exp"] - self._clock.now().timestamp() > MAX_ASSERTION_LIFETIME.total_seconds():
             raise InvalidClient(detail=f"The assertion of client {client_id} lives longer than an hour.")
         expires = datetime.fromtimestamp(claims["exp"], UTC)

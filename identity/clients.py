@@ -27,6 +27,7 @@ from identity.clock import SYSTEM_CLOCK, Clock, new_id
 from identity.errors import InvalidInput, UnknownRecord
 from identity.refresh_tokens import RefreshTokenStore
 from identity.tables import clients, organizations
+from identity.text import display_name, has_control
 
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
 GRANTS = ("authorization_code", "refresh_token", "client_credentials")
@@ -81,7 +82,11 @@ def hash_secret(secret: str) -> str:
 
 def check_redirect_uri(uri: str) -> str:
     """RFC 6749 §3.1.2 and RFC 8252: absolute, no fragment; https, loopback http, or a private-use scheme."""
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018  # raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError:  # an unclosed IPv6 bracket, a netloc that NFKC normalization changes
+        raise InvalidInput(f"redirect URI {uri!r} is not a URI") from None
     if not parts.scheme or parts.fragment or uri != uri.strip() or len(uri) > 2000:
         raise InvalidInput(f"redirect URI {uri!r} must be absolute and have no fragment")
     if parts.scheme == "https" and parts.hostname:
@@ -103,8 +108,12 @@ def redirect_uri_matches(registered: str, presented: str) -> bool:
 
 
 def _without_loopback_port(uri: str) -> str | None:
-    """The URI with its port dropped when it is an http URI on a loopback IP literal, else None."""
-    parts = urlsplit(uri)
+    """The URI with its port dropped when it is an http URI on a loopback IP literal, else None (also for a
+    string that is no URI: ``http://[::1:99/callback``, a netloc that NFKC normalization changes)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return None
     match = _LOOPBACK_NETLOC.fullmatch(parts.netloc)
     if parts.scheme != "http" or match is None or parts.fragment:
         return None
@@ -145,9 +154,7 @@ class ClientStore:
         jwks: Any = None,
     ) -> tuple[Client, str | None]:
         """Register a client; return it and its secret (None for private_key_jwt), shown this once."""
-        name = name.strip()
-        if not 1 <= len(name) <= 200:
-            raise InvalidInput("the client's name must be 1 to 200 characters")
+        name = display_name(name, "the client's name")
         if auth_method not in AUTH_METHODS:
             raise InvalidInput(f"the auth method must be one of {', '.join(AUTH_METHODS)}")
         grants = tuple(dict.fromkeys(grants or DEFAULT_GRANTS))
@@ -233,6 +240,8 @@ class ClientStore:
         return client
 
     def get(self, client_id: str) -> Client | None:
+        if has_control(client_id):  # names no client (and PostgreSQL refuses a NUL byte in a query)
+            return None
         with self._engine.connect() as connection:
             row = connection.execute(_BY_ID, {"client_id": client_id}).first()
         return _client(row) if row else None

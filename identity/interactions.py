@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from identity.authorization import AuthorizationRequest
 from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.tables import interactions
+from identity.text import has_control
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,8 @@ class InteractionStore:
 
     def get(self, interaction_id: str) -> Interaction | None:
         """The unexpired interaction with this id, or None."""
+        if has_control(interaction_id):  # names none (and PostgreSQL refuses a NUL byte in a query)
+            return None
         query = sa.select(interactions).where(
             interactions.c.id == interaction_id, interactions.c.expires_at > self._clock.now()
         )

@@ -12,8 +12,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from identity.clock import SYSTEM_CLOCK, Clock, new_id
-from identity.errors import InvalidInput
 from identity.tables import organizations
+from identity.text import display_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +32,7 @@ def slugify(name: str) -> str:
 
 
 def check_name(name: str) -> str:
-    name = name.strip()
-    if not 1 <= len(name) <= 200:
-        raise InvalidInput("the organization's name must be 1 to 200 characters")
-    return name
+    return display_name(name, "the organization's name")
 
 
 class OrganizationStore:

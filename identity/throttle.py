@@ -32,6 +32,9 @@ milliseconds of Argon2; the three indexed single-row statements it adds are not 
 A browser that signed in as a user before carries a device cookie (``identity.device_cookies``); its
 attempts at that user's account skip the per-network count (never the account's or the pair's), so
 an attacker behind the same address as the user (a NAT, an IPv6 /64) cannot lock them out.
+
+Behind a reverse proxy the address is the client's only when the proxy's ``X-Forwarded-For`` is
+trusted (``MENUS_TRUSTED_PROXIES``); otherwise every client shares the proxy's address and its counter.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from identity.errors import InvalidInput, UnknownRecord
 from identity.organizations import Organization, OrganizationStore
 from identity.passwords import WeakPassword, hash_password, verify_password
 from identity.tables import memberships, organizations, users
+from identity.text import display_name, has_control
 
 ROLES = ("owner", "admin", "member")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -53,16 +54,13 @@ def email_key(email: str) -> str:
 
 def check_email(email: str) -> str:
     email = email.strip()
-    if len(email) > 320 or not EMAIL.fullmatch(email):
+    if len(email) > 320 or not EMAIL.fullmatch(email) or has_control(email):
         raise InvalidInput("the email address is not valid")
     return email
 
 
 def check_name(name: str) -> str:
-    name = name.strip()
-    if not 1 <= len(name) <= 200:
-        raise InvalidInput("the name must be 1 to 200 characters")
-    return name
+    return display_name(name, "the name")
 
 
 class UserStore:

@@ -52,6 +52,7 @@ from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
 from service.web.documentation import Documentation
 from service.web.documents import ServedDocument
+from service.web.forwarded import TrustedProxies
 from service.web.observe import RequestObserver
 from service.web.problems import MEDIA_TYPE, content_too_large, nothing_here, to_problem
 from service.web.routes import RouteTemplates
@@ -89,9 +90,9 @@ class Dispatcher:
             await send_problem(send, nothing_here())
         elif is_operations_path(path):
             await _guarded(self.operations, scope, receive, send)
-        elif path == "/v1" or path.startswith("/v1/"):
+        elif path.startswith("/v1/"):  # "/v1" itself is a 404 here: Starlette would redirect it, from Host
             await _guarded(self.menus, scope, receive, send)
-        elif not self.identity_path or path == self.identity_path or path.startswith(self.identity_path + "/"):
+        elif not self.identity_path or path.startswith(self.identity_path + "/"):
             await _guarded(self.identity, scope, receive, send)
         else:
             await send_problem(send, nothing_here())
@@ -271,7 +272,8 @@ def create_app(
         ],
         cached_paths=settings.route_cache_paths,
     )
-    return RequestObserver(dispatcher, routes, logged_path_max=settings.logged_path_max)
+    proxies = TrustedProxies.of(settings.trusted_proxies) if settings.trusted_proxies else None
+    return RequestObserver(dispatcher, routes, logged_path_max=settings.logged_path_max, proxies=proxies)
 
 
 def documented(

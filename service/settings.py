@@ -9,17 +9,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from identity.device_cookies import DeviceCookiePolicy
 from identity.provider import Lifetimes, Tuning
 from identity.throttle import ThrottlePolicy
 from service.database.db import Pool
+from service.web.forwarded import parse_networks
 
 # Server
 DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
 DEFAULT_PORT = 8000  # the port serve listens on unless told otherwise (--port)
 GRACEFUL_TIMEOUT = 30  # seconds in-flight requests may take to finish after SIGTERM (serve --workers)
 KEEP_ALIVE = 5  # seconds an idle keep-alive connection stays open (keep below the proxy's own idle timeout)
+TRUSTED_PROXIES: tuple[str, ...] = ()  # reverse proxies (addresses, CIDRs) whose X-Forwarded-For/-Proto are believed
+HEAD_TIMEOUT = 10  # seconds a connection may take to send a whole request head (slow heads are closed)
+HEAD_LINE_LIMIT = 16 * 1024  # bytes of the request line or of one header line (414 or 431 past it)
+HEAD_LIMIT = 64 * 1024  # bytes of a whole request head, request line and header lines (431 past it)
+HEAD_FIELDS_LIMIT = 100  # header lines in a request head (431 past it; gunicorn's default)
 CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/web/cors.py)
 CORS_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
 CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
@@ -87,6 +94,13 @@ USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted 
 LAST_USED_RESOLUTION = 60  # seconds: an API key's last use is written at most this often per key and process
 
 
+class ConfigurationError(ValueError):
+    """A ``MENUS_*`` variable that cannot be used; the message names it and never repeats a secret."""
+
+
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")  # no control characters or spaces in a URL
+
+
 def default_database_url() -> str:
     """SQLite in ``./var/regional-menus.sqlite3`` of the current folder, as an absolute path."""
     return f"sqlite:///{DEFAULT_DATABASE_PATH.absolute()}"
@@ -106,6 +120,11 @@ class Settings:
     issuer: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"  # MENUS_ISSUER: OpenID Connect issuer identifier
     graceful_timeout: int = GRACEFUL_TIMEOUT
     keep_alive: int = KEEP_ALIVE
+    trusted_proxies: tuple[str, ...] = TRUSTED_PROXIES  # MENUS_TRUSTED_PROXIES
+    head_timeout: int = HEAD_TIMEOUT  # MENUS_HEAD_TIMEOUT
+    head_line_limit: int = HEAD_LINE_LIMIT
+    head_limit: int = HEAD_LIMIT
+    head_fields_limit: int = HEAD_FIELDS_LIMIT
     docs: bool = True  # MENUS_DOCS: serve the OpenAPI documents and Swagger UI (off: every one is 404)
     cors_origins: tuple[str, ...] = CORS_ORIGINS  # MENUS_CORS_ORIGINS
     cors_max_age: int = CORS_MAX_AGE
@@ -180,8 +199,8 @@ class Settings:
         local = f"http://{DEFAULT_HOST}:{port}"
         return cls(
             database_url=env.get("MENUS_DATABASE_URL") or default_database_url(),
-            base_url=(env.get("MENUS_BASE_URL") or local).rstrip("/"),
-            issuer=(env.get("MENUS_ISSUER") or local).rstrip("/"),
+            base_url=_url(env, "MENUS_BASE_URL", local),
+            issuer=_url(env, "MENUS_ISSUER", local),
             rate_limit_per_minute=_whole(env, "MENUS_RATE_LIMIT", DEFAULT_RATE_LIMIT, minimum=1),
             rate_limit_storage=check_storage_url(env.get("MENUS_RATE_LIMIT_STORAGE", "")),
             max_keys_per_org=max_keys_per_org_from(env),
@@ -197,6 +216,8 @@ class Settings:
             secret_keys=secret_keys_from(env),
             console_path=_path(env, "MENUS_CONSOLE_PATH", CONSOLE_PATH),
             usage_flush_interval=_whole(env, "MENUS_USAGE_FLUSH_INTERVAL", USAGE_FLUSH_INTERVAL, minimum=1),
+            trusted_proxies=_networks(env, "MENUS_TRUSTED_PROXIES"),
+            head_timeout=_whole(env, "MENUS_HEAD_TIMEOUT", HEAD_TIMEOUT, minimum=1),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -244,7 +265,9 @@ def check_storage_url(url: str) -> str:
     """``memory://`` (also for an empty value) or a Redis URL; anything else is a configuration error."""
     url = url.strip() or DEFAULT_RATE_LIMIT_STORAGE
     if url != DEFAULT_RATE_LIMIT_STORAGE and not url.startswith(("redis://", "rediss://", "redis+unix://")):
-        raise ValueError("MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL")
+        raise ConfigurationError(
+            "MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL"
+        )
     return url
 
 
@@ -256,7 +279,7 @@ def max_keys_per_org_from(env: Mapping[str, str]) -> int:
 def _whole(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
     value = env.get(name, str(default))
     if not value.isascii() or not value.isdigit() or int(value) < minimum:
-        raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
+        raise ConfigurationError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
     return int(value)
 
 
@@ -266,14 +289,35 @@ def _origins(value: str) -> tuple[str, ...]:
     for origin in origins:
         scheme, _, rest = origin.partition("://")
         if origin != "*" and (scheme not in ("http", "https") or not rest or "/" in rest):
-            raise ValueError(f"MENUS_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) or *")
+            raise ConfigurationError(f"MENUS_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) or *")
     return origins
+
+
+def _url(env: Mapping[str, str], name: str, default: str) -> str:
+    """An http(s) URL with a host, maybe a path, no query or fragment; without its trailing slash."""
+    value = (env.get(name) or default).rstrip("/")
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.query and not parts.fragment
+        parts.port  # noqa: B018  # raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError:
+        valid = False
+    if not valid or _CONTROL.search(value):
+        raise ConfigurationError(f"{name} must be an http or https URL without query or fragment, got {value!r}")
+    return value
+
+
+def _networks(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    try:
+        return parse_networks(env.get(name, ""), name)
+    except ValueError as error:
+        raise ConfigurationError(str(error)) from None
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
     value = env.get(name, "on" if default else "off").strip().lower()
     if value not in ("on", "off"):
-        raise ValueError(f"{name} must be on or off, got {value!r}")
+        raise ConfigurationError(f"{name} must be on or off, got {value!r}")
     return value == "on"
 
 
@@ -286,7 +330,7 @@ def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:
         except (ValueError, UnicodeEncodeError):
             valid = False
         if not valid:  # never the key itself in the message
-            raise ValueError(
+            raise ConfigurationError(
                 f"MENUS_SECRET_KEYS: key {position} is not 32 bytes of URL-safe base64 "
                 "(make one with 'regional-menus secrets new-key')"
             )
@@ -297,5 +341,7 @@ def _path(env: Mapping[str, str], name: str, default: str) -> str:
     """A path of its own below the host: ``/console``, ``/dev/console``; not the root, no trailing slash."""
     value = env.get(name) or default
     if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", value) or value in ("/v1", "/healthz", "/readyz", "/metrics"):
-        raise ValueError(f"{name} must be a path such as /console (not the root, no trailing slash), got {value!r}")
+        raise ConfigurationError(
+            f"{name} must be a path such as /console (not the root, no trailing slash), got {value!r}"
+        )
     return value

@@ -40,6 +40,7 @@ from service.ops.logs import configure_command
 from service.settings import (
     DEFAULT_HOST,
     DEFAULT_PORT,
+    ConfigurationError,
     Settings,
     default_database_url,
     max_keys_per_org_from,
@@ -96,6 +97,7 @@ def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callabl
         @_database_url_option
         @functools.wraps(command)
         def wrapper(*args: Any, database_url: str, **kwargs: Any) -> Any:
+            Settings.from_env()  # every MENUS_* variable is checked, whichever the command reads
             with _opened(database_url, schema_current=schema_current) as engine:
                 return command(*args, engine=engine, **kwargs)
 
@@ -168,20 +170,15 @@ def main() -> None:
     help="Run gunicorn with this many uvicorn workers (production); without it, one uvicorn process.",
 )
 @click.option(
-    "--forwarded-allow-ips",
-    default=lambda: os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1",
-    show_default="FORWARDED_ALLOW_IPS, else 127.0.0.1",
-    help="Comma-separated addresses of reverse proxies whose X-Forwarded-For and -Proto are trusted.",
-)
-@click.option(
     "--demo",
     is_flag=True,
     help="Bring the schema up to date, create demo data (API key, org, user, client), print how to use it.",
 )
 @_database_url_option
-def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, demo: bool, database_url: str) -> None:
+def serve(host: str, port: int, workers: int | None, demo: bool, database_url: str) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
     from service.ops import multiprocess
+    from service.ops.bounded_http import HeadLimits
     from service.ops.server import Listen, run_single, run_workers
 
     _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
@@ -191,7 +188,10 @@ def serve(host: str, port: int, workers: int | None, forwarded_allow_ips: str, d
             upgrade(engine)
             click.echo(prepare_demo(engine, settings).instructions)
         require_current(engine)
-        listen = Listen(host, port, forwarded_allow_ips, settings.keep_alive, settings.graceful_timeout)
+        head = HeadLimits(
+            settings.head_line_limit, settings.head_limit, settings.head_fields_limit, settings.head_timeout
+        )
+        listen = Listen(host, port, settings.keep_alive, settings.graceful_timeout, head)
         configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.ops.server)
         if workers is None:
             if multiprocess.ENV in os.environ:  # an operator's metrics directory: start it empty
@@ -529,6 +529,8 @@ def run(args: list[str] | None = None) -> None:
     except click.ClickException as error:
         _error(error.format_message(), as_json="--json" in arguments)
     except (InvalidInput, SealingError) as error:  # the identity domain's refusal of bad input or of the keys
+        _error(str(error), as_json="--json" in arguments)
+    except ConfigurationError as error:  # a MENUS_* variable that cannot be used: one line naming it
         _error(str(error), as_json="--json" in arguments)
 
 

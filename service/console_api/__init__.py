@@ -51,7 +51,8 @@ def create_console_app(web: ConsoleWeb, *, validate_responses: bool = False) -> 
 
 class ConsoleEntry:
     """Puts the console in each request's state, keeps a POST's body for the handlers, caps it at
-    ``web.form_limit`` (413), and sends the bare console path to its home page."""
+    ``web.form_limit`` (413), sends the bare console path to its home page, and answers 404 for any other path
+    that ends with a slash."""
 
     def __init__(self, app: ASGIApp, web: ConsoleWeb) -> None:
         self.app = app
@@ -64,8 +65,12 @@ class ConsoleEntry:
         if _CONTROL.search(scope["path"]):  # never a path of ours (Connexion would answer 500)
             await self.web.error_response(404, LookupError(scope["path"]))(scope, receive, send)
             return
-        if scope["path"] == self.web.path:
-            await self.web.redirect(self.web.path + "/")(scope, receive, send)
+        if scope["path"] == self.web.path:  # the one redirect of the console: relative, never built from Host
+            await self.web.redirect(self.web.home)(scope, receive, send)
+            return
+        if scope["path"].endswith("/") and scope["path"] != self.web.home:
+            # No path is redirected to drop a trailing slash (Starlette would, to an absolute URL built from Host).
+            await self.web.error_response(404, LookupError(scope["path"]))(scope, receive, send)
             return
         CONSOLE.put(scope, self.web)
         if scope["method"] == "POST":

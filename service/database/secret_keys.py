@@ -21,6 +21,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from identity import audit
 from identity.keys import SigningKeys
 from identity.sealing import Sealer, new_key
 from service.database.db import private_file, seal_with, service_secrets
@@ -96,6 +97,8 @@ def reseal(engine: Engine, sealer: Sealer, *, rotate: bool) -> Resealed:
                 .values(value=resealed)
             )
         secrets += result.rowcount
+    if rotate:
+        audit.record(audit.SECRETS_ROTATED)
     return Resealed(keys, secrets)
 
 

@@ -14,6 +14,7 @@ import anyio.to_thread
 import orjson
 from connexion import context
 from connexion.lifecycle import ConnexionResponse
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Message, Receive
@@ -22,6 +23,7 @@ from identity.device_cookies import DEVICE_COOKIE
 from identity.flow import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser, Outcome
 from identity.issuer import Issuer
 from identity.provider import Provider
+from identity.text import has_control
 from service.identity_api.page_rendering import page_response
 from service.web.request_state import BODY, CLIENT_THREADS, PROVIDER
 
@@ -83,15 +85,26 @@ async def form_pairs(request: Request) -> list[tuple[str, str]]:
         return {"type": "http.request", "body": body, "more_body": False}
 
     form = await Request(request.scope, replay).form()
-    return [(name, value) for name, value in form.multi_items() if isinstance(value, str)]
+    return without_controls([(name, value) for name, value in form.multi_items() if isinstance(value, str)])
 
 
 def query_pairs(request: Request) -> list[tuple[str, str]]:
-    return list(request.query_params.multi_items())
+    return without_controls(list(request.query_params.multi_items()))
+
+
+def without_controls(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``pairs``, refused (400, in the endpoint's error form) when a name or value holds a control character:
+    no parameter of ours may (RFC 6749 Appendix A: client_id, state, code… are visible ASCII), and a NUL byte
+    would reach the database (identity/text.py). The refusal names neither the parameter's value nor its name."""
+    if any(has_control(name) or has_control(value) for name, value in pairs):
+        raise HTTPException(400, "A parameter contains a control character.")
+    return pairs
 
 
 def browser(request: Request) -> Browser:
-    cookies = request.cookies
+    """The browser's cookies of ours; one holding a control character (a quoted cookie may: ``"\\000"``) is
+    treated as absent, as any other cookie we did not set."""
+    cookies = {name: value for name, value in request.cookies.items() if not has_control(value)}
     return Browser(
         bindings={k: v for k, v in cookies.items() if k.startswith(INTERACTION_COOKIE_PREFIX)},
         session=cookies.get(SESSION_COOKIE),

@@ -6,6 +6,10 @@ uvicorn workers alive: it restarts a worker that dies and, on SIGTERM, stops
 accepting and gives each worker ``graceful_timeout`` seconds to finish what it
 is answering. Each worker builds its own app (and its own database pool) after
 the fork, so nothing that holds a connection is ever shared between processes.
+
+Both run uvicorn's httptools protocol with bounded request heads (``service.ops.bounded_http``), and without
+uvicorn's own handling of ``X-Forwarded-For`` (which trusts 127.0.0.1 by default): the app believes forwarded
+headers only from ``MENUS_TRUSTED_PROXIES`` (``service.web.forwarded``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from starlette.types import ASGIApp
 from uvicorn_worker import UvicornWorker
 
 from service.ops import logs, multiprocess
+from service.ops.bounded_http import HeadLimits, bounded_protocol
 from service.ops.memory import freeze_startup_objects, return_large_blocks
 
 
@@ -27,9 +32,9 @@ from service.ops.memory import freeze_startup_objects, return_large_blocks
 class Listen:
     host: str
     port: int
-    forwarded_allow_ips: str  # proxies whose X-Forwarded-For/-Proto are trusted ("*" for any)
     keep_alive: int  # seconds an idle keep-alive connection stays open
     graceful_timeout: int  # seconds in-flight requests may take to finish after SIGTERM (gunicorn)
+    head_limits: HeadLimits  # size, lines and time of a request head
 
     @property
     def bind(self) -> str:
@@ -39,8 +44,18 @@ class Listen:
 class Worker(UvicornWorker):  # type: ignore[misc]  # uvicorn-worker ships no type hints
     """A uvicorn worker that runs the app's lifespan (start-up checks, purge task, clean shutdown)."""
 
-    # access_log off: service.web.observe writes one JSON line per request.
-    CONFIG_KWARGS: dict[str, Any] = {"loop": "auto", "http": "auto", "lifespan": "on", "access_log": False}
+    # access_log off: service.web.observe writes one JSON line per request. http: set by worker_class().
+    CONFIG_KWARGS: dict[str, Any] = {
+        "loop": "auto",
+        "lifespan": "on",
+        "access_log": False,
+        "proxy_headers": False,
+    }
+
+
+def worker_class(limits: HeadLimits) -> type[Worker]:
+    """The worker class given to gunicorn, serving with the bounded protocol of ``limits``."""
+    return type("Worker", (Worker,), {"CONFIG_KWARGS": {**Worker.CONFIG_KWARGS, "http": bounded_protocol(limits)}})
 
 
 def run_single(app: ASGIApp, listen: Listen) -> None:
@@ -55,8 +70,8 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
         host=listen.host,
         port=listen.port,
         lifespan="on",
-        proxy_headers=True,
-        forwarded_allow_ips=listen.forwarded_allow_ips,
+        http=bounded_protocol(listen.head_limits),
+        proxy_headers=False,  # service.web.forwarded reads them, from MENUS_TRUSTED_PROXIES only
         timeout_keep_alive=listen.keep_alive,
         log_config=None,  # service.ops.logs has set up JSON lines
         access_log=False,  # service.web.observe writes one JSON line per request
@@ -84,10 +99,9 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no typ
         self.options = {
             "bind": [listen.bind],
             "workers": workers,
-            "worker_class": f"{__name__}.Worker",
+            "worker_class": worker_class(listen.head_limits),
             "graceful_timeout": listen.graceful_timeout,
             "keepalive": listen.keep_alive,
-            "forwarded_allow_ips": listen.forwarded_allow_ips,
             "preload_app": False,  # each worker opens its own database connections
             "errorlog": "-",
             "loglevel": "info",

@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.ops import metrics
 from service.ops.logs import CURRENT_REQUEST, RequestContext
+from service.web.forwarded import TrustedProxies
 from service.web.routes import RouteTemplates
 
 access_log = logging.getLogger("regional_menus.access")
@@ -41,16 +42,21 @@ def request_id(scope: Scope) -> str:
 
 
 class RequestObserver:
-    def __init__(self, app: ASGIApp, routes: RouteTemplates, *, logged_path_max: int) -> None:
+    def __init__(
+        self, app: ASGIApp, routes: RouteTemplates, *, logged_path_max: int, proxies: TrustedProxies | None = None
+    ) -> None:
         self.app = app
         self.routes = routes
         self.logged_path_max = logged_path_max  # characters of the path kept in a log line
+        self.proxies = proxies  # whose X-Forwarded-For/-Proto are believed (service/web/forwarded.py); None: nobody's
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        if self.proxies is not None:  # here, in the outermost layer, rather than in one more of its own
+            scope = self.proxies.resolve(scope)
         client = scope.get("client")
         context = RequestContext(request_id(scope), client[0] if client else None)
         header = (REQUEST_ID_HEADER, context.request_id.encode("ascii"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -246,6 +247,18 @@ def test_key_rotation_is_audited_with_the_new_kid(engine: Engine, audited: pytes
         engine, timedelta(seconds=60), timedelta(seconds=60), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
     ).rotate()
     assert only(audited) == {"event": "key_rotated", "outcome": "success", "kid": info.kid}
+
+
+def test_secrets_rotation_is_audited(tmp_path: Path) -> None:
+    env = {**os.environ, "MENUS_SECRET_KEYS": new_key()}
+    for args in (["db", "upgrade"], ["keys", "rotate"], ["secrets", "rotate", "--json"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "service", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stderr.splitlines()]
+    assert [(e["event"], e["outcome"], e["source"]) for e in events] == [("secrets_rotated", "success", "cli")]
+    assert env["MENUS_SECRET_KEYS"] not in done.stderr
 
 
 def test_api_key_creation_and_revocation_are_audited_with_the_key_id(

@@ -71,6 +71,8 @@ NASTY = {
     "registered with a fragment": CALLBACK + "#fragment",
     "registered with CR LF": CALLBACK + "\r\nX-Injected: 1",
     "registered sign-out URI": SIGNED_OUT,
+    "unclosed IPv6 bracket": "http://[::1:99/callback",
+    "fullwidth solidus before userinfo": "http://127.0.0.1\uff0f@evil.example/callback",
     "empty": "",
 }
 MARKUP = [value for value in NASTY.values() if any(c in value for c in "<>\"'") and len(value) < 100]
@@ -231,6 +233,24 @@ def test_authorization_query_survives_every_nasty_value_in_every_parameter(world
             on_provider(browser, browser.get(f"/oauth2/authorize?{malformed}"))
 
 
+@pytest.mark.parametrize("redirect_uri", ["http://[::1:99/callback", "http://127.0.0.1%EF%BC%8F@evil.example/callback"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_redirect_uri_that_is_no_uri_is_an_error_page_without_a_redirect(
+    world: World, method: str, redirect_uri: str
+) -> None:
+    """RFC 6749 §4.1.2.1: an invalid redirection URI is told to the user, never redirected to. The second one
+    decodes to U+FF0F, which NFKC normalization turns into '/': Python's urlsplit refuses such a netloc."""
+    encoded = redirect_uri.replace("[", "%5B").replace(":", "%3A").replace("/", "%2F").replace("@", "%40")
+    query = urlencode(authorize_query(world, redirect_uri="REDIRECT_URI")).replace("REDIRECT_URI", encoded)
+    with new_browser(world) as browser:
+        if method == "GET":
+            response = browser.get(f"/oauth2/authorize?{query}")
+        else:
+            response = browser.post("/oauth2/authorize", content=query, headers=FORM)
+    assert response.status_code == 400 and "location" not in response.headers
+    assert response.headers["content-type"].startswith("text/html")
+
+
 def test_registered_redirect_uri_with_crlf_is_refused_without_a_redirect(world: World) -> None:
     """A redirect_uri is compared exactly, so CR LF after a registered one makes it unregistered: an error page."""
     with new_browser(world) as browser:
@@ -241,13 +261,23 @@ def test_registered_redirect_uri_with_crlf_is_refused_without_a_redirect(world: 
     assert_safe(response)
 
 
-def test_state_with_crlf_goes_back_percent_encoded_in_one_location_header(world: World) -> None:
+def test_state_with_crlf_is_refused_with_an_error_page_and_never_echoed(world: World) -> None:
+    """RFC 6749 Appendix A.5: state is visible ASCII; CR LF in it is refused as every control character is."""
     with new_browser(world) as browser:
         query = authorize_query(world, state=NASTY["CR LF header"], prompt="none")
         response = browser.get("/oauth2/authorize", params=query)
+    assert response.status_code == 400 and "location" not in response.headers
+    assert "injected" not in response.text
+    assert_safe(response)
+
+
+def test_state_with_percent_encoded_crlf_goes_back_as_sent_in_one_location_header(world: World) -> None:
+    with new_browser(world) as browser:
+        query = authorize_query(world, state=NASTY["percent-encoded CR LF"], prompt="none")
+        response = browser.get("/oauth2/authorize", params=query)
     assert response.status_code == 302
     assert response.headers["location"].startswith(CALLBACK + "?error=login_required")
-    assert "state=x%0D%0ASet-Cookie%3A+injected%3D1%0D%0AX-Injected%3A+1" in response.headers["location"]
+    assert "state=x%250d%250aX-Injected%3A%25201" in response.headers["location"]
     assert_safe(response)
 
 

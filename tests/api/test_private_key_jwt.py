@@ -8,6 +8,8 @@ user tokens come from a real sign-in through the pages (``tests/support/token_fl
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -92,6 +94,7 @@ def bad_assertions(client_id: str, rsa_key: KeyPair, stranger_key: KeyPair) -> d
         "without_jti": client_assertion(client_id, rsa_key, omit=("jti",)),
         "without_exp": client_assertion(client_id, rsa_key, omit=("exp",)),
         "unknown_client": client_assertion("cli_0000000000000000", rsa_key),
+        "exp_as_text": client_assertion(client_id, rsa_key, replace={"exp": str(int(time.time()) + 300)}),
     }
 
 
@@ -107,6 +110,7 @@ BAD_ASSERTIONS = [
     "without_jti",
     "without_exp",
     "unknown_client",
+    "exp_as_text",  # RFC 7519 §4.1.4: a NumericDate is a JSON number
 ]
 
 

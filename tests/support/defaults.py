@@ -21,3 +21,6 @@ CODE_LIFETIME = LIFETIMES.code
 SIGN_IN_WINDOW = THROTTLE.window
 PURGE_GRACE = TUNING.purge_grace
 LAST_USED_RESOLUTION = timedelta(seconds=DEFAULTS.last_used_resolution)
+HEAD_LINE_LIMIT = DEFAULTS.head_line_limit
+HEAD_LIMIT = DEFAULTS.head_limit
+HEAD_FIELDS_LIMIT = DEFAULTS.head_fields_limit

@@ -114,7 +114,9 @@ def client_assertion(
     expires_in: int = 300,
     jti: str | None = None,
     omit: tuple[str, ...] = (),
+    replace: dict[str, Any] | None = None,
 ) -> str:
+    """A client assertion of ``client_id`` signed with ``key``; ``omit`` drops claims, ``replace`` sets them."""
     at = int(time.time())
     claims = {
         "iss": iss or client_id,
@@ -126,6 +128,7 @@ def client_assertion(
     }
     for name in omit:
         del claims[name]
+    claims.update(replace or {})
     return jwt.encode(claims, key.private, algorithm=algorithm, headers={"kid": key.public_jwk["kid"]})
 
 

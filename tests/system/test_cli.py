@@ -305,6 +305,9 @@ def test_keys_rotate_and_list(tmp_path: Path) -> None:
         (("clients", "create", "--name", "W", "--org", "org_x", "--auth-method", "magic"), ""),
         (("clients", "delete", "cli_missing"), ""),
         (("orgs", "create", "--name", " "), ""),
+        (("orgs", "create", "--name", "Acme\u202eFoods"), ""),  # a bidirectional override spoofs a name
+        (("api-keys", "create", "--name", "prod\u200b"), ""),
+        (("clients", "create", "--name", "W\x1b[31m", "--org", "org_x", "--auth-method", "client_secret_basic"), ""),
     ],
 )
 def test_identity_commands_refuse_bad_input_with_exit_2(tmp_path: Path, args: tuple[str, ...], stdin: str) -> None:

@@ -1,0 +1,143 @@
+"""uvicorn's httptools protocol with bounded request heads: their size, their count of lines, and their time.
+
+uvicorn bounds a head only with its h11 protocol (``h11_max_incomplete_event_size``, which is pure Python and
+slower on the hot path); with httptools, a head of any size is buffered until it ends (uvicorn issue #157:
+httptools' own limit cannot be changed), and no protocol has a time bound on receiving a head:
+``timeout_keep_alive`` runs only between requests and stops at the first byte, so a client that sends one
+byte a second holds its connection for ever (slowloris). This subclass adds both, as nginx's
+``large_client_header_buffers`` and ``client_header_timeout`` do:
+
+- it scans the bytes of a head as they arrive, before httptools buffers them: a request line over
+  ``line_limit`` is answered 414, a header line over ``line_limit``, a head over ``head_limit`` or with more
+  than ``fields_limit`` header lines 431 (RFC 6585 §5), and the connection is closed;
+- a connection must deliver a whole head within ``head_timeout`` seconds of its start, or of the first byte of
+  the next request on a kept-alive connection; else it is closed. Idle kept-alive connections are closed after
+  uvicorn's ``timeout_keep_alive``; a new connection that sends nothing meets the head bound.
+
+The scan stops at the empty line that ends a head; the body and any pipelined request in the same read are
+left to httptools (a pipelined head that starts inside a read is bounded by that read's size in addition).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+from dataclasses import dataclass
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+
+@dataclass(frozen=True, slots=True)
+class HeadLimits:
+    line_limit: int  # bytes of the request line or one header line
+    head_limit: int  # bytes of a whole head
+    fields_limit: int  # header lines in a head
+    head_timeout: float  # seconds to receive a whole head
+
+
+def bounded_protocol(limits: HeadLimits) -> type[HttpToolsProtocol]:
+    """The protocol class to give uvicorn (``http=``), with ``limits``."""
+    return type("BoundedHttpToolsProtocol", (BoundedHttpToolsProtocol,), {"limits": limits})
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    limits: HeadLimits  # set by bounded_protocol()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._in_head = True  # waiting for, or reading, a head
+        self._head_bytes = 0
+        self._line_bytes = 0  # of the line being read
+        self._lines = 0  # complete lines of this head, the request line included
+        self._head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_deadline()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._in_head:
+            self._arm_head_deadline()  # the first byte of the next request on a kept-alive connection
+            refusal = self._scan_head(data)
+            if refusal is not None:
+                self._refuse(refusal)
+                return
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._disarm_head_deadline()
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_head = True  # the next bytes start the next head
+        self._head_bytes = self._line_bytes = self._lines = 0
+
+    def _scan_head(self, data: bytes) -> http.HTTPStatus | None:
+        """Count ``data`` into the head being read: the refusal once a bound is passed, else None."""
+        limits = self.limits
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                self._line_bytes += len(data) - start
+                self._head_bytes += len(data) - start
+                break
+            line = self._line_bytes + end - start  # without the LF
+            self._head_bytes += end + 1 - start
+            self._line_bytes = 0
+            start = end + 1
+            if line <= 1:  # an empty line (CRLF or LF)
+                if self._lines == 0:
+                    continue  # RFC 9112 §2.2: empty lines before the request line are ignored
+                self._lines = 0  # the head is complete: the rest is httptools' to read
+                self._head_bytes = 0
+                return None
+            if line > limits.line_limit:
+                return http.HTTPStatus.REQUEST_URI_TOO_LONG if self._lines == 0 else _TOO_LARGE
+            self._lines += 1
+            if self._lines > limits.fields_limit + 1 or self._head_bytes > limits.head_limit:
+                return _TOO_LARGE
+        if self._line_bytes > limits.line_limit:
+            return http.HTTPStatus.REQUEST_URI_TOO_LONG if self._lines == 0 else _TOO_LARGE
+        return _TOO_LARGE if self._head_bytes > limits.head_limit else None
+
+    def _refuse(self, status: http.HTTPStatus) -> None:
+        """Answer ``status`` with a short text and close: the head was never parsed, so no app sees it."""
+        self._disarm_head_deadline()
+        self._in_head = False
+        body = f"{status.phrase}\n".encode("ascii")
+        self.logger.warning("request head refused: %s", status.phrase)
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
+            b"connection: close\r\n\r\n%s" % (status.value, status.phrase.encode("ascii"), len(body), body)
+        )
+        self.transport.close()
+
+    def _arm_head_deadline(self) -> None:
+        if self._head_deadline is None:
+            self._head_deadline = self.loop.call_later(self.limits.head_timeout, self._head_too_slow)
+
+    def _disarm_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._head_deadline = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._arm_head_deadline()  # a pipelined head behind a request still being answered: not yet
+            return
+        self.logger.info("closed a connection that sent no complete request head in %s s", self.limits.head_timeout)
+        self.transport.close()
+
+
+_TOO_LARGE = http.HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
