@@ -21,3 +21,5 @@ CODE_LIFETIME = LIFETIMES.code
 SIGN_IN_WINDOW = THROTTLE.window
 PURGE_GRACE = TUNING.purge_grace
 LAST_USED_RESOLUTION = timedelta(seconds=DEFAULTS.last_used_resolution)
+REFRESH_TOKEN_TTL = DEFAULTS.refresh_token_ttl
+PUBLIC_REFRESH_TTL = DEFAULTS.public_refresh_ttl
