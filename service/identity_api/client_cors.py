@@ -32,7 +32,9 @@ from identity.issuer import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
 from identity.web_origins import WebOrigins
 from service.web.cors import EXPOSE_HEADERS
 
-CLIENT_HEADERS = "content-type, authorization"  # a form body, and Basic or DPoP-less bearer credentials
+CLIENT_HEADERS = "content-type, authorization"
+# The contract's bounds of the two headers; a longer one is no preflight of ours: the contract's 400 answers it.
+MAX_ORIGIN, MAX_REQUEST_METHOD = 2048, 64  # a form body, and Basic or DPoP-less bearer credentials
 METHODS = {TOKEN_PATH: "POST", REVOCATION_PATH: "POST", USERINFO_PATH: "GET, POST"}
 
 
@@ -63,7 +65,7 @@ class ClientCrossOrigin:
         headers = Headers(scope=scope)
         origin = headers.get("origin")
         allowed = await self._allowed(scope["path"], origin) if origin else None
-        if scope["method"] == "OPTIONS" and origin and "access-control-request-method" in headers:
+        if scope["method"] == "OPTIONS" and origin and _bounded(origin, headers.get("access-control-request-method")):
             await self._preflight(allowed, origin, methods)(scope, receive, send)
             return
 
@@ -109,3 +111,8 @@ class ClientCrossOrigin:
                 "Vary": "Origin",
             },
         )
+
+
+def _bounded(origin: str, method: str | None) -> bool:
+    """A preflight (both headers) within the contract's bounds."""
+    return method is not None and len(origin) <= MAX_ORIGIN and len(method) <= MAX_REQUEST_METHOD

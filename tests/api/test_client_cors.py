@@ -189,3 +189,11 @@ def test_a_node_without_public_clients_answers_no_registered_origin(
     with TestClient(create_app(settings, catalog=catalog)) as http:
         answer = http.options("/oauth2/token", headers=preflight_headers(SPA_ORIGIN))
     assert_oauth_error(answer, 403, "access_denied")
+
+
+def test_a_preflight_header_past_the_contracts_bound_is_invalid_request(node: TestClient, spa: Client) -> None:
+    too_long = node.options(
+        "/oauth2/userinfo", headers={"Origin": SPA_ORIGIN, "Access-Control-Request-Method": "P" * 65}
+    )
+    assert_oauth_error(too_long, 400, "invalid_request")  # the contract's answer, not a preflight's
+    assert "access-control-allow-methods" not in too_long.headers
