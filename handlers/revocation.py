@@ -7,5 +7,10 @@ from service.identity_api.responses import NO_STORE, current, form_pairs, off_th
 
 async def revoke() -> Response:
     request = current()
-    await off_the_loop(provider().inspector.revoke, await form_pairs(request), request.headers.get("Authorization"))
+    await off_the_loop(
+        provider().inspector.revoke,
+        await form_pairs(request),
+        request.headers.get("Authorization"),
+        request.headers.get("Origin"),
+    )
     return Response(status_code=200, headers=NO_STORE)  # the body is empty; it has no media type

@@ -8,6 +8,9 @@ from service.identity_api.responses import NO_STORE, current, form_pairs, json, 
 async def exchange() -> Response:
     request = current()
     tokens = await off_the_loop(
-        provider().token_endpoint.exchange, await form_pairs(request), request.headers.get("Authorization")
+        provider().token_endpoint.exchange,
+        await form_pairs(request),
+        request.headers.get("Authorization"),
+        request.headers.get("Origin"),
     )
     return json(tokens, headers=NO_STORE)

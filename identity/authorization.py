@@ -95,6 +95,7 @@ class _Draft:
     code_challenge: str | None = None
     prompt: frozenset[str] = frozenset()
     max_age: int | None = None
+    public_clients: bool = False  # MENUS_PUBLIC_CLIENTS: whether public clients are known on this node
 
     def one(self, name: str) -> str | None:
         values = self.params.get(name)
@@ -111,6 +112,12 @@ def check_client(draft: _Draft, clients: ClientStore) -> None:
     client = clients.get(client_id[0]) if len(client_id[0]) <= 64 else None
     if client is None:
         raise ErrorPage("Unknown application", "No application is registered with this client_id.")
+    if client.public and not draft.public_clients:
+        raise ErrorPage(
+            "Unknown application",
+            "This application is a browser or native app (a public client), and this service does not accept them.",
+            detail=f"Client {client.id} is public, and MENUS_PUBLIC_CLIENTS is off on this node.",
+        )
     draft.client = client
 
 
@@ -176,13 +183,16 @@ def check_scope(draft: _Draft, clients: ClientStore) -> None:
 
 
 def check_pkce(draft: _Draft, clients: ClientStore) -> None:
-    """RFC 7636 §4.3: S256 only; a challenge without a method means ``plain``, which is refused."""
+    """RFC 7636 §4.3: S256 only; a challenge without a method means ``plain``, which is refused.
+
+    RFC 9700 §2.1.1: "Public clients MUST use PKCE [RFC7636]": a public client's request without a
+    challenge is refused whatever its registration says."""
     assert draft.client is not None
     challenge, method = draft.one("code_challenge"), draft.one("code_challenge_method")
     if challenge is None:
         if method is not None:
             raise InvalidRequest("code_challenge_method was sent without a code_challenge.")
-        if draft.client.pkce_required:
+        if draft.client.pkce_required or draft.client.public:
             raise InvalidRequest("PKCE is required: send code_challenge and code_challenge_method=S256.")
         return
     if method != METHOD:
@@ -229,13 +239,16 @@ CHECKS: Sequence[Callable[[_Draft, ClientStore], None]] = (
 TRUSTED_AFTER = check_redirect_uri  # from the next check on, errors may redirect
 
 
-def parse_request(pairs: Sequence[tuple[str, str]], clients: ClientStore) -> tuple[AuthorizationRequest, Client]:
-    """Run every check in order; raise ``ErrorPage`` or ``RedirectableError``."""
+def parse_request(
+    pairs: Sequence[tuple[str, str]], clients: ClientStore, *, public_clients: bool = False
+) -> tuple[AuthorizationRequest, Client]:
+    """Run every check in order; raise ``ErrorPage`` or ``RedirectableError``. ``public_clients``: whether
+    this node accepts public clients (elsewhere their requests get an error page)."""
     params: dict[str, list[str]] = {}
     for name, value in pairs:
         if value != "":  # OAuth 2.0 §3.1: parameters sent without a value are treated as omitted
             params.setdefault(name, []).append(value)
-    draft = _Draft(params)
+    draft = _Draft(params, public_clients=public_clients)
     trusted = False
     for check in CHECKS:
         try:

@@ -4,7 +4,9 @@ RFC 6749 §2.3: a client uses exactly one method, and only the one it was
 registered with: ``client_secret_basic`` (§2.3.1: the id and secret are
 form-encoded before Basic encoding, so they are decoded here),
 ``client_secret_post``, or ``private_key_jwt`` (RFC 7523 §3, OpenID Connect
-Core §9). Every failure is ``invalid_client`` with the same description, so the
+Core §9). A public client (``none``) sends only its ``client_id`` (RFC 6749 §3.2.1), and is
+known only where public clients are on (``MENUS_PUBLIC_CLIENTS``); elsewhere it is
+``invalid_client`` like an unknown one. Every failure is ``invalid_client`` with the same description, so the
 answer never tells which check failed; its ``detail`` tells the log.
 """
 
@@ -22,7 +24,7 @@ import jwt
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from identity.clients import Client, ClientStore, hash_secret
+from identity.clients import PUBLIC, Client, ClientStore, hash_secret
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidClient, InvalidRequest
 from identity.issuer import TOKEN_PATH, Issuer
@@ -55,13 +57,23 @@ def decode_basic(header: str) -> tuple[str, str]:
 
 
 class ClientAuthenticator:
-    def __init__(self, engine: Engine, clients: ClientStore, issuer: Issuer, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        clients: ClientStore,
+        issuer: Issuer,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        public_clients: bool = False,  # MENUS_PUBLIC_CLIENTS: whether clients of the method none are known here
+    ) -> None:
         self._engine = engine
         self._clients = clients
         self._issuer = issuer
         self._clock = clock
+        self.public_clients = public_clients
 
-    def authenticate(self, params: Mapping[str, str], authorization: str | None) -> Client:
+    def authenticate(self, params: Mapping[str, str], authorization: str | None, *, public: bool = True) -> Client:
+        """The client of the request; ``public=False`` where a public client has no business (introspection)."""
         basic = authorization is not None and authorization[:6].lower() == "basic "
         post = "client_secret" in params
         assertion = "client_assertion" in params or "client_assertion_type" in params
@@ -77,7 +89,20 @@ class ClientAuthenticator:
             return self._by_secret(params.get("client_id", ""), params["client_secret"], "client_secret_post")
         if assertion:
             return self._by_assertion(params)
-        raise InvalidClient(detail="The request carries no client credentials.")
+        return self._public(params.get("client_id", ""), allowed=public)
+
+    def _public(self, client_id: str, *, allowed: bool) -> Client:
+        """RFC 6749 §2.3 and §3.2.1: a public client identifies itself with its ``client_id`` alone."""
+        if not client_id:
+            raise InvalidClient(detail="The request carries no client credentials.")
+        client = self._clients.get(client_id) if len(client_id) <= 64 else None
+        if client is None or client.auth_method != PUBLIC:
+            raise InvalidClient(detail=_not_by(client, PUBLIC, client_id, "credentials"))
+        if not self.public_clients:
+            raise InvalidClient(detail=f"Client {client.id} is public, and public clients are off on this node.")
+        if not allowed:
+            raise InvalidClient(detail=f"Client {client.id} is public, and may not use this endpoint.")
+        return client
 
     def _by_secret(self, client_id: str, secret: str, method: str, *, basic: bool = False) -> Client:
         client = self._clients.get(client_id) if client_id and len(client_id) <= 64 else None

@@ -5,6 +5,12 @@ method, its public JWKS for ``private_key_jwt``, allowed grants and scopes, a
 first-party flag (first-party clients skip consent unless ``prompt=consent``)
 and a PKCE policy (S256 required unless registered optional). Client secrets
 are 256-bit random values stored only as SHA-256 hashes.
+
+A public client (auth method ``none``: a browser or native app, which has nowhere to keep a
+secret, RFC 8252 §8.5) has no secret, always uses PKCE S256 (RFC 9700 §2.1.1), never the
+``client_credentials`` grant, and may register web origins: the origins (scheme, host, port)
+whose pages may call the token, revocation and userinfo endpoints. Only nodes with
+``MENUS_PUBLIC_CLIENTS`` on accept one (``identity/client_auth.py``, ``identity/authorization.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,7 +35,9 @@ from identity.refresh_tokens import RefreshTokenStore
 from identity.tables import clients, organizations
 from identity.text import display_name, has_control
 
-AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")
+AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")  # confidential clients
+PUBLIC = "none"  # RFC 7591 §2: the auth method of a public client, which has no credentials
+REGISTRABLE_AUTH_METHODS = (*AUTH_METHODS, PUBLIC)
 GRANTS = ("authorization_code", "refresh_token", "client_credentials")
 SCOPES = ("openid", "profile", "email", "offline_access", "members:read")
 APPLICATION_SCOPES = frozenset({"members:read"})  # client_credentials only
@@ -38,6 +46,9 @@ DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 # RFC 8252 §7.3 and §8.3: a loopback IP literal, with or without a port (never the name localhost).
 _LOOPBACK_NETLOC = re.compile(r"(127\.0\.0\.1|\[::1\])(?::[0-9]{1,5})?")
+# RFC 6454 §4: an origin is a scheme, a host and a port; written as the ASCII serialization (§6.2), lower case.
+_ORIGIN = re.compile(r"(https?)://([a-z0-9.-]+|\[[0-9a-f:.]+\])(?::([0-9]{1,5}))?")
+MAX_WEB_ORIGINS = 20  # a public client may register at most this many web origins
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +65,12 @@ class Client:
     pkce_required: bool
     jwks: dict[str, Any] | None
     secret_hash: str | None
+    web_origins: tuple[str, ...] = ()
+
+    @property
+    def public(self) -> bool:
+        """A public client (RFC 6749 §2.1): no credentials, so anyone may present its id."""
+        return self.auth_method == PUBLIC
 
     def verify_secret(self, secret: str) -> bool:
         """Constant-time comparison of the presented secret's hash with the stored one."""
@@ -73,6 +90,7 @@ class Client:
             "scopes": list(self.scopes),
             "first_party": self.first_party,
             "pkce": "required" if self.pkce_required else "optional",
+            "web_origins": list(self.web_origins),
         }
 
 
@@ -123,6 +141,29 @@ def _without_loopback_port(uri: str) -> str | None:
     return parts._replace(netloc=match.group(1)).geturl()
 
 
+def check_web_origin(origin: str) -> str:
+    """An origin (RFC 6454 §6.2: ``scheme://host[:port]``), not a URL: no path, query, fragment or user; https,
+    or http on a loopback address (a page served over http elsewhere could be altered on its way)."""
+    match = _ORIGIN.fullmatch(origin)
+    if match is None or (match.group(3) is not None and not 0 < int(match.group(3)) < 65536):
+        raise InvalidInput(f"web origin {origin!r} must be an origin, scheme://host[:port] in lower case, not a URL")
+    scheme, host = match.group(1), match.group(2)
+    if scheme == "http" and host.strip("[]") not in LOOPBACK_HOSTS:
+        raise InvalidInput(f"web origin {origin!r} must use https (http only on a loopback address)")
+    default_port = {"http": "80", "https": "443"}[scheme]
+    return f"{scheme}://{host}" if match.group(3) == default_port else origin  # RFC 6454 §6.2: no default port
+
+
+def check_web_origins(origins: Sequence[str], auth_method: str) -> tuple[str, ...]:
+    """The registered web origins, each checked; only a public client has any."""
+    checked = tuple(dict.fromkeys(check_web_origin(origin) for origin in origins))
+    if checked and auth_method != PUBLIC:
+        raise InvalidInput("web origins are only for public clients (--auth-method none): a page keeps no secret")
+    if len(checked) > MAX_WEB_ORIGINS:
+        raise InvalidInput(f"a client may register at most {MAX_WEB_ORIGINS} web origins")
+    return checked
+
+
 def check_jwks(jwks: Any) -> dict[str, Any]:
     if not isinstance(jwks, dict) or not isinstance(jwks.get("keys"), list) or not jwks["keys"]:
         raise InvalidInput("the JWKS must be a JSON object with a non-empty 'keys' list")
@@ -152,12 +193,15 @@ class ClientStore:
         first_party: bool = False,
         pkce_required: bool = True,
         jwks: Any = None,
+        web_origins: Sequence[str] = (),
     ) -> tuple[Client, str | None]:
-        """Register a client; return it and its secret (None for private_key_jwt), shown this once."""
+        """Register a client; return it and its secret (None for private_key_jwt and public clients), shown once."""
         name = display_name(name, "the client's name")
-        if auth_method not in AUTH_METHODS:
-            raise InvalidInput(f"the auth method must be one of {', '.join(AUTH_METHODS)}")
+        if auth_method not in REGISTRABLE_AUTH_METHODS:
+            raise InvalidInput(f"the auth method must be one of {', '.join(REGISTRABLE_AUTH_METHODS)}")
         grants = tuple(dict.fromkeys(grants or DEFAULT_GRANTS))
+        if auth_method == PUBLIC:
+            _check_public(grants, pkce_required)
         unknown = [g for g in grants if g not in GRANTS]
         if unknown:
             raise InvalidInput(f"unknown grant {unknown[0]!r}; grants are {', '.join(GRANTS)}")
@@ -171,10 +215,13 @@ class ClientStore:
         logouts = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris))
         if "authorization_code" in grants and not redirects:
             raise InvalidInput("the authorization_code grant needs at least one redirect URI")
+        origins = check_web_origins(web_origins, auth_method)
         if auth_method == "private_key_jwt":
             jwks, secret = check_jwks(jwks), None
         elif jwks is not None:
             raise InvalidInput("a JWKS is only for the private_key_jwt auth method")
+        elif auth_method == PUBLIC:
+            secret = None
         else:
             secret = "cs_" + secrets.token_urlsafe(32)
         client = Client(
@@ -190,6 +237,7 @@ class ClientStore:
             pkce_required=pkce_required,
             jwks=jwks,
             secret_hash=hash_secret(secret) if secret else None,
+            web_origins=origins,
         )
         with self._engine.begin() as connection:
             if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
@@ -246,6 +294,45 @@ class ClientStore:
             row = connection.execute(_BY_ID, {"client_id": client_id}).first()
         return _client(row) if row else None
 
+    def update(
+        self,
+        client_id: str,
+        *,
+        redirect_uris: Sequence[str] | None = None,
+        post_logout_redirect_uris: Sequence[str] | None = None,
+        web_origins: Sequence[str] | None = None,
+    ) -> Client:
+        """Replace the lists given (None: keep), under the same id and secret; checked as at registration."""
+        with self._engine.begin() as connection:
+            row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
+            if row is None:
+                raise UnknownRecord(client_id)
+            client = _client(row)
+            changes: dict[str, Any] = {}
+            if redirect_uris is not None:
+                changes["redirect_uris"] = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris))
+                if "authorization_code" in client.grants and not changes["redirect_uris"]:
+                    raise InvalidInput("the authorization_code grant needs at least one redirect URI")
+            if post_logout_redirect_uris is not None:
+                changes["post_logout_redirect_uris"] = tuple(
+                    check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris)
+                )
+            if web_origins is not None:
+                changes["web_origins"] = check_web_origins(web_origins, client.auth_method)
+            if changes:
+                connection.execute(
+                    clients.update()
+                    .where(clients.c.id == client_id)
+                    .values({name: list(value) for name, value in changes.items()})
+                )
+        return replace(client, **changes)
+
+    def web_origins(self) -> frozenset[str]:
+        """Every origin some public client registered."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(_WEB_ORIGINS).all()
+        return frozenset(origin for row in rows for origin in row.web_origins or ())
+
     def list(self) -> list[Client]:
         with self._engine.connect() as connection:
             rows = connection.execute(sa.select(clients).order_by(clients.c.created_at, clients.c.id)).all()
@@ -257,7 +344,7 @@ class ClientStore:
         with self._engine.begin() as connection:
             changed = connection.execute(
                 clients.update()
-                .where(clients.c.id == client_id, clients.c.auth_method != "private_key_jwt")
+                .where(clients.c.id == client_id, clients.c.auth_method.not_in(("private_key_jwt", PUBLIC)))
                 .values(secret_hash=hash_secret(secret))
             )
             if changed.rowcount == 0:
@@ -276,6 +363,17 @@ class ClientStore:
 
 # Built once: every token request looks its client up, and building a statement costs more than running it.
 _BY_ID = sa.select(clients).where(clients.c.id == sa.bindparam("client_id"))
+_WEB_ORIGINS = sa.select(clients.c.web_origins).where(clients.c.auth_method == PUBLIC)
+
+
+def _check_public(grants: Sequence[str], pkce_required: bool) -> None:
+    """A public client cannot authenticate: no grant that rests on client authentication alone
+    (RFC 6749 §4.4.1: client_credentials is for confidential clients only), and PKCE always
+    (RFC 9700 §2.1.1: "Public clients MUST use PKCE [RFC7636] to this end")."""
+    if "client_credentials" in grants:
+        raise InvalidInput("a public client (--auth-method none) may not use the client_credentials grant")
+    if not pkce_required:
+        raise InvalidInput("a public client (--auth-method none) must use PKCE (--pkce required)")
 
 
 def _default_scopes(grants: Sequence[str]) -> tuple[str, ...]:
@@ -298,6 +396,7 @@ def _row(client: Client) -> dict[str, Any]:
         "scopes": list(client.scopes),
         "first_party": client.first_party,
         "pkce_required": client.pkce_required,
+        "web_origins": list(client.web_origins),
     }
 
 
@@ -315,4 +414,5 @@ def _client(row: Any) -> Client:
         pkce_required=bool(row.pkce_required),
         jwks=row.jwks,
         secret_hash=row.secret_hash,
+        web_origins=tuple(row.web_origins or ()),
     )

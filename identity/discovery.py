@@ -7,7 +7,7 @@ from typing import Any
 
 from identity.authorization import PROMPTS
 from identity.client_auth import ASSERTION_ALGORITHMS
-from identity.clients import AUTH_METHODS, SCOPES
+from identity.clients import AUTH_METHODS, PUBLIC, SCOPES
 from identity.issuer import (
     AUTHORIZATION_PATH,
     END_SESSION_PATH,
@@ -27,8 +27,11 @@ CLAIMS = (
 )  # fmt: skip
 
 
-def metadata(issuer: Issuer, grant_types: Sequence[str]) -> dict[str, Any]:
+def metadata(issuer: Issuer, grant_types: Sequence[str], *, public_clients: bool = False) -> dict[str, Any]:
+    """``public_clients`` (``MENUS_PUBLIC_CLIENTS``): the token and revocation endpoints list ``none`` too; the
+    default lists exactly the specification's three methods."""
     auth_methods = list(AUTH_METHODS)
+    public_methods = [*auth_methods, PUBLIC] if public_clients else auth_methods
     return {
         "issuer": issuer.url,
         "authorization_endpoint": issuer.endpoint(AUTHORIZATION_PATH),
@@ -44,11 +47,11 @@ def metadata(issuer: Issuer, grant_types: Sequence[str]) -> dict[str, Any]:
         "grant_types_supported": list(grant_types),
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": [ALGORITHM],
-        "token_endpoint_auth_methods_supported": auth_methods,
+        "token_endpoint_auth_methods_supported": public_methods,
         "token_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
         "introspection_endpoint_auth_methods_supported": auth_methods,
         "introspection_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
-        "revocation_endpoint_auth_methods_supported": auth_methods,
+        "revocation_endpoint_auth_methods_supported": public_methods,
         "revocation_endpoint_auth_signing_alg_values_supported": list(ASSERTION_ALGORITHMS),
         "code_challenge_methods_supported": [METHOD],
         "prompt_values_supported": list(PROMPTS),

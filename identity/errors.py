@@ -86,6 +86,14 @@ class AccessDenied(OAuthError):
     error = "access_denied"
 
 
+class OriginNotAllowed(OAuthError):
+    """A cross-origin request from a page whose origin the client did not register: refused before the
+    grant is looked at, so that a page which could not read the answer never spends a code."""
+
+    error = "access_denied"
+    status = 403
+
+
 class LoginRequired(OAuthError):
     error = "login_required"
 

@@ -120,8 +120,10 @@ class SignInFlow:
         devices: DeviceCookies,
         interaction_ttl: timedelta,
         clock: Clock = SYSTEM_CLOCK,
+        public_clients: bool = False,  # MENUS_PUBLIC_CLIENTS: whether public clients may sign users in here
     ) -> None:
         self.issuer = issuer
+        self.public_clients = public_clients
         self.clients = clients
         self.users = users
         self.sessions = sessions
@@ -138,7 +140,9 @@ class SignInFlow:
     def start(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
         """RFC 6749 §4.1.1 / OpenID Connect Core §3.1.2: validate, then sign in, choose, consent or finish."""
         try:
-            request, client = parse_request(pairs, self.clients)  # an ErrorPage goes up as it is: never a redirect
+            request, client = parse_request(
+                pairs, self.clients, public_clients=self.public_clients
+            )  # an ErrorPage goes up as it is: never a redirect
         except RedirectableError as error:
             return self._error_redirect(error.redirect_uri, error.state, error.error)
         binding = secrets.token_urlsafe(32)
@@ -310,8 +314,12 @@ class SignInFlow:
         if not interaction.consented and (
             "consent" in prompt
             or not client.first_party
-            and not self.consents.covers(user.id, client.id, interaction.org_id or "", request.scope)
+            and (client.public or not self.consents.covers(user.id, client.id, interaction.org_id or "", request.scope))
         ):
+            # A third-party public client is asked for consent every time: anyone may send its client_id, so
+            # a consent given once proves nothing about who asks now. RFC 8252 §8.6: the authorization server
+            # "SHOULD NOT process authorization requests automatically without user consent or interaction,
+            # except when the identity of the client can be assured"; RFC 6749 §10.2 says the same.
             if "none" in prompt:
                 raise ConsentRequired("The user must consent to this application.")
             return "consent", interaction

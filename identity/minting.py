@@ -60,6 +60,7 @@ class TokenMinter:
         access_ttl: timedelta,
         refresh_ttl: timedelta,
         clock: Clock = SYSTEM_CLOCK,
+        public_refresh_ttl: timedelta | None = None,  # a public client's refresh token family (refresh_ttl if None)
     ) -> None:
         self._keys = keys
         self._public_keys = public_keys
@@ -68,6 +69,7 @@ class TokenMinter:
         self._refresh_tokens = refresh_tokens
         self.access_ttl = access_ttl
         self.refresh_ttl = refresh_ttl
+        self.public_refresh_ttl = public_refresh_ttl or refresh_ttl
         self._clock = clock
 
     def access_token(
@@ -159,8 +161,11 @@ class TokenMinter:
         scope: tuple[str, ...],
         auth_time: datetime,
         expires_at: datetime | None = None,
+        public: bool = False,
     ) -> str:
-        """A new refresh token of the family ``grant_id``; a family lives ``refresh_ttl`` from its start."""
+        """A new refresh token of the family ``grant_id``; a family lives ``refresh_ttl`` from its start, a public
+        client's ``public_refresh_ttl`` (RFC 9700 §4.14.2: refresh tokens of public clients "MUST be
+        sender-constrained or use refresh token rotation", and may expire sooner; they rotate, and live less)."""
         token = "rt_" + secrets.token_urlsafe(32)
         at = self._clock.now()
         self._refresh_tokens.record(
@@ -173,7 +178,7 @@ class TokenMinter:
             scope=scope,
             auth_time=auth_time,
             issued_at=at,
-            expires_at=expires_at or at + self.refresh_ttl,
+            expires_at=expires_at or at + (self.public_refresh_ttl if public else self.refresh_ttl),
         )
         return token
 

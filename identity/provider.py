@@ -38,6 +38,7 @@ from identity.token_introspection import TokenInspector
 from identity.userinfo_claims import UserInfo
 from identity.users import UserStore
 from identity.verification import PublicKeys, TokenVerifier
+from identity.web_origins import WebOrigins
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class Lifetimes:
     interaction: timedelta
     key_publish_delay: timedelta
     code: timedelta  # an authorization code is redeemable this long
+    public_refresh_token: timedelta  # a public client's refresh token family lives this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,8 @@ class Tuning:
     published_keys_min_reload: timedelta  # an unknown kid reloads them at most this often
     verified_tokens: int  # access tokens whose verified signature and claims are remembered
     purge_grace: timedelta  # rows past their use are kept this long before the purge deletes them
+    public_clients: bool = False  # whether public clients (auth method none) are known on this node
+    web_origins_max_age: timedelta = timedelta(seconds=5)  # the registered web origins are read again this often
 
 
 class Provider:
@@ -102,6 +106,7 @@ class Provider:
             lifetimes.access_token,
             lifetimes.refresh_token,
             clock,
+            public_refresh_ttl=lifetimes.public_refresh_token,
         )
         self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
         self.flow = SignInFlow(
@@ -116,8 +121,17 @@ class Provider:
             devices=DeviceCookies(device_key, tuning.device_cookies, clock),
             interaction_ttl=lifetimes.interaction,
             clock=clock,
+            public_clients=tuning.public_clients,
         )
-        self.client_auth = ClientAuthenticator(engine, self.clients, issuer, clock)
+        self.client_auth = ClientAuthenticator(
+            engine, self.clients, issuer, clock, public_clients=tuning.public_clients
+        )
+        self.web_origins = WebOrigins(
+            issuer,
+            self.clients,
+            enabled=tuning.public_clients,
+            max_age=tuning.web_origins_max_age.total_seconds(),
+        )
         self.token_endpoint = TokenEndpoint(
             self.client_auth,
             [
@@ -125,6 +139,7 @@ class Provider:
                 RefreshTokenGrant(refresh_tokens, self.minter, revoker, self.users, self.sessions),
                 ClientCredentialsGrant(self.minter, self.organizations),
             ],
+            self.web_origins,
         )
         self.userinfo = UserInfo(self.verifier, self.users)
         self.inspector = TokenInspector(
@@ -136,6 +151,7 @@ class Provider:
             refresh_tokens,
             revoker,
             self.users,
+            self.web_origins,
             clock,
         )
         self.end_session = EndSession(issuer, self.clients, self.sessions, self.verifier, revoker, self.users)
@@ -147,7 +163,7 @@ class Provider:
         self.keys.ensure()
 
     def discovery(self) -> dict[str, Any]:
-        return metadata(self.issuer, self.token_endpoint.grant_types)
+        return metadata(self.issuer, self.token_endpoint.grant_types, public_clients=self.client_auth.public_clients)
 
     def jwks(self) -> dict[str, Any]:
         return self.keys.jwks()

@@ -56,6 +56,8 @@ clients = sa.Table(
     sa.Column("first_party", sa.Boolean, nullable=False),
     sa.Column("pkce_required", sa.Boolean, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+    # a public client's origins (scheme://host[:port]) whose pages may call the token, revocation and userinfo
+    sa.Column("web_origins", sa.JSON, nullable=False, server_default="[]"),
 )
 
 signing_keys = sa.Table(

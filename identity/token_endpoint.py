@@ -8,6 +8,7 @@ from typing import Any
 from identity.client_auth import ClientAuthenticator
 from identity.errors import InvalidRequest, UnauthorizedClient, UnsupportedGrantType
 from identity.grants import Grant, required
+from identity.web_origins import WebOrigins
 
 
 def single_values(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -23,21 +24,28 @@ def single_values(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
 
 
 class TokenEndpoint:
-    def __init__(self, authenticator: ClientAuthenticator, grants: Sequence[Grant]) -> None:
+    def __init__(self, authenticator: ClientAuthenticator, grants: Sequence[Grant], origins: WebOrigins) -> None:
         self._authenticator = authenticator
+        self._origins = origins
         self._grants: Mapping[str, Grant] = {grant.grant_type: grant for grant in grants}
 
     @property
     def grant_types(self) -> list[str]:
         return list(self._grants)
 
-    def exchange(self, pairs: Sequence[tuple[str, str]], authorization: str | None) -> dict[str, Any]:
+    def exchange(
+        self, pairs: Sequence[tuple[str, str]], authorization: str | None, origin: str | None = None
+    ) -> dict[str, Any]:
+        """``origin``: the request's ``Origin`` header; a page of an origin the client did not register is
+        refused here, after client authentication and before the grant spends a code or a refresh token."""
         params = single_values(pairs)
         client = self._authenticator.authenticate(params, authorization)
+        self._origins.check(client, origin)
         grant_type = required(params, "grant_type")
         grant = self._grants.get(grant_type)
         if grant is None:
             raise UnsupportedGrantType(f"The grant type {grant_type[:64]} is not supported.")
-        if grant_type not in client.grants:
+        if grant_type not in client.grants or client.public and grant_type == "client_credentials":
+            # RFC 6749 §4.4: client_credentials "MUST only be used by confidential clients".
             raise UnauthorizedClient(f"This client may not use the {grant_type} grant.")
         return grant.exchange(client, params)

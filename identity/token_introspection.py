@@ -1,6 +1,9 @@
 """Token introspection (RFC 7662) and revocation (RFC 7009).
 
-Both need client authentication. A client sees and revokes only tokens issued
+Both need client authentication; a public client (which cannot authenticate) may revoke its own
+tokens (RFC 7009 §2.1: the server "verifies whether the token was issued to the client making the
+revocation request") but never introspect (RFC 7662 §2.1: the endpoint needs authorization, and a
+public client's id alone proves nothing). A confidential client sees and revokes only tokens issued
 to clients of its own organization: any other token is ``{"active": false}``
 for introspection and left alone (a silent 200) by revocation, so neither
 tells whether a foreign token exists. ``token_type_hint`` only orders the
@@ -24,6 +27,7 @@ from identity.stores import AccessTokens, RefreshTokens
 from identity.token_endpoint import single_values
 from identity.users import UserStore
 from identity.verification import ACCESS_TOKEN_TYPE, TokenVerifier
+from identity.web_origins import WebOrigins
 
 INACTIVE = {"active": False}
 
@@ -39,8 +43,10 @@ class TokenInspector:
         refresh_tokens: RefreshTokens,
         revoker: Revoker,
         users: UserStore,
+        origins: WebOrigins,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
+        self._origins = origins
         self._issuer = issuer
         self._authenticator = authenticator
         self._clients = clients
@@ -51,10 +57,14 @@ class TokenInspector:
         self._users = users
         self._clock = clock
 
-    def introspect(self, pairs: Sequence[tuple[str, str]], authorization: str | None) -> dict[str, Any]:
-        """RFC 7662 §2.2: the token's metadata when active, else only ``active: false``."""
+    def introspect(
+        self, pairs: Sequence[tuple[str, str]], authorization: str | None, origin: str | None = None
+    ) -> dict[str, Any]:
+        """RFC 7662 §2.2: the token's metadata when active, else only ``active: false``. Never for a page of
+        another origin: introspection answers no CORS, and no client registers an origin for it."""
         params = single_values(pairs)
-        caller = self._authenticator.authenticate(params, authorization)
+        caller = self._authenticator.authenticate(params, authorization, public=False)
+        self._origins.check_own(caller, origin)
         token = required(params, "token")
         lookups = [self._access, self._refresh]
         if params.get("token_type_hint") == "refresh_token":
@@ -65,10 +75,12 @@ class TokenInspector:
                 return found
         return INACTIVE
 
-    def revoke(self, pairs: Sequence[tuple[str, str]], authorization: str | None) -> None:
-        """RFC 7009 §2.2: the answer is the same whether or not there was anything to revoke."""
+    def revoke(self, pairs: Sequence[tuple[str, str]], authorization: str | None, origin: str | None = None) -> None:
+        """RFC 7009 §2.2: the answer is the same whether or not there was anything to revoke. A page of an origin
+        the client did not register is refused first (``identity/web_origins.py``)."""
         params = single_values(pairs)
         caller = self._authenticator.authenticate(params, authorization)
+        self._origins.check(caller, origin)
         token = required(params, "token")
         refresh = self._refresh_tokens.find(token)
         if refresh is not None:
@@ -151,7 +163,10 @@ class TokenInspector:
         return answer
 
     def _same_organization(self, client_id: str, caller: Client) -> bool:
+        """The token's client is the caller, or (for a confidential caller) a client of the same organization."""
         if client_id == caller.id:
             return True
+        if caller.public:
+            return False  # anyone may send a public client's id: it reaches no other client's tokens
         owner = self._clients.get(client_id)
         return owner is not None and owner.org_id == caller.org_id

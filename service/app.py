@@ -37,6 +37,7 @@ from service.console_api.relying_party import ConsoleClient, client_secret
 from service.database.db import client_threads, make_engine, service_secret
 from service.database.schema import require_current
 from service.database.secret_keys import open_sealer, reseal
+from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.identity_app import create_identity_app
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
@@ -241,7 +242,19 @@ def create_app(
         menus=documented(
             BodyLimit(menus, NO_BODY, _problem_too_large), settings, "menus.yaml", "/v1", settings.base_url + "/v1"
         ),
-        identity=documented(identity, settings, "identity.yaml", provider.issuer.path, settings.issuer),
+        identity=documented(
+            ClientCrossOrigin(
+                identity,
+                issuer_path=provider.issuer.path,
+                origins=provider.web_origins,
+                userinfo_origins=settings.cors_origins,
+                max_age=settings.cors_max_age,
+            ),
+            settings,
+            "identity.yaml",
+            provider.issuer.path,
+            settings.issuer,
+        ),
         operations=documented(
             BodyLimit(
                 create_operations_app(Readiness(engine, limiter, timeout=settings.ready_timeout)),

@@ -67,6 +67,11 @@ SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentia
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
 KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
 CODE_TTL = 60  # seconds an authorization code may be redeemed (RFC 6749 §4.1.2: short; ten minutes at most)
+PUBLIC_REFRESH_TTL = 24 * 3600  # seconds a public client's refresh token family may live (shorter: RFC 9700 §4.14.2)
+
+# Public clients (browser and native apps: docs/identity.md, "Browser and native apps")
+PUBLIC_CLIENTS = False  # whether clients of the auth method none may sign users in; discovery lists none only then
+WEB_ORIGINS_MAX_AGE = 5.0  # seconds the registered web origins (CORS of token, revocation, userinfo) are kept
 
 # Identity throttling (identity/throttle.py)
 SIGN_IN_ACCOUNT_LIMIT = 5  # failed sign-ins per account (and attempts per account from one network) per window
@@ -166,6 +171,11 @@ class Settings:
     interaction_ttl: int = INTERACTION_TTL
     key_publish_delay: int = KEY_PUBLISH_DELAY  # MENUS_KEY_PUBLISH_DELAY
     code_ttl: int = CODE_TTL
+    public_refresh_ttl: int = PUBLIC_REFRESH_TTL  # MENUS_PUBLIC_REFRESH_TTL
+
+    # Public clients
+    public_clients: bool = PUBLIC_CLIENTS  # MENUS_PUBLIC_CLIENTS
+    web_origins_max_age: float = WEB_ORIGINS_MAX_AGE
 
     # Identity throttling
     sign_in_account_limit: int = SIGN_IN_ACCOUNT_LIMIT
@@ -208,6 +218,8 @@ class Settings:
             key_publish_delay=_whole(env, "MENUS_KEY_PUBLISH_DELAY", KEY_PUBLISH_DELAY, minimum=0),
             access_token_ttl=_whole(env, "MENUS_ACCESS_TOKEN_TTL", ACCESS_TOKEN_TTL, minimum=1),
             refresh_token_ttl=_whole(env, "MENUS_REFRESH_TOKEN_TTL", REFRESH_TOKEN_TTL, minimum=1),
+            public_refresh_ttl=_whole(env, "MENUS_PUBLIC_REFRESH_TTL", PUBLIC_REFRESH_TTL, minimum=1),
+            public_clients=_switch(env, "MENUS_PUBLIC_CLIENTS", default=PUBLIC_CLIENTS),
             session_ttl=_whole(env, "MENUS_SESSION_TTL", SESSION_TTL, minimum=60),
             device_cookie_ttl=_whole(env, "MENUS_DEVICE_COOKIE_TTL", DEVICE_COOKIE_TTL, minimum=60),
             purge_interval=_whole(env, "MENUS_PURGE_INTERVAL", PURGE_INTERVAL, minimum=0),
@@ -232,6 +244,7 @@ class Settings:
             interaction=timedelta(seconds=self.interaction_ttl),
             key_publish_delay=timedelta(seconds=self.key_publish_delay),
             code=timedelta(seconds=self.code_ttl),
+            public_refresh_token=timedelta(seconds=self.public_refresh_ttl),
         )
 
     def tuning(self) -> Tuning:
@@ -250,6 +263,8 @@ class Settings:
             published_keys_min_reload=timedelta(seconds=self.published_keys_min_reload),
             verified_tokens=self.verified_tokens,
             purge_grace=timedelta(seconds=self.purge_grace),
+            public_clients=self.public_clients,
+            web_origins_max_age=timedelta(seconds=self.web_origins_max_age),
         )
 
     def database_pool(self) -> Pool:
@@ -315,10 +330,11 @@ def _networks(env: Mapping[str, str], name: str) -> tuple[str, ...]:
 
 
 def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """``on`` or ``off``; ``true`` and ``false`` are read alike."""
     value = env.get(name, "on" if default else "off").strip().lower()
-    if value not in ("on", "off"):
-        raise ConfigurationError(f"{name} must be on or off, got {value!r}")
-    return value == "on"
+    if value not in ("on", "off", "true", "false"):
+        raise ConfigurationError(f"{name} must be on or off (true or false), got {value!r}")
+    return value in ("on", "true")
 
 
 def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:

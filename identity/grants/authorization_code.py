@@ -82,6 +82,7 @@ class AuthorizationCodeGrant:
                 session_id=grant.session_id,
                 scope=grant.scope,
                 auth_time=grant.auth_time,
+                public=client.public,
             )
         revoke_if_raced(self._revoker, self._sessions, grant.grant_id, grant.session_id)
         issued(self.grant_type, client, user.id, member.org.id, grant.grant_id)

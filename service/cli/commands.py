@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity.api_keys import ApiKeyStore, UnknownApiKey
-from identity.clients import AUTH_METHODS, GRANTS, SCOPES, ClientStore
+from identity.clients import GRANTS, REGISTRABLE_AUTH_METHODS, SCOPES, ClientStore
 from identity.clock import SYSTEM_CLOCK
 from identity.errors import InvalidInput, UnknownRecord
 from identity.keys import SigningKeys
@@ -362,7 +362,13 @@ def clients_group() -> None:
 @click.option("--org", "org_id", required=True, help="Id of the organization that owns the client.")
 @click.option("--redirect-uri", "redirect_uris", multiple=True, help="Registered redirect URI; repeat for several.")
 @click.option("--post-logout-redirect-uri", "logout_uris", multiple=True, help="Registered sign-out redirect URI.")
-@click.option("--auth-method", type=click.Choice(AUTH_METHODS), required=True, help="Token endpoint auth method.")
+@click.option(
+    "--auth-method",
+    type=click.Choice(REGISTRABLE_AUTH_METHODS),
+    required=True,
+    help="Token endpoint auth method; none: a public client (a browser or native app), accepted where "
+    "MENUS_PUBLIC_CLIENTS is on.",
+)
 @click.option("--jwks-file", type=click.File("r"), help="Public JWKS of the client (private_key_jwt).")
 @click.option("--grant", "grants", multiple=True, type=click.Choice(GRANTS), help="Allowed grant; repeat for several.")
 @click.option(
@@ -375,6 +381,13 @@ def clients_group() -> None:
 )
 @click.option("--first-party", is_flag=True, help="Skip the consent page unless prompt=consent.")
 @click.option("--pkce", type=click.Choice(["required", "optional"]), default="required", show_default=True)
+@click.option(
+    "--web-origin",
+    "web_origins",
+    multiple=True,
+    help="Origin (scheme://host[:port]) whose pages may call the token, revocation and userinfo endpoints; "
+    "public clients only; repeat for several.",
+)
 @_json_option
 @_database_option
 def clients_create(
@@ -388,6 +401,7 @@ def clients_create(
     scopes: tuple[str, ...],
     first_party: bool,
     pkce: str,
+    web_origins: tuple[str, ...],
     as_json: bool,
     engine: Engine,
 ) -> None:
@@ -409,9 +423,12 @@ def clients_create(
         first_party=first_party,
         pkce_required=pkce == "required",
         jwks=jwks,
+        web_origins=web_origins,
     )
     document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
-    text = _table(["ID", "NAME", "SECRET (shown once)"], [[client.id, client.name, secret or "none (private_key_jwt)"]])
+    text = _table(
+        ["ID", "NAME", "SECRET (shown once)"], [[client.id, client.name, secret or f"none ({client.auth_method})"]]
+    )
     _print(as_json, document, text)
 
 
@@ -421,8 +438,47 @@ def clients_create(
 def clients_list(as_json: bool, engine: Engine) -> None:
     """List clients (never their secrets)."""
     clients = ClientStore(engine).list()
-    rows = [[c.id, c.org_id, c.auth_method, c.name] for c in clients]
-    _print(as_json, [c.as_dict() for c in clients], _table(["ID", "ORG", "AUTH METHOD", "NAME"], rows))
+    rows = [[c.id, c.org_id, c.auth_method, " ".join(c.web_origins) or "-", c.name] for c in clients]
+    _print(as_json, [c.as_dict() for c in clients], _table(["ID", "ORG", "AUTH METHOD", "WEB ORIGINS", "NAME"], rows))
+
+
+@clients_group.command("update")
+@click.argument("client_id")
+@click.option(
+    "--redirect-uri", "redirect_uris", multiple=True, help="The redirect URIs, replacing the registered ones."
+)
+@click.option("--post-logout-redirect-uri", "logout_uris", multiple=True, help="The sign-out redirect URIs, replacing.")
+@click.option("--web-origin", "web_origins", multiple=True, help="The web origins (public clients), replacing.")
+@click.option("--no-post-logout-redirect-uris", "no_logout_uris", is_flag=True, help="Remove every sign-out URI.")
+@click.option("--no-web-origins", is_flag=True, help="Remove every web origin.")
+@_json_option
+@_database_option
+def clients_update(
+    client_id: str,
+    redirect_uris: tuple[str, ...],
+    logout_uris: tuple[str, ...],
+    web_origins: tuple[str, ...],
+    no_logout_uris: bool,
+    no_web_origins: bool,
+    as_json: bool,
+    engine: Engine,
+) -> None:
+    """Replace a client's redirect URIs, sign-out redirect URIs or web origins; the id and secret stay."""
+    if (logout_uris and no_logout_uris) or (web_origins and no_web_origins):
+        _fail("give either the values or the --no-… flag of the same list, not both")
+    if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins):
+        _fail("nothing to change: give --redirect-uri, --post-logout-redirect-uri or --web-origin (or a --no-… flag)")
+    try:
+        client = ClientStore(engine).update(
+            client_id,
+            redirect_uris=redirect_uris or None,
+            post_logout_redirect_uris=() if no_logout_uris else logout_uris or None,
+            web_origins=() if no_web_origins else web_origins or None,
+        )
+    except UnknownRecord:
+        _fail(f"no client has the id {client_id!r}")
+    rows = [[client.id, " ".join(client.redirect_uris) or "-", " ".join(client.web_origins) or "-"]]
+    _print(as_json, client.as_dict(), _table(["ID", "REDIRECT URIS", "WEB ORIGINS"], rows))
 
 
 @clients_group.command("delete")

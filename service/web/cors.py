@@ -1,9 +1,11 @@
 """Cross-origin access (CORS) for the public, read-only endpoints, with Starlette's ``CORSMiddleware``.
 
 A browser page on another origin (a hosted Swagger UI or Redoc, a browser app, a JavaScript SDK) may
-call the menus API, read the three OpenAPI documents, and read discovery, the JWKS and userinfo. The
-token, introspection, revocation, directory and page endpoints never answer CORS: they take client
-credentials or cookies, and a browser on another origin has no business sending either.
+call the menus API, read the three OpenAPI documents, and read discovery and the JWKS. Userinfo, token
+and revocation answer CORS in ``service/identity_api/client_cors.py`` (userinfo for these origins and
+the public clients' registered web origins; token and revocation for the registered web origins only).
+Introspection, the directory and the pages never answer CORS: they take client credentials or cookies,
+and a browser on another origin has no business sending either.
 
 Preflights are answered here, before the menus API's key check (a browser never sends credentials on
 a preflight, Fetch §4.8). No cookies are involved: ``Authorization`` is allowed as a request header,
@@ -33,13 +35,12 @@ EXPOSE_HEADERS = (
 
 def cross_origin_paths(issuer_path: str | None) -> Callable[[str], bool]:
     """The paths that answer CORS: everything under ``/v1``, the documents, and (given the issuer's path, for the
-    identity API) discovery, JWKS and userinfo."""
+    identity API) discovery and JWKS (userinfo: ``service/identity_api/client_cors.py``)."""
     exact = {"/ops/openapi.json", "/ops/openapi.yaml"}
     if issuer_path is not None:
         exact = {
             f"{issuer_path}/.well-known/openid-configuration",
             f"{issuer_path}/jwks",
-            f"{issuer_path}/oauth2/userinfo",
             f"{issuer_path}/openapi.json",
             f"{issuer_path}/openapi.yaml",
         }

@@ -50,7 +50,7 @@ def test_a_cross_origin_read_exposes_etag_rate_limit_and_request_id(client: Test
 )
 def test_discovery_jwks_userinfo_and_documents_answer_other_origins(anonymous: TestClient, path: str) -> None:
     response = anonymous.options(path, headers=PREFLIGHT)
-    assert response.status_code == 200 and response.headers["access-control-allow-origin"] == "*"
+    assert response.is_success and response.headers["access-control-allow-origin"] == "*"  # Fetch: an ok status
     assert anonymous.get(path, headers={"Origin": ORIGIN}).headers["access-control-allow-origin"] == "*"
 
 

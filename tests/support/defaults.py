@@ -24,3 +24,5 @@ LAST_USED_RESOLUTION = timedelta(seconds=DEFAULTS.last_used_resolution)
 HEAD_LINE_LIMIT = DEFAULTS.head_line_limit
 HEAD_LIMIT = DEFAULTS.head_limit
 HEAD_FIELDS_LIMIT = DEFAULTS.head_fields_limit
+REFRESH_TOKEN_TTL = DEFAULTS.refresh_token_ttl
+PUBLIC_REFRESH_TTL = DEFAULTS.public_refresh_ttl

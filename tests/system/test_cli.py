@@ -275,6 +275,51 @@ def test_orgs_users_and_clients_are_created_and_listed(tmp_path: Path) -> None:
     assert json.loads(cli(tmp_path, "clients", "list", "--json").stdout) == []
 
 
+def test_public_client_is_created_listed_and_updated_with_its_web_origins_under_one_id(tmp_path: Path) -> None:
+    org = created(tmp_path, "orgs", "create", "--name", "Acme")
+    spa = created(
+        tmp_path, "clients", "create", "--name", "SPA", "--org", org["id"], "--auth-method", "none",
+        "--redirect-uri", "https://spa.example/cb", "--web-origin", "https://spa.example",
+        "--web-origin", "http://127.0.0.1:5173",
+    )  # fmt: skip
+    assert "client_secret" not in spa and spa["pkce"] == "required"
+    assert spa["token_endpoint_auth_method"] == "none"
+    assert spa["web_origins"] == ["https://spa.example", "http://127.0.0.1:5173"]
+    text = cli(tmp_path, "clients", "list").stdout
+    assert "WEB ORIGINS" in text and "https://spa.example http://127.0.0.1:5173" in text and " none " in text
+    updated = created(
+        tmp_path, "clients", "update", spa["client_id"], "--web-origin", "https://app.example",
+        "--redirect-uri", "https://app.example/cb",
+    )  # fmt: skip
+    assert updated["client_id"] == spa["client_id"] and updated["web_origins"] == ["https://app.example"]
+    listed = json.loads(cli(tmp_path, "clients", "list", "--json").stdout)
+    assert listed[0]["redirect_uris"] == ["https://app.example/cb"] and listed[0]["web_origins"] == [
+        "https://app.example"
+    ]
+    cleared = created(tmp_path, "clients", "update", spa["client_id"], "--no-web-origins")
+    assert cleared["web_origins"] == [] and cleared["redirect_uris"] == ["https://app.example/cb"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--auth-method", "none", "--pkce", "optional"), "must use PKCE"),
+        (("--auth-method", "none", "--web-origin", "https://spa.example/cb"), "not a URL"),
+        (("--auth-method", "client_secret_basic", "--web-origin", "https://spa.example"), "only for public clients"),
+    ],
+)
+def test_public_client_registration_refuses_bad_input_in_one_line(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    org = created(tmp_path, "orgs", "create", "--name", "Acme")
+    done = cli(tmp_path, "clients", "create", "--name", "SPA", "--org", org["id"], "--redirect-uri",
+               "https://spa.example/cb", *args)  # fmt: skip
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
+    assert json.loads(cli(tmp_path, "clients", "list", "--json").stdout) == []
+    unknown = cli(tmp_path, "clients", "update", "cli_missing", "--web-origin", "https://spa.example")
+    assert unknown.returncode == 2 and "no client has the id" in unknown.stderr
+
+
 def test_application_client_needs_no_redirect_uri(tmp_path: Path) -> None:
     org = created(tmp_path, "orgs", "create", "--name", "Acme")
     client = created(

@@ -115,7 +115,16 @@ def test_private_key_jwt_client_has_jwks_and_no_secret(engine: Engine, org) -> N
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"auth_method": "none"}, "auth method"),
+        ({"auth_method": "public"}, "auth method"),
+        ({"auth_method": "none", "grants": ["authorization_code", "client_credentials"]}, "client_credentials"),
+        ({"auth_method": "none", "pkce_required": False}, "must use PKCE"),
+        ({"web_origins": ["https://app.example"]}, "only for public clients"),
+        ({"auth_method": "none", "web_origins": ["https://app.example/"]}, "must be an origin"),
+        ({"auth_method": "none", "web_origins": ["https://app.example/cb"]}, "not a URL"),
+        ({"auth_method": "none", "web_origins": ["https://App.example"]}, "in lower case"),
+        ({"auth_method": "none", "web_origins": ["https://app.example:99999"]}, "must be an origin"),
+        ({"auth_method": "none", "web_origins": ["http://app.example"]}, "must use https"),
+        ({"auth_method": "none", "web_origins": ["null"]}, "must be an origin"),
         ({"grants": ["implicit"]}, "unknown grant"),
         ({"scopes": ["admin"]}, "unknown scope"),
         ({"scopes": ["members:read"]}, "needs the client_credentials grant"),
