@@ -110,7 +110,7 @@ class MenusGate:
             return self.keys.authenticate(token)
         address = scope["client"][0] if scope.get("client") else "unknown"
         blocked = self.failures.blocked(address)
-        if blocked and not await self.failures.may_be_live(token):
+        if blocked and not await self.failures.worth_checking(token):
             await self._too_many_unknown_keys(send, blocked)
             return _ANSWERED
         key_id = self.keys.authenticate(token)

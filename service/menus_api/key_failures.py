@@ -55,10 +55,12 @@ class KeyFailures:
             return 0
         return max(1, int(left + 0.999))
 
-    async def may_be_live(self, token: str) -> bool:
-        """Whether ``token`` is among the live keys, as read at most ``live_keys_max_age`` ago (no lookup per key)."""
+    async def worth_checking(self, token: str) -> bool:
+        """For a blocked network: whether ``token`` goes on to the usual check. A malformed key does (it is
+        refused there without a lookup: 401), a well-formed one only when it is among the live keys as read at
+        most ``live_keys_max_age`` ago (no lookup per key)."""
         if not KEY_FORMAT.fullmatch(token):
-            return False
+            return True
         if time.monotonic() - self._live_read_at > self._max_age:
             self._live = await anyio.to_thread.run_sync(self._keys.live_digests)
             self._live_read_at = time.monotonic()

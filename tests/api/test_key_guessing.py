@@ -91,11 +91,15 @@ def test_a_blocked_network_costs_no_key_lookup_per_guess(on_network: Any) -> Non
     assert len(lookups) <= 2  # the live keys' digests, read at most once a second; no lookup per guess
 
 
-def test_malformed_keys_cost_no_lookup_and_are_not_counted(on_network: Any, api_key: str) -> None:
+def test_malformed_keys_cost_no_lookup_are_not_counted_and_stay_401(on_network: Any) -> None:
     client = on_network("203.0.113.53")
     for _ in range(BOUND * 2):
         assert client.get(REGIONS, headers=bearer("not-a-key")).status_code == 401
     assert client.get(REGIONS, headers=bearer(guess())).status_code == 401
+    for _ in range(BOUND):
+        client.get(REGIONS, headers=bearer(guess()))
+    assert client.get(REGIONS, headers=bearer(guess())).status_code == 429  # blocked now
+    assert client.get(REGIONS, headers=bearer("not-a-key")).status_code == 401  # still refused as malformed
 
 
 def test_a_revoked_key_from_a_blocked_network_is_refused(on_network: Any, keys: Any) -> None:
