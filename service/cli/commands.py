@@ -97,7 +97,7 @@ def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callabl
         @_database_url_option
         @functools.wraps(command)
         def wrapper(*args: Any, database_url: str, **kwargs: Any) -> Any:
-            Settings.from_env()  # every MENUS_* variable is checked, whichever the command reads
+            _settings()  # every MENUS_* variable is checked, whichever the command reads
             with _opened(database_url, schema_current=schema_current) as engine:
                 return command(*args, engine=engine, **kwargs)
 
@@ -120,6 +120,14 @@ class BadInput(click.ClickException):
 
 def _fail(message: str) -> Any:
     raise BadInput(message)
+
+
+def _settings(*, port: int = DEFAULT_PORT) -> Settings:
+    """The settings of the environment; a malformed MENUS_* variable is one line naming it, exit status 2."""
+    try:
+        return Settings.from_env(port=port)
+    except ConfigurationError as error:
+        raise BadInput(str(error)) from None
 
 
 def _print(as_json: bool, document: Any, text: str) -> None:
@@ -183,7 +191,7 @@ def serve(host: str, port: int, workers: int | None, demo: bool, database_url: s
 
     _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
     with _opened(database_url, schema_current=False) as engine:
-        settings = Settings.from_env(port=port).with_changes(database_url=engine.url.render_as_string(False))
+        settings = _settings(port=port).with_changes(database_url=engine.url.render_as_string(False))
         if demo:
             upgrade(engine)
             click.echo(prepare_demo(engine, settings).instructions)
@@ -240,7 +248,7 @@ def db_current(as_json: bool, engine: Engine) -> None:
 @_database_option
 def db_purge(as_json: bool, engine: Engine) -> None:
     """Delete expired records now (a running service does it every MENUS_PURGE_INTERVAL seconds)."""
-    settings = Settings.from_env()
+    settings = _settings()
     tuning = settings.tuning()
     deleted = Purger(engine, settings.lifetimes().refresh_token, tuning.purge_grace, tuning.throttle.window).purge()
     _print(as_json, deleted, _table(["TABLE", "DELETED"], list(deleted.items())))
@@ -503,7 +511,7 @@ def keys_group() -> None:
 
 
 def _signing_keys(engine: Engine) -> SigningKeys:
-    settings = Settings.from_env()
+    settings = _settings()
     lifetimes = settings.lifetimes()
     return SigningKeys(
         engine,

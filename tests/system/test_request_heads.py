@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.defaults import HEAD_FIELDS_LIMIT, HEAD_LIMIT, HEAD_LINE_LIMIT
+from tests.support.defaults import DEFAULTS, HEAD_FIELDS_LIMIT, HEAD_LIMIT, HEAD_LINE_LIMIT
 from tests.support.live import LiveService, live_service
 
 HEAD_TIMEOUT = 2  # seconds, for the live server of these tests (MENUS_HEAD_TIMEOUT)
@@ -156,6 +156,14 @@ def test_a_kept_alive_connection_meets_the_head_bound_on_its_next_request(live: 
         sock.sendall(b"GET /healthz HTTP/1.1\r\n")  # and then nothing more
         took = closed_within(sock, HEAD_TIMEOUT + 3)
     assert took is not None and took < HEAD_TIMEOUT + 2
+
+
+def test_an_idle_kept_alive_connection_is_closed_after_the_keep_alive_timeout(live: LiveService) -> None:
+    with connect(live) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        took = closed_within(sock, DEFAULTS.keep_alive + 3)
+    assert took is not None and DEFAULTS.keep_alive - 0.5 < took < DEFAULTS.keep_alive + 2
 
 
 def test_pipelined_requests_are_answered_in_order(live: LiveService) -> None:
