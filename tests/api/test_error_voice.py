@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 from service.web.documents import spec_path
 from service.web.validation import PATTERN_WORDS
 
+FORM = "application/x-www-form-urlencoded"
 DIETS = "vegan, vegetarian, eggetarian, pescatarian, non_vegetarian"
 
 
@@ -109,3 +110,57 @@ def test_every_pattern_a_parameter_of_any_document_can_refuse_has_words() -> Non
             if pattern != '^"[0-9a-f]{32}"$':  # the ETag pattern: a response header, never refused
                 assert pattern in PATTERN_WORDS, f"{name}: no words for {pattern}"
                 assert not re.search(r"[\^\[\]$]", PATTERN_WORDS[pattern])
+
+
+# The identity API and the console: the same rules and words, in each operation's error form (x-error-form).
+
+
+@pytest.mark.parametrize("limit", ["abc", "0", "101", "1.5"])
+def test_a_directory_limit_error_names_the_parameter_and_its_range(anonymous: TestClient, limit: str) -> None:
+    response = anonymous.get("/directory/members", params={"limit": limit})
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_request",
+        "error_description": "limit must be an integer from 1 to 100",
+    }
+
+
+@pytest.mark.parametrize("body", [b"", b"scope=openid"])
+def test_a_token_request_without_grant_type_says_grant_type_is_required(anonymous: TestClient, body: bytes) -> None:
+    response = anonymous.post(
+        "/oauth2/token", content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    assert response.status_code == 400
+    assert response.json() == {"error": "invalid_request", "error_description": "grant_type is required"}
+    assert response.headers["pragma"] == "no-cache"
+
+
+def test_an_introspection_request_without_a_token_says_token_is_required(anonymous: TestClient) -> None:
+    response = anonymous.post("/oauth2/introspect", content=b"", headers={"Content-Type": FORM})
+    assert response.status_code == 400
+    assert response.json() == {"error": "invalid_request", "error_description": "token is required"}
+
+
+def test_a_page_parameter_error_is_a_page_naming_the_parameter(anonymous: TestClient) -> None:
+    response = anonymous.get("/sign-in")
+    assert response.status_code == 400 and response.headers["content-type"].startswith("text/html")
+    assert "interaction is required" in response.text
+
+
+def test_a_console_path_error_says_what_a_key_id_is(anonymous: TestClient) -> None:
+    response = anonymous.get("/console/keys/not-a-key/revoke")
+    assert response.status_code == 400 and response.headers["content-type"].startswith("text/html")
+    assert "key_id must be an API key id: key_ and 16 hexadecimal digits" in response.text
+    assert "malformed" not in response.text and "not-a-key" not in response.text
+
+
+def test_a_console_unknown_parameter_is_named_with_the_ones_the_page_takes(anonymous: TestClient) -> None:
+    response = anonymous.get("/console/sign-in", params={"colour": "red"})
+    assert response.status_code == 400
+    assert "colour is not a parameter of this operation; it takes prompt" in response.text
+
+
+def test_a_console_form_of_another_media_type_says_the_page_takes_a_form(anonymous: TestClient) -> None:
+    response = anonymous.post("/console/sign-out", json={"csrf_token": "x"})
+    assert response.status_code == 415
+    assert "This page takes a form (application/x-www-form-urlencoded)." in response.text
