@@ -4,10 +4,12 @@ Connexion's parameter validator builds a fresh JSON Schema validator for every
 parameter of every request and reports no parameter name; ``ParameterRules``
 compiles each parameter's schema once, reports every invalid parameter of a
 request at once, by name and in words (an enum refusal lists the allowed
-values, a pattern refusal says what the value must look like), and refuses
-repeated and unknown query parameters. The menus and operations APIs both use
-it (``service.web.connexion_adapter`` puts it in Connexion's place): one voice
-for every parameter error.
+values, a pattern refusal says what the value must look like), and, where the
+API is strict (menus, operations, console), refuses repeated and unknown query
+parameters. Every API uses it (``service.web.connexion_adapter`` puts it in
+Connexion's place), and ``body_errors`` words form bodies the same way: one voice
+for every parameter and field error. A refusal states the rule, never the value
+sent (docs/security.md).
 
 Each simple schema (a string or integer with bounds, an enum, a pattern) is
 also compiled into a plain Python check that accepts exactly what it can prove
