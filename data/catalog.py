@@ -229,13 +229,13 @@ class Catalog:
         try:
             return self._regions_by_slug[slug].detail
         except KeyError:
-            raise NotFound(f"There is no region with the slug '{slug}'.") from None
+            raise NotFound("There is no region with this slug.") from None
 
     def dish(self, slug: str) -> dict[str, Any]:
         try:
             return self._dishes_by_slug[slug].document
         except KeyError:
-            raise NotFound(f"There is no dish with the slug '{slug}'.") from None
+            raise NotFound("There is no dish with this slug.") from None
 
     def dishes(self, query: DishQuery, limit: int = 20, cursor: str | None = None) -> Page:
         """One page of matching dishes sorted by name; ``total`` counts every match (DESIGN §2)."""

@@ -1,11 +1,11 @@
-"""UserInfo (OpenID Connect Core §5.3): the token is read from the Authorization header only.
+"""UserInfo (OpenID Connect Core §5.3): the token in the Authorization header, or (POST) in the form body.
 
 The claims are read from the database in a worker thread (``off_the_loop``), as every identity handler
 that touches the database does: never SQL on the event loop."""
 
 from starlette.responses import Response
 
-from service.identity_api.responses import current, json, off_the_loop, provider
+from service.identity_api.responses import current, form_pairs, json, off_the_loop, provider
 
 
 async def get_userinfo() -> Response:
@@ -14,4 +14,8 @@ async def get_userinfo() -> Response:
 
 
 async def post_userinfo() -> Response:
-    return await get_userinfo()
+    """OpenID Connect Core §5.3.1 and RFC 6750 §2.2: a POST may carry the token as ``access_token`` in a form body."""
+    request = current()
+    pairs = await form_pairs(request)
+    claims = await off_the_loop(provider().userinfo.claims, request.headers.get("Authorization"), pairs)
+    return json(claims, headers={"Cache-Control": "no-store"})

@@ -46,13 +46,13 @@ def decode_basic(header: str) -> tuple[str, str]:
     try:
         decoded = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
     except ValueError:  # binascii.Error, UnicodeDecodeError, or a str with non-ASCII characters (Basic é)
-        raise InvalidClient(basic=True, detail="The Basic credentials are not base64 of UTF-8 text.") from None
+        raise InvalidClient(detail="The Basic credentials are not base64 of UTF-8 text.") from None
     client_id, colon, secret = decoded.partition(":")
     if not colon:
-        raise InvalidClient(basic=True, detail="The Basic credentials have no ':' between id and secret.")
+        raise InvalidClient(detail="The Basic credentials have no ':' between id and secret.")
     client_id, secret = unquote_plus(client_id), unquote_plus(secret)
     if has_control(client_id):  # names no client, and a NUL byte must never reach the database
-        raise InvalidClient(basic=True, detail="The Basic credentials' id holds a control character.")
+        raise InvalidClient(detail="The Basic credentials' id holds a control character.")
     return client_id, secret
 
 
@@ -83,8 +83,8 @@ class ClientAuthenticator:
             assert authorization is not None
             client_id, secret = decode_basic(authorization)
             if params.get("client_id", client_id) != client_id:
-                raise InvalidClient(basic=True, detail="The body's client_id is not the Basic credentials' id.")
-            return self._by_secret(client_id, secret, "client_secret_basic", basic=True)
+                raise InvalidClient(detail="The body's client_id is not the Basic credentials' id.")
+            return self._by_secret(client_id, secret, "client_secret_basic")
         if post:
             return self._by_secret(params.get("client_id", ""), params["client_secret"], "client_secret_post")
         if assertion:
@@ -104,13 +104,13 @@ class ClientAuthenticator:
             raise InvalidClient(detail=f"Client {client.id} is public, and may not use this endpoint.")
         return client
 
-    def _by_secret(self, client_id: str, secret: str, method: str, *, basic: bool = False) -> Client:
+    def _by_secret(self, client_id: str, secret: str, method: str) -> Client:
         client = self._clients.get(client_id) if client_id and len(client_id) <= 64 else None
         if client is None or client.auth_method != method or client.secret_hash is None:
             hmac.compare_digest(hash_secret(secret), _DUMMY_HASH)  # the same work as for a known client
-            raise InvalidClient(basic=basic, detail=_not_by(client, method, client_id, "secret"))
+            raise InvalidClient(detail=_not_by(client, method, client_id, "secret"))
         if not client.verify_secret(secret):
-            raise InvalidClient(basic=basic, detail=f"The secret of client {client.id} is wrong.")
+            raise InvalidClient(detail=f"The secret of client {client.id} is wrong.")
         return client
 
     def _by_assertion(self, params: Mapping[str, str]) -> Client:

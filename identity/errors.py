@@ -48,18 +48,20 @@ class InvalidRequest(OAuthError):
 
 
 class InvalidClient(OAuthError):
-    """RFC 6749 §5.2: 401, with a ``Basic`` challenge when the client tried HTTP Basic.
+    """RFC 6749 §5.2: 401 whichever way the client authenticated (or did not), always with a challenge.
+
+    §5.2 lets a provider answer 400 where the client did not use the Authorization header, and requires 401
+    with a challenge where it did; RFC 9110 §15.5.2 requires every 401 to carry ``WWW-Authenticate``. This
+    provider answers 401 in every case, so one error code has one status, and its challenge names the one
+    HTTP authentication scheme the endpoint supports, ``Basic`` (the web edge adds it).
 
     The description never says which check failed; the ``detail`` (logged only) does."""
 
     error = "invalid_client"
     status = 401
 
-    def __init__(
-        self, description: str = "Client authentication failed.", *, basic: bool = False, detail: str | None = None
-    ) -> None:
+    def __init__(self, description: str = "Client authentication failed.", *, detail: str | None = None) -> None:
         super().__init__(description, detail=detail)
-        self.basic = basic
 
 
 class InvalidGrant(OAuthError):

@@ -44,7 +44,8 @@ class TokenEndpoint:
         grant_type = required(params, "grant_type")
         grant = self._grants.get(grant_type)
         if grant is None:
-            raise UnsupportedGrantType(f"The grant type {grant_type[:64]} is not supported.")
+            # The grant type sent is not repeated (docs/security.md): the ones supported are named instead.
+            raise UnsupportedGrantType(f"The grant type is not supported; send one of: {', '.join(self._grants)}.")
         if grant_type not in client.grants or client.public and grant_type == "client_credentials":
             # RFC 6749 §4.4: client_credentials "MUST only be used by confidential clients".
             raise UnauthorizedClient(f"This client may not use the {grant_type} grant.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from identity.errors import InsufficientScope, InvalidToken, MalformedBearerRequest
@@ -23,14 +24,34 @@ def bearer_token(authorization: str | None) -> str:
     return token
 
 
+def presented_token(authorization: str | None, form: Sequence[tuple[str, str]] = ()) -> str:
+    """The access token of a request to a protected resource, sent in exactly one way.
+
+    RFC 6750 §2.1: an ``Authorization: Bearer`` header; §2.2 (and OpenID Connect Core §5.3.1 for UserInfo):
+    the ``access_token`` field of a form-encoded POST body. RFC 6750 §2: "Clients MUST NOT use more than one
+    method to transmit the token in each request", so a Bearer header beside a body token is
+    ``invalid_request`` (400), and so is a repeated ``access_token`` field."""
+    in_body = [value for name, value in form if name == "access_token"]
+    if len(in_body) > 1:
+        raise MalformedBearerRequest("The parameter access_token is repeated.")
+    if not in_body:
+        return bearer_token(authorization)
+    if authorization and authorization[:7].lower() in ("bearer ", "bearer"):
+        raise MalformedBearerRequest(
+            "Send the access token one way only: in the Authorization header or in the body, not both."
+        )
+    return in_body[0]
+
+
 class UserInfo:
     def __init__(self, verifier: TokenVerifier, users: UserStore) -> None:
         self._verifier = verifier
         self._users = users
 
-    def claims(self, authorization: str | None) -> dict[str, Any]:
-        """The user's claims, by the token's scopes, with the organization chosen at sign-in."""
-        access: AccessToken = self._verifier.verify_access_token(bearer_token(authorization))
+    def claims(self, authorization: str | None, form: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+        """The user's claims, by the token's scopes, with the organization chosen at sign-in; the token comes
+        from the ``Authorization`` header or from the ``form`` of a POST body (``presented_token``)."""
+        access: AccessToken = self._verifier.verify_access_token(presented_token(authorization, form))
         if access.user_id is None:
             raise InvalidToken("An application token has no user.")
         if "openid" not in access.scope:

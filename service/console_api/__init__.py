@@ -42,6 +42,7 @@ def create_console_app(web: ConsoleWeb, *, validate_responses: bool = False) -> 
         console,
         base_path=web.path,
         strict_validation=True,
+        contract_parameters=True,  # every parameter error names the parameter, in the service's words
         validate_responses=validate_responses,
         resolver=RelativeResolver("handlers"),
         errors=[(error, as_page) for error in (ProblemException, HTTPException, Exception)],

@@ -32,6 +32,7 @@ from service.console_api.cookies import (
 )
 from service.console_api.relying_party import ConsoleClient, PendingSignIn, SignInFailed
 from service.identity_api.responses import form_pairs
+from service.web.problems import Problem
 
 log = logging.getLogger("service.console")
 
@@ -209,8 +210,14 @@ class ConsoleWeb:
             log.exception("unexpected error in the console", exc_info=error)
             return self._message("Something went wrong", "Something went wrong; please try again.", status=500)
         titles = {404: "Not found", 405: "Method not allowed"}
-        texts = {404: "There is no console page here.", 405: "This page does not take this method."}
+        texts = {
+            404: "There is no console page here.",
+            405: "This page does not take this method.",
+            415: "This page takes a form (application/x-www-form-urlencoded).",
+        }
         text = texts.get(status, "The request is malformed.")
+        if status == 400 and isinstance(error, Problem):  # the contract's rules, by name (service.web.validation)
+            text = f"This request was refused: {error.detail}."
         return self._message(titles.get(status, "Invalid request"), text, status=status)
 
     # Helpers

@@ -92,7 +92,7 @@ class IdentityErrors:
         if isinstance(error, OAuthError):
             _log_detail(error.error, error.detail)
             challenge = {}
-            if isinstance(error, InvalidClient) and error.basic:
+            if isinstance(error, InvalidClient):  # RFC 9110 §15.5.2: a 401 carries a challenge (InvalidClient)
                 challenge = {"WWW-Authenticate": f'Basic realm="{self._issuer.url}", charset="UTF-8"'}
             return self._answer("oauth", error.status, error.error, error.description, headers=challenge)
         if isinstance(error, BearerError):

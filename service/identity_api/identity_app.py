@@ -40,6 +40,7 @@ def create_identity_app(
         identity,
         base_path=issuer.path,  # "" for an issuer at the root: "/" breaks every operation
         strict_validation=False,  # OAuth and OpenID Connect: unknown parameters are ignored
+        contract_parameters=True,  # every parameter error names the parameter, in the service's words
         validate_responses=validate_responses,
         resolver=RelativeResolver("handlers"),
     )

@@ -21,7 +21,10 @@ found by operationId, response validation when asked for. What it changes, and w
   Connexion's copy of the document leaves them out (``Contract.specification(without_response_headers=
   ...)``); the tests check them end to end. No Connexion class is changed for it, and Connexion never
   serves its copy (``Documentation`` answers the document paths with the document as written).
-- **Form validation logs quieted**: Connexion logs each invalid form at ERROR with the offending value.
+- **The contract's form rules** (``service.web.validation.body_errors``) in place of Connexion's form
+  validation: a missing body names its required fields, every refused field is named, in words, and no
+  value or validator text is repeated (Connexion answers ``RequestBody is required`` and jsonschema's
+  message, which quotes the value). Connexion's form parsing is kept.
 
 Each hook into a private part of Connexion below says why, and what upstream change would remove it.
 Checked against Connexion 3.3.0 (``uv.lock``); a new release means re-reading ``connexion/apps/
@@ -38,6 +41,7 @@ from typing import Any
 
 from connexion.apps.asynchronous import AsyncApi, AsyncASGIApp, AsyncOperation
 from connexion.context import receive, scope
+from connexion.datastructures import MediaTypeDict
 from connexion.decorators import StarletteDecorator
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware import ConnexionMiddleware
@@ -47,23 +51,25 @@ from connexion.operations import AbstractOperation
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
 from connexion.uri_parsing import AbstractURIParser
+from connexion.validators import VALIDATOR_MAP, FormDataValidator
+from starlette.datastructures import Headers
 from starlette.responses import Response as StarletteResponse
 from starlette.types import Receive, Scope, Send
 
 from service.web.contracts import Contract
+from service.web.problems import invalid_parameters
 from service.web.request_state import ARGUMENTS
-from service.web.validation import ParameterRules
+from service.web.validation import ParameterRules, body_errors, missing_body
 
 ErrorHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse | Awaitable[ConnexionResponse]]
 
 # Connexion's own stack, minus its security middleware (see above). A public, documented option.
 MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
 
-# Connexion logs each invalid form at ERROR with the offending value (a client secret, a token, a 60 KiB state):
-# a client's mistake is no server error, and the request's own log line already records the 400.
-# Hook: the logger's name. spec-first/connexion#1926 (merged 2024) lowered the JSON body validator's message to
-# INFO, but the form validator (connexion/validators/form_data.py) still logs at ERROR in 3.3.0: the same change
-# there would remove this line.
+# Connexion's form validator logs each invalid form at ERROR with the offending value (a client secret, a token, a
+# 60 KiB state). ``ContractForm`` replaces its validation, so it no longer logs; the line stays as a guard should a
+# form ever reach Connexion's own validator. spec-first/connexion#1926 lowered the JSON body validator's message to
+# INFO; the same change in connexion/validators/form_data.py (3.3.0) would remove this line.
 logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
 
 
@@ -87,7 +93,9 @@ def connexion_app(
     of Connexion's; ``without_response_headers`` (lower case): response headers that a layer outside
     Connexion adds, left out of response validation."""
     app = ConnexionMiddleware(_OnceASGIApp(), import_name=__name__, middlewares=list(MIDDLEWARES))
-    validator_map = {"parameter": ContractParameters()} if contract_parameters else None
+    validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS}
+    if contract_parameters:
+        validator_map["parameter"] = ContractParameters()
     app.add_api(
         contract.specification(without_response_headers=without_response_headers),
         base_path=base_path,
@@ -161,6 +169,33 @@ class _ParameterValidation:
         )
         if arguments is not None:
             ARGUMENTS.put(scope, arguments)
+
+
+class ContractForm(FormDataValidator):  # type: ignore[misc]  # connexion ships without type hints
+    """Connexion's form validator with the contract's rules and words (``service.web.validation.body_errors``).
+
+    Connexion parses the form (``FormDataValidator._parse``, kept) and calls ``_validate(body)``, the method its
+    ``AbstractRequestBodyValidator`` documents for subclasses to override; a missing body is refused in
+    ``wrap_receive`` before that, in words of its own (``RequestBody is required``), so the check is made here
+    first. Hooks: ``_schema``, ``_required``, ``_strict_validation``, the attributes Connexion's base class keeps
+    its arguments in (stable since 3.0). Nothing upstream to remove: ``validator_map`` is the documented way."""
+
+    async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
+        length = Headers(scope=scope).get("content-length", "0").strip()
+        if self._required and length.isdigit() and int(length) == 0:
+            raise missing_body(self._schema)
+        wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
+        return wrapped
+
+    def _validate(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            raise invalid_parameters([("body", "must be a form of named fields")])
+        errors = body_errors(self._schema, body, strict=self._strict_validation)
+        if errors:
+            raise invalid_parameters(errors)
+
+
+_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], "application/x-www-form-urlencoded": ContractForm})
 
 
 class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion ships without type hints

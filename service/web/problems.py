@@ -82,9 +82,9 @@ class Problem(ProblemException):
 def invalid_parameters(errors: Iterable[tuple[str, str]]) -> Problem:
     errors = list(errors)
     if len(errors) == 1:
-        detail = f"{errors[0][0]}: {errors[0][1]}"
+        detail = f"{errors[0][0]} {errors[0][1]}"
     else:
-        detail = f"{len(errors)} parameters are invalid: " + "; ".join(f"{n}: {r}" for n, r in errors)
+        detail = f"{len(errors)} parameters are invalid: " + "; ".join(f"{n} {r}" for n, r in errors)
     return Problem(400, "invalid_parameter", detail, invalid_params=errors)
 
 
@@ -100,12 +100,9 @@ def unauthorized(scheme: str | None) -> Problem:
     elif scheme is None:
         challenge = 'Bearer realm="menus"'
         detail = "This API needs an API key: send 'Authorization: Bearer <API_KEY>'."
-    else:
+    else:  # the scheme the client sent is not repeated (docs/security.md: no client-supplied value is)
         challenge = 'Bearer realm="menus"'
-        detail = (
-            f"This API takes an API key in the Bearer scheme, not {scheme[:20]!r}: "
-            "send 'Authorization: Bearer <API_KEY>'."
-        )
+        detail = "This API takes an API key in the Bearer scheme only: send 'Authorization: Bearer <API_KEY>'."
     return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": challenge})
 
 

@@ -4,10 +4,12 @@ Connexion's parameter validator builds a fresh JSON Schema validator for every
 parameter of every request and reports no parameter name; ``ParameterRules``
 compiles each parameter's schema once, reports every invalid parameter of a
 request at once, by name and in words (an enum refusal lists the allowed
-values, a pattern refusal says what the value must look like), and refuses
-repeated and unknown query parameters. The menus and operations APIs both use
-it (``service.web.connexion_adapter`` puts it in Connexion's place): one voice
-for every parameter error.
+values, a pattern refusal says what the value must look like), and, where the
+API is strict (menus, operations, console), refuses repeated and unknown query
+parameters. Every API uses it (``service.web.connexion_adapter`` puts it in
+Connexion's place), and ``body_errors`` words form bodies the same way: one voice
+for every parameter and field error. A refusal states the rule, never the value
+sent (docs/security.md).
 
 Each simple schema (a string or integer with bounds, an enum, a pattern) is
 also compiled into a plain Python check that accepts exactly what it can prove
@@ -31,7 +33,7 @@ from urllib.parse import parse_qsl
 from jsonschema import Draft4Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from service.web.problems import invalid_parameters
+from service.web.problems import Problem, invalid_parameters
 
 _INTEGER = re.compile(r"-?[0-9]+")  # int() would also take "1_0", " 3", "+3" and non-ASCII digits
 
@@ -89,6 +91,11 @@ class _Parameter:
         self.validator = Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER)
 
 
+def _schema_of(parameters: Iterable[Mapping[str, Any]], name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = next(p.get("schema", p) for p in parameters if p["name"] == name)
+    return schema
+
+
 class ParameterRules:
     """Everything validating one operation's parameters takes, worked out once from its parameter list."""
 
@@ -101,11 +108,12 @@ class ParameterRules:
         self.declared = frozenset(param["name"] for param in query)
         names = ", ".join(param["name"] for param in query)
         self.unknown = (
-            f"not a parameter of this operation; it takes {names}"
+            f"is not a parameter of this operation; it takes {names}"
             if names
-            else "not a parameter of this operation, which takes none"
+            else "is not a parameter of this operation, which takes none"
         )
         self.integers = frozenset(p["name"] for p in query if p.get("schema", p).get("type") == "integer")
+        self.integer_rules = {name: integer_rule(_schema_of(query, name)) for name in self.integers}
         # Typing query values from our own parse is exact only when every query parameter is a plain scalar.
         self.plain_query = all(p.get("schema", p).get("type") in ("string", "integer") for p in query)
         # What the handler gets: each query parameter's contract default, overridden by what was sent.
@@ -126,17 +134,19 @@ class ParameterRules:
     ) -> dict[str, Any] | None:
         """Raise the 400 problem naming every invalid parameter; else the handler's arguments, when every query
         parameter is a plain scalar (None otherwise). ``typed_query``: the query as Connexion's URI parser types
-        it, asked for only when a query parameter is not a plain scalar; ``strict``: refuse unknown parameters."""
+        it, asked for only when a query parameter is not a plain scalar; ``strict``: refuse unknown and repeated
+        parameters (not strict, as OAuth's endpoints are, both are left to the domain: RFC 6749 §3.1 answers a
+        repeated parameter in the protocol's way, redirected once the redirect URI is known)."""
         errors: list[tuple[str, str]] = []
         declared, integers = self.declared, self.integers
         seen: dict[str, Any] = {}
         for name, raw in parse_qsl(query_string, keep_blank_values=True):
-            if name in seen and name in declared:
-                errors.append((name, "sent more than once; send it once"))
+            if strict and name in seen and name in declared:
+                errors.append((name, "was sent more than once; send it once"))
             elif strict and name not in declared and name not in seen:
                 errors.append((name, self.unknown))
             elif name in integers and not _INTEGER.fullmatch(raw):
-                errors.append((name, f"{_shown(raw)} is not a whole number"))
+                errors.append((name, self.integer_rules[name]))
             seen[name] = int(raw) if name in integers and _INTEGER.fullmatch(raw) else raw
         reported = {name for name, _ in errors}  # each parameter once, with its first fault
 
@@ -156,7 +166,7 @@ class ParameterRules:
                 value = values.get(param.key)
                 if value is None:
                     if param.required:
-                        errors.append((param.name, "required"))
+                        errors.append((param.name, "is required"))
                     continue
                 if param.check is not None and param.check(value):
                     continue
@@ -178,36 +188,87 @@ class ParameterRules:
 # What each pattern of the contracts means, in words: a refusal names the rule, not a regular expression.
 PATTERN_WORDS = {
     "^[a-z0-9]+(-[a-z0-9]+)*$": (
-        "is not a slug: lower-case letters a-z and digits, in words joined by single hyphens (like creme-brulee)"
+        "must be a slug: lower-case letters a-z and digits, in words joined by single hyphens (like creme-brulee)"
     ),
-    "^[A-Za-z]{2}$": "is not a two-letter country code (like IN or fr)",
-    "^[A-Z]{2}$": "is not a two-letter upper-case country code (like IN)",
-    "\\S": "has nothing but white space; send at least one search term",
-    "^[A-Za-z0-9_-]+$": "is not a cursor: send a next_cursor back exactly as it came",
+    "^[A-Za-z]{2}$": "must be a two-letter country code (like IN or fr)",
+    "^[A-Z]{2}$": "must be a two-letter upper-case country code (like IN)",
+    "\\S": "must hold more than white space: send at least one search term",
+    "^[A-Za-z0-9_-]+$": "must be a next_cursor sent back exactly as it came",
+    "^key_[0-9a-f]{16}$": "must be an API key id: key_ and 16 hexadecimal digits (like key_3f9a0c1e5b7d2468)",
 }
-_TYPE_WORDS = {"integer": "a whole number", "string": "a string", "number": "a number", "boolean": "true or false"}
+_TYPE_WORDS = {"integer": "an integer", "string": "a string", "number": "a number", "boolean": "true or false"}
 
 
 def reason(error: ValidationError) -> str:
-    """jsonschema's refusal of one value, in the contract's words: an enum names its values, a pattern its rule."""
-    value, rule = error.instance, error.validator_value
+    """jsonschema's refusal of one value, as the rule the value breaks, in the contract's words.
+
+    The value itself is never repeated (docs/security.md): it may be a secret, a token, or text meant to be
+    shown to someone else. An integer's refusal states its whole rule (type and bounds), an enum names its
+    values, a pattern its rule in words, a length its bounds."""
+    schema, rule = error.schema if isinstance(error.schema, dict) else {}, error.validator_value
+    if schema.get("type") == "integer" and error.validator in ("type", "minimum", "maximum"):
+        return integer_rule(schema)
     if error.validator == "enum":
-        return f"{_shown(value)} is not one of: {', '.join(str(allowed) for allowed in rule)}"
+        return f"must be one of: {', '.join(str(allowed) for allowed in rule)}"
     if error.validator == "pattern":
-        return f"{_shown(value)} {PATTERN_WORDS.get(rule, f'does not have the required form ({rule})')}"
-    if error.validator == "minLength":
-        return f"{_shown(value)} is too short: at least {rule} character{'s' if rule != 1 else ''}"
-    if error.validator == "maxLength":
-        return f"{_shown(value)} is too long: at most {rule} characters"
-    if error.validator == "minimum":
-        return f"{_shown(value)} is less than the minimum of {rule}"
-    if error.validator == "maximum":
-        return f"{_shown(value)} is greater than the maximum of {rule}"
+        return PATTERN_WORDS.get(rule, "does not have the form the contract describes")
+    if error.validator in ("minLength", "maxLength"):
+        return length_rule(schema)
     if error.validator == "type" and isinstance(rule, str):
-        return f"{_shown(value)} is not {_TYPE_WORDS.get(rule, rule)}"
-    return str(error.message)
+        return f"must be {_TYPE_WORDS.get(rule, rule)}"
+    if error.validator in ("minimum", "maximum"):
+        return integer_rule({**schema, "type": "number"})
+    return "is not valid here"
 
 
-def _shown(value: Any) -> str:
-    """A value as quoted in a message: at most 40 characters of what the client sent."""
-    return repr(value[:40] + "…" if len(value) > 40 else value) if isinstance(value, str) else repr(value)
+def integer_rule(schema: dict[str, Any]) -> str:
+    """``must be an integer from 1 to 100`` (or ``of at least 1``, ``of at most 5``): the schema's whole rule."""
+    kind = _TYPE_WORDS.get(schema.get("type", "integer"), "a number")
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
+        return f"must be {kind} from {low} to {high}"
+    if low is not None:
+        return f"must be {kind} of at least {low}"
+    if high is not None:
+        return f"must be {kind} of at most {high}"
+    return f"must be {kind}"
+
+
+def length_rule(schema: dict[str, Any]) -> str:
+    """``must be 1 to 100 characters long`` (or ``at least 1``, ``at most 100``)."""
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    if high is None:
+        return f"must be at least {low} character{'s' if low != 1 else ''} long"
+    if low:
+        return f"must be {low} to {high} characters long"
+    return f"must be at most {high} characters long"
+
+
+def body_errors(schema: Mapping[str, Any], body: Mapping[str, Any], *, strict: bool) -> list[tuple[str, str]]:
+    """Every refused field of a form ``body`` under its ``schema``, by name and in words (each field once):
+    a missing required field, a value breaking its field's rule, and, when ``strict``, a field the
+    schema does not declare. A field's value is never repeated."""
+    declared = schema.get("properties", {})
+    errors: list[tuple[str, str]] = []
+    if strict:
+        names = ", ".join(declared)
+        errors += [(name, f"is not a field of this form; it takes {names}") for name in body if name not in declared]
+    for name in schema.get("required", []):
+        if name not in body:
+            errors.append((name, "is required"))
+    validator = Draft4Validator(dict(schema), format_checker=Draft4Validator.FORMAT_CHECKER)
+    for error in validator.iter_errors(dict(body)):
+        if error.validator == "required" or not error.absolute_path:
+            continue  # a missing field is named above; a body that is no mapping never reaches here
+        name = str(error.absolute_path[0])
+        if all(name != seen for seen, _ in errors):
+            errors.append((name, reason(error)))
+    return errors
+
+
+def missing_body(schema: Mapping[str, Any]) -> Problem:
+    """A required form body that was not sent: its required fields by name, or (none required) the body itself."""
+    required = list(schema.get("required", []))
+    if required:
+        return invalid_parameters((name, "is required") for name in required)
+    return Problem(400, "invalid_parameter", "This operation takes a form body (application/x-www-form-urlencoded).")

@@ -845,7 +845,7 @@ def test_client_secret_basic_client_using_client_secret_post_is_invalid_client(
     ]
     response = token_request(visitor, pairs)
     assert_oauth_error(response, 401, "invalid_client")
-    assert "www-authenticate" not in response.headers
+    assert response.headers["www-authenticate"] == f'Basic realm="{ISSUER}", charset="UTF-8"'
 
 
 def test_basic_and_client_secret_together_is_invalid_request(visitor: TestClient, shared: Shared) -> None:
@@ -867,10 +867,11 @@ def test_error_description_quoting_the_request_keeps_to_printable_ascii(visitor:
 
 
 def test_token_request_without_client_authentication_is_invalid_client(visitor: TestClient, shared: Shared) -> None:
+    """RFC 9110 §15.5.2: a 401 carries a challenge, even when the client tried no HTTP authentication scheme."""
     pairs = [("grant_type", "authorization_code"), ("code", "x"), ("client_id", shared.web.id)]
     response = token_request(visitor, pairs)
     assert_oauth_error(response, 401, "invalid_client")
-    assert "www-authenticate" not in response.headers
+    assert response.headers["www-authenticate"] == f'Basic realm="{ISSUER}", charset="UTF-8"'
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,7 @@ def test_every_invalid_parameter_is_listed(client: TestClient) -> None:
 
 def test_repeated_parameter_is_400(client: TestClient) -> None:
     body = problem(client.get("/v1/menus/dishes?course=main&course=side"), 400, "invalid_parameter")
-    assert body["invalid_params"] == [{"name": "course", "reason": "sent more than once; send it once"}]
+    assert body["invalid_params"] == [{"name": "course", "reason": "was sent more than once; send it once"}]
 
 
 def test_invalid_path_slug_is_400(client: TestClient) -> None:
