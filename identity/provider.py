@@ -141,7 +141,7 @@ class Provider:
             ],
             self.web_origins,
         )
-        self.userinfo = UserInfo(self.verifier, self.users)
+        self.userinfo = UserInfo(self.verifier, self.users, self.clients, public_clients=tuning.public_clients)
         self.inspector = TokenInspector(
             issuer,
             self.client_auth,
@@ -154,7 +154,15 @@ class Provider:
             self.web_origins,
             clock,
         )
-        self.end_session = EndSession(issuer, self.clients, self.sessions, self.verifier, revoker, self.users)
+        self.end_session = EndSession(
+            issuer,
+            self.clients,
+            self.sessions,
+            self.verifier,
+            revoker,
+            self.users,
+            public_clients=tuning.public_clients,
+        )
         self.directory = Directory(engine, self.verifier, cursor_key)
         self.purger = Purger(engine, lifetimes.refresh_token, tuning.purge_grace, tuning.throttle.window, clock)
 

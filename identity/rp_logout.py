@@ -46,7 +46,10 @@ class EndSession:
         verifier: TokenVerifier,
         revoker: Revoker,
         users: UserStore,
+        *,
+        public_clients: bool = False,
     ) -> None:
+        self._public_clients = public_clients  # MENUS_PUBLIC_CLIENTS: off, a public client is unknown here
         self._issuer = issuer
         self._clients = clients
         self._sessions = sessions
@@ -110,7 +113,7 @@ class EndSession:
         if named is None:
             return None
         client = self._clients.get(named) if len(named) <= 64 else None
-        if client is None:
+        if client is None or client.public and not self._public_clients:
             raise ErrorPage("Unknown application", "No application is registered with this client_id.")
         return client
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from identity.clients import ClientStore
 from identity.errors import InsufficientScope, InvalidToken, MalformedBearerRequest
 from identity.minting import profile_claims
 from identity.users import UserStore
@@ -44,9 +45,13 @@ def presented_token(authorization: str | None, form: Sequence[tuple[str, str]] =
 
 
 class UserInfo:
-    def __init__(self, verifier: TokenVerifier, users: UserStore) -> None:
+    def __init__(
+        self, verifier: TokenVerifier, users: UserStore, clients: ClientStore, *, public_clients: bool = False
+    ) -> None:
         self._verifier = verifier
         self._users = users
+        self._clients = clients
+        self._public_clients = public_clients  # MENUS_PUBLIC_CLIENTS: whether public clients' tokens are served
 
     def claims(self, authorization: str | None, form: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
         """The user's claims, by the token's scopes, with the organization chosen at sign-in; the token comes
@@ -56,6 +61,12 @@ class UserInfo:
             raise InvalidToken("An application token has no user.")
         if "openid" not in access.scope:
             raise InsufficientScope("This token lacks the scope openid.", scope="openid")
+        if not self._public_clients:
+            # A node without MENUS_PUBLIC_CLIENTS treats a public client as unknown at every endpoint, so a token
+            # issued to one on another node (or before the setting was turned off) is not served here.
+            client = self._clients.get(access.client_id)
+            if client is not None and client.public:
+                raise InvalidToken("Public clients are off on this node.")
         found = self._users.member(access.user_id, access.org_id)
         if found is None:
             raise InvalidToken("The user no longer exists or no longer belongs to the organization.")

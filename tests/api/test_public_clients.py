@@ -127,6 +127,18 @@ def test_a_node_without_public_clients_refuses_a_public_client_everywhere(
     assert_oauth_error(revoked, 401, "invalid_client")
 
 
+def test_a_node_without_public_clients_serves_no_public_clients_token_or_sign_out(
+    browser: TestClient, public_node: TestClient, spa: Client, user: User
+) -> None:
+    # The token was issued by a node with the setting; a node over the same database without it treats the
+    # client as unknown: its token gets no claims and its client_id no sign-out.
+    access_token = public_exchange(public_node, spa, consented_code(public_node, spa)).json()["access_token"]
+    assert public_node.get("/oauth2/userinfo", headers=bearer(access_token)).status_code == 200
+    refused = browser.get("/oauth2/userinfo", headers=bearer(access_token))
+    assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
+    assert_error_page(browser.get("/oauth2/end-session", params={"client_id": spa.id}))
+
+
 def test_a_public_client_may_not_introspect_or_use_client_credentials(public_node: TestClient, spa: Client) -> None:
     introspected = post_form(public_node, "/oauth2/introspect", [("token", "t"), ("client_id", spa.id)])
     assert_oauth_error(introspected, 401, "invalid_client")
