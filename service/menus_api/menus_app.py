@@ -27,6 +27,7 @@ def create_menus_app(
     keys: ApiKeyStore,
     limiter: RateLimiter,
     answers: AnswerCache,
+    api_url: str,
     validate_responses: bool = False,
     usage: UsageCounter | None = None,
 ) -> ASGIApp:
@@ -48,6 +49,7 @@ def create_menus_app(
         limiter=limiter,
         catalog=catalog,
         answers=answers,
+        api_url=api_url,
         if_none_match_max=_if_none_match_max(menus),
         counting=usage.counting if usage is not None else None,
     )
