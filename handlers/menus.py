@@ -11,7 +11,8 @@ from connexion.context import scope
 from starlette.responses import Response
 
 from data.catalog import Catalog, DishQuery
-from service.web.request_state import ARGUMENTS, CATALOG
+from service.web.link_header import next_link
+from service.web.request_state import API_URL, ARGUMENTS, CATALOG
 
 
 def _catalog() -> Catalog:
@@ -46,10 +47,18 @@ async def get_region() -> Response:
     return _ok({"data": _catalog().region(_arguments()["slug"])})
 
 
+# The list's parameters, in the contract's order, that the next page's URL repeats beside its cursor.
+_PAGE_PARAMETERS = ("region", "country", "course", "diet", "max_spice", "q", "limit")
+
+
 async def list_dishes() -> Response:
     arguments = _arguments()
     page = _catalog().dishes(_dish_query(arguments), limit=arguments["limit"], cursor=arguments.get("cursor"))
-    return Response(page.json(), media_type="application/json")
+    headers = None
+    if page.next_cursor is not None:
+        parameters = [(name, arguments.get(name)) for name in _PAGE_PARAMETERS]
+        headers = {"Link": next_link(API_URL.get(scope) + "/menus/dishes", parameters, page.next_cursor)}
+    return Response(page.json(), media_type="application/json", headers=headers)
 
 
 async def get_dish() -> Response:

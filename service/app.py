@@ -42,7 +42,7 @@ from service.identity_api.identity_app import create_identity_app
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
 from service.menus_api.key_failures import KeyFailures
-from service.menus_api.menus_app import create_menus_app
+from service.menus_api.menus_app import BASE_PATH, create_menus_app
 from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
 from service.ops import metrics
 from service.ops.health import Readiness
@@ -198,6 +198,7 @@ def create_app(
         keys=keys,
         limiter=limiter,
         answers=AnswerCache(settings.answer_cache_entries, settings.answer_cache_bytes),
+        api_url=settings.base_url + BASE_PATH,
         validate_responses=settings.validate_responses,
         usage=usage,
         failures=KeyFailures(

@@ -24,7 +24,7 @@ from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_
 from service.menus_api.key_failures import KeyFailures
 from service.menus_api.ratelimit import Decision, RateLimiter
 from service.web.problems import Problem, nothing_here, unauthorized
-from service.web.request_state import CATALOG
+from service.web.request_state import API_URL, CATALOG
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
 NO_STORE = (b"cache-control", b"no-store")  # /random: a cache must never replay a random pick
@@ -43,6 +43,7 @@ class MenusGate:
         limiter: RateLimiter,
         catalog: Catalog,
         answers: AnswerCache,
+        api_url: str,  # the menus API's address from the settings: the base of the Link header's URLs
         prefix: str = "/v1/menus",
         if_none_match_max: int = IF_NONE_MATCH_MAX,
         counting: Callable[[str, Send], Send] | None = None,  # usage: wraps send to count the key's answer
@@ -53,6 +54,7 @@ class MenusGate:
         self.limiter = limiter
         self.catalog = catalog
         self.answers = answers
+        self.api_url = api_url
         self.prefix = prefix
         self.if_none_match_max = if_none_match_max
         self.random = prefix + "/random"
@@ -97,6 +99,7 @@ class MenusGate:
                 await send_ok(send, answer, decision, if_none_match)
                 return
         CATALOG.put(scope, self.catalog)
+        API_URL.put(scope, self.api_url)
         if scope["path"] == self.random:
             await self.app(scope, receive, _Caching(send, decision, None, no_store=True))
             return

@@ -23,6 +23,7 @@ ALLOW_METHODS = ("GET", "HEAD", "POST")  # POST: userinfo (OpenID Connect Core Â
 ALLOW_HEADERS = ("Authorization", "If-None-Match", "X-Request-ID")
 EXPOSE_HEADERS = (
     "ETag",
+    "Link",  # the next page of a cursor list (RFC 8288)
     "RateLimit-Limit",
     "RateLimit-Remaining",
     "RateLimit-Reset",

@@ -41,6 +41,8 @@ class Slot(Generic[T]):
 
 
 CATALOG: Slot[Catalog] = Slot("catalog")  # the menus gate: the dish catalog the menus handlers read
+# The menus gate: the menus API's URL from the settings (MENUS_BASE_URL + "/v1"), never from the Host header.
+API_URL: Slot[str] = Slot("api_url")
 # The menus and operations parameter validation: the validated, typed arguments with the contract's defaults.
 ARGUMENTS: Slot[dict[str, Any]] = Slot("arguments")
 PROVIDER: Slot[Provider] = Slot("provider")  # the identity API's entry: the OpenID provider

@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from identity.clock import SYSTEM_CLOCK
 from identity.users import User, UserStore
+from service.settings import Settings
 from tests.support.clocks import FixedClock
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.token_flows import (
@@ -94,6 +95,24 @@ def test_directory_pagination_visits_every_member_once(http: TestClient, world: 
     assert sorted(seen) == sorted(user.id for user in crew)
     full = http.get("/directory/members", headers=headers).json()
     assert seen == [m["id"] for m in full["data"]]
+
+
+def test_a_directory_page_with_more_links_to_the_next_from_the_issuer_not_the_host_header(
+    http: TestClient, world: World, crew: list[User], settings: Settings
+) -> None:
+    """RFC 8288 §3: ``Link: <URI-Reference>; rel="next"``; the URL comes from MENUS_ISSUER, whatever ``Host`` says."""
+    headers = {**bearer(members_token(http, world.reporter)), "Host": "attacker.example"}
+    first = http.get("/directory/members", params={"limit": 2}, headers=headers)
+    cursor = first.json()["next_cursor"]
+    link = f"{settings.issuer}/directory/members?limit=2&cursor={cursor}"
+    assert first.headers["link"] == f'<{link}>; rel="next"'
+    followed = http.get(link.removeprefix(settings.issuer), headers=headers)
+    assert followed.status_code == 200, followed.text
+    assert (
+        followed.json() == http.get("/directory/members", params={"limit": 2, "cursor": cursor}, headers=headers).json()
+    )
+    last = http.get("/directory/members", params={"limit": 5}, headers=headers)
+    assert last.json()["next_cursor"] is None and "link" not in last.headers
 
 
 def test_directory_pagination_breaks_joined_at_ties_by_id(http: TestClient, engine: Engine, world: World) -> None:

@@ -74,6 +74,27 @@ def test_paging_with_next_cursor_visits_every_match_once(client: TestClient) -> 
     assert len(seen) == len(set(seen)) == total
 
 
+def test_a_page_with_more_links_to_the_next_with_its_filters_from_the_base_url_not_the_host_header(
+    client: TestClient, settings: Settings
+) -> None:
+    """RFC 8288 §3: ``Link: <URI-Reference>; rel="next"``; the URL comes from MENUS_BASE_URL, whatever ``Host`` says."""
+    first = client.get("/v1/menus/dishes", params={"diet": "vegan", "limit": 2}, headers={"Host": "attacker.example"})
+    cursor = first.json()["next_cursor"]
+    link = f"{settings.base_url}/v1/menus/dishes?diet=vegan&limit=2&cursor={cursor}"
+    assert first.headers["link"] == f'<{link}>; rel="next"'
+    assert client.get(link.removeprefix(settings.base_url)).json() == (
+        client.get("/v1/menus/dishes", params={"diet": "vegan", "limit": 2, "cursor": cursor}).json()
+    )
+    spaced = client.get("/v1/menus/dishes", params={"q": "coconut rice", "limit": 1})
+    assert f"?q=coconut%20rice&limit=1&cursor={spaced.json()['next_cursor']}>" in spaced.headers["link"]
+
+
+def test_the_last_page_and_random_picks_send_no_link_header(client: TestClient) -> None:
+    last = client.get("/v1/menus/dishes", params={"q": "creme brulee"})
+    assert last.json()["next_cursor"] is None and "link" not in last.headers
+    assert "link" not in client.get("/v1/menus/random", params={"count": 3}).headers
+
+
 def test_accent_insensitive_search_through_the_api(client: TestClient) -> None:
     names = [d["name"] for d in client.get("/v1/menus/dishes", params={"q": "creme brulee"}).json()["data"]]
     assert names == ["Crème brûlée"]

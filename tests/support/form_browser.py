@@ -110,3 +110,13 @@ class Browser:
                 return Callback(location)
             response = self.http.get(location, allow_redirects=False, timeout=TIMEOUT)
         raise AssertionError("too many redirects")
+
+
+def console_owner_session(base_url: str, email: str = "sam@example.com") -> str:
+    """The ``console_session`` cookie of a new owner, signed up through the console's "Create an account"."""
+    browser = Browser(base_url)
+    sign_up = browser.go(f"{base_url}/console/sign-in?prompt=create")
+    assert isinstance(sign_up, Page) and sign_up.path == "/sign-up"
+    home = browser.submit(sign_up, name="Sam", email=email, password="schemathesis-pw", organization="Sam's")
+    assert isinstance(home, Page) and home.path == "/console/" and "(owner)" in home.response.text
+    return str(browser.http.cookies["console_session"])

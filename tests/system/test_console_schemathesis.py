@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.form_browser import Browser, Page
+from tests.support.form_browser import console_owner_session
 from tests.support.live import live_service
 from tests.support.schemathesis_runs import cases, run_schemathesis
 
@@ -21,14 +21,7 @@ def test_schemathesis_finds_no_failure_in_the_console(tmp_path: Path, signed_in:
     with live_service(tmp_path) as service:
         headers: list[str] = []
         if signed_in:
-            browser = Browser(service.url)
-            sign_up = browser.go(f"{service.url}/console/sign-in?prompt=create")
-            assert isinstance(sign_up, Page) and sign_up.path == "/sign-up"
-            home = browser.submit(
-                sign_up, name="Sam", email="sam@example.com", password="schemathesis-pw", organization="Sam's"
-            )
-            assert isinstance(home, Page) and home.path == "/console/" and "(owner)" in home.response.text
-            headers = ["-H", f"Cookie: console_session={browser.http.cookies['console_session']}"]
+            headers = ["-H", f"Cookie: console_session={console_owner_session(service.url)}"]
         done = run_schemathesis(
             f"{service.url}/console/openapi.json",
             "schemathesis-console-" + ("owner" if signed_in else "anonymous"),

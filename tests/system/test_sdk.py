@@ -175,8 +175,12 @@ def page_through(sdk: Sdk, client: Any, **filters: Any) -> tuple[list[Any], set[
     cursor: str | None = None
     for _ in range(DISH_COUNT + 1):
         arguments = {**filters, "limit": PAGE_SIZE} | ({"cursor": cursor} if cursor is not None else {})
-        page = list_dishes.sync(client=client, **arguments)
+        response = list_dishes.sync_detailed(client=client, **arguments)
+        page = response.parsed
         assert isinstance(page, sdk.models.DishPage), page
+        # RFC 8288: the next page's URL, with the cursor, exactly when there is one.
+        link = response.headers.get("link")
+        assert (link is None) if page.next_cursor is None else link.endswith(f'&cursor={page.next_cursor}>; rel="next"')
         assert len(page.data) <= PAGE_SIZE
         dishes.extend(page.data)
         totals.add(page.total)
