@@ -41,7 +41,7 @@ DATABASE_MAX_OVERFLOW = 10  # more connections a process may open at busy times 
 READY_TIMEOUT = 3.0  # seconds a readiness probe waits for the database before answering 503
 
 # Menus API limits
-DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (in any 60-second moving window)
+DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (a sliding window counter: docs/nodes.md)
 DEFAULT_RATE_LIMIT_STORAGE = "memory://"  # rate-limit windows per process; redis://host:port/db: one for every node
 REDIS_TIMEOUT = 0.5  # seconds a Redis connection or command may take before the limit fails open
 REDIS_RETRY_AFTER_OUTAGE = 2.0  # seconds after a Redis failure during which requests do not wait for Redis
