@@ -5,7 +5,8 @@
 Before: ``limits``' moving window (one entry per request of the last minute; ``hit`` inserts at the head of
 a list, and the stats read the window), as ``service/menus_api/ratelimit.py`` used it. After: the service's
 ``RateLimiter.take`` (a sliding window counter: two counters per key). Each is timed over ``--requests``
-requests after filling the key's window with 1,000 and with 150,000 requests. A micro-benchmark in one
+requests after filling the key's window with 1,000 and with 150,000 requests; in Redis also 100 at a time,
+as a busy worker takes them (one pipeline for all). A micro-benchmark in one
 process, not a load test (``python -m bench`` is that).
 """
 
@@ -41,8 +42,9 @@ def moving_window(fill: int, requests: int) -> float:
     return (time.perf_counter() - started) / requests * 1e6
 
 
-def sliding_counter(fill: int, requests: int, storage: str) -> float:
-    """Microseconds a request with ``fill`` requests in the window, through ``RateLimiter.take``."""
+def sliding_counter(fill: int, requests: int, storage: str, *, together: int = 1) -> float:
+    """Microseconds a request with ``fill`` requests in the window, through ``RateLimiter.take``; ``together``
+    requests at a time (in Redis, they share a pipeline: the batching of ``RedisWindows``)."""
     limiter = RateLimiter(LIMIT, storage, redis=RedisTuning.of(Settings(database_url="sqlite://")))
     key = uuid.uuid4().hex
 
@@ -50,8 +52,12 @@ def sliding_counter(fill: int, requests: int, storage: str) -> float:
         try:
             await asyncio.gather(*(limiter.take(key) for _ in range(fill)))  # pipelined in Redis: filled quickly
             started = time.perf_counter()
-            for _ in range(requests):
-                await limiter.take(key)
+            if together == 1:
+                for _ in range(requests):
+                    await limiter.take(key)
+            else:
+                for _ in range(requests // together):
+                    await asyncio.gather(*(limiter.take(key) for _ in range(together)))
             return (time.perf_counter() - started) / requests * 1e6
         finally:
             await limiter.aclose()
@@ -68,6 +74,12 @@ def main() -> None:
     rows.append(("sliding window counter, memory", lambda fill: sliding_counter(fill, args.requests, "memory://")))
     if args.redis:
         rows.append(("sliding window counter, Redis", lambda fill: sliding_counter(fill, args.requests, args.redis)))
+        rows.append(
+            (
+                "  the same, 100 at a time",
+                lambda fill: sliding_counter(fill, args.requests, args.redis, together=100),
+            )
+        )
     print(f"{'µs per request':<34}" + "".join(f"{f'{fill:,} in window':>20}" for fill in FILLS))
     for name, measure in rows:
         print(f"{name:<34}" + "".join(f"{measure(fill):>20.1f}" for fill in FILLS))
