@@ -5,7 +5,7 @@ What it does on every request, and why that is the same work as the service:
 - the API key: the same ``ApiKeyStore.authenticate`` (one indexed SQL lookup of
   the key's SHA-256 on the same database; the service caches no key either, so a
   revoked key stops working at once in both);
-- the same per-key rate limit (``RateLimiter.take``, a moving window in memory), with its three headers;
+- the same per-key rate limit (``RateLimiter.take``, a sliding window counter in memory), with its three headers;
 - strict validation by hand: unknown or repeated parameters, enums, integer
   ranges, lengths and patterns of ``/dishes`` as the contract states them;
 - filter a list of plain dicts loaded from the YAML files, page it by the

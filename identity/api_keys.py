@@ -9,6 +9,11 @@ by an owner or admin in the developer console) and records who made it and when.
 before ownership existed belong to no organization and keep working; only the command line
 sees them. When a key was last used is written by ``identity.usage``, in batches, never on
 the request's own path.
+
+The menus gate answers verified keys from memory (``service/menus_api/key_cache.py``). Keys are never
+deleted, so the number of revoked keys only grows: ``revocations`` is the deployment's revocation
+generation, which every process reads at most every 250 ms to drop what it remembers, and ``revoke`` tells
+this process's listeners at once.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -132,6 +137,16 @@ class ApiKeyStore:
         self._lookup = sa.select(api_keys.c.id, api_keys.c.key_hash).where(
             api_keys.c.key_hash == sa.bindparam("key_hash"), api_keys.c.revoked_at.is_(None)
         )
+        self._revoked: list[Callable[[], None]] = []  # told after every revocation made through this store
+
+    def on_revoke(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after each revocation this store commits (a process's cache of verified keys)."""
+        self._revoked.append(listener)
+
+    def revocations(self) -> int:
+        """How many keys were ever revoked: the revocation generation (keys are never deleted, so it only grows)."""
+        with self._engine.connect() as connection:
+            return int(connection.scalar(_REVOKED_COUNT) or 0)
 
     def create(self, name: str, *, org_id: str | None = None, created_by: str | None = None) -> tuple[ApiKey, str]:
         """Create a key; return its record and the key itself, which is never stored or shown again."""
@@ -202,14 +217,17 @@ class ApiKeyStore:
         return _record(row)
 
     def revoke(self, key_id: str, *, org_id: str | None = None, by: str | None = None) -> ApiKey:
-        """Revoke a key at once, on every node (the gate reads the database); revoking a revoked key keeps
-        its first revocation time. With ``org_id``, only a key of that organization: any other is unknown."""
+        """Revoke a key: refused at once by this process (its listeners are told after the commit) and by every
+        other within the gate's revocation bound (``revocations`` grows); revoking a revoked key keeps its first
+        revocation time. With ``org_id``, only a key of that organization: any other is unknown."""
         scope = [api_keys.c.id == key_id] + ([api_keys.c.org_id == org_id] if org_id is not None else [])
         with self._engine.begin() as connection:
             connection.execute(
                 api_keys.update().where(*scope, api_keys.c.revoked_at.is_(None)).values(revoked_at=self._clock.now())
             )
             row = connection.execute(sa.select(*_COLUMNS).where(*scope)).first()
+        for listener in self._revoked:
+            listener()
         if row is None:
             raise UnknownApiKey(key_id)
         record = _record(row)
@@ -234,6 +252,7 @@ class ApiKeyStore:
         return str(row.id)
 
 
+_REVOKED_COUNT = sa.select(sa.func.count()).select_from(api_keys).where(api_keys.c.revoked_at.is_not(None))
 _ORG_EXISTS = sa.select(organizations.c.name).where(organizations.c.id == sa.bindparam("org_id"))
 
 

@@ -41,6 +41,7 @@ from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.identity_app import create_identity_app
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
+from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
 from service.menus_api.menus_app import BASE_PATH, create_menus_app
 from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
@@ -195,7 +196,12 @@ def create_app(
     usage = UsageCounter(engine, timedelta(seconds=settings.last_used_resolution), clock)
     menus = create_menus_app(
         catalog=catalog,
-        keys=keys,
+        keys=KeyCache(
+            keys,
+            entries=settings.api_key_cache_entries,
+            check_every=settings.key_revocation_check,
+            bound=settings.key_revocation_bound,
+        ),
         limiter=limiter,
         answers=AnswerCache(settings.answer_cache_entries, settings.answer_cache_bytes),
         api_url=settings.base_url + BASE_PATH,

@@ -41,7 +41,7 @@ DATABASE_MAX_OVERFLOW = 10  # more connections a process may open at busy times 
 READY_TIMEOUT = 3.0  # seconds a readiness probe waits for the database before answering 503
 
 # Menus API limits
-DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (in any 60-second moving window)
+DEFAULT_RATE_LIMIT = 600  # menus requests a minute per API key (a sliding window counter: docs/nodes.md)
 DEFAULT_RATE_LIMIT_STORAGE = "memory://"  # rate-limit windows per process; redis://host:port/db: one for every node
 REDIS_TIMEOUT = 0.5  # seconds a Redis connection or command may take before the limit fails open
 REDIS_RETRY_AFTER_OUTAGE = 2.0  # seconds after a Redis failure during which requests do not wait for Redis
@@ -51,6 +51,9 @@ MAX_KEYS_PER_ORG = 100  # active API keys an organization may have (console and 
 KEY_FAILURES_PER_MINUTE = 30  # requests with an unknown API key per network per minute before 429 (menus API)
 LIVE_KEYS_MAX_AGE = 1.0  # seconds a throttled network's keys are checked against a list of live keys this old
 KEY_FAILURE_NETWORKS = 10_000  # networks blocked for unknown API keys that a process remembers at most
+API_KEY_CACHE_ENTRIES = 10_000  # verified API keys a process answers from memory at most (the oldest is dropped first)
+KEY_REVOCATION_CHECK = 0.25  # seconds between two reads of the revocation count by a busy process
+KEY_REVOCATION_BOUND = 1.0  # seconds after which a key revoked on another process or node is refused everywhere
 ANSWER_CACHE_ENTRIES = 4096  # distinct menus URLs whose answer is kept
 ANSWER_CACHE_BYTES = 32 * 1024 * 1024  # body bytes the menus answer cache keeps, whatever the number of entries
 
@@ -155,6 +158,9 @@ class Settings:
     key_failures_per_minute: int = KEY_FAILURES_PER_MINUTE  # MENUS_KEY_FAILURES_PER_MINUTE
     live_keys_max_age: float = LIVE_KEYS_MAX_AGE
     key_failure_networks: int = KEY_FAILURE_NETWORKS
+    api_key_cache_entries: int = API_KEY_CACHE_ENTRIES
+    key_revocation_check: float = KEY_REVOCATION_CHECK
+    key_revocation_bound: float = KEY_REVOCATION_BOUND
     answer_cache_entries: int = ANSWER_CACHE_ENTRIES
     answer_cache_bytes: int = ANSWER_CACHE_BYTES
 

@@ -1,8 +1,9 @@
 """What stands in front of the menus API's routing: API key, rate limit, HTTP caching, and the answer cache.
 
 Every request under ``/v1/menus`` is authenticated and counted here, before
-Connexion routes it, so the check can never be skipped by a route and costs
-one indexed lookup. Successful answers get a strong ``ETag`` and
+Connexion routes it, so the check can never be skipped by a route; a key
+this process has seen live is answered from memory
+(``service/menus_api/key_cache.py``). Successful answers get a strong ``ETag`` and
 ``Cache-Control``; a matching ``If-None-Match`` turns them into 304.
 
 A successful answer of a deterministic operation is kept in a bounded
@@ -19,8 +20,8 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog
-from identity.api_keys import ApiKeyStore
 from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_key
+from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
 from service.menus_api.ratelimit import Decision, RateLimiter
 from service.web.problems import Problem, nothing_here, unauthorized
@@ -39,7 +40,7 @@ class MenusGate:
         self,
         app: ASGIApp,
         *,
-        keys: ApiKeyStore,
+        keys: KeyCache,
         limiter: RateLimiter,
         catalog: Catalog,
         answers: AnswerCache,
@@ -110,13 +111,13 @@ class MenusGate:
         """The id of the live key ``token``, or None; ``_ANSWERED`` when its network was answered 429 for
         guessing keys. A database error becomes 503 in ``_guarded``."""
         if self.failures is None:
-            return self.keys.authenticate(token)
+            return await self.keys.authenticate(token)
         address = scope["client"][0] if scope.get("client") else "unknown"
         blocked = self.failures.blocked(address)
         if blocked and not await self.failures.worth_checking(token):
             await self._too_many_unknown_keys(send, blocked)
             return _ANSWERED
-        key_id = self.keys.authenticate(token)
+        key_id = await self.keys.authenticate(token)
         if key_id is None:
             decision = await self.failures.failed(address, token)
             if decision is not None:

@@ -2,10 +2,10 @@
 
 Every well-formed key that is not a live key costs a database lookup. Such failures are counted per network
 (an IPv4 address or an IPv6 /64, as the sign-in throttle counts: ``identity.throttle.network``) by a
-``RateLimiter`` of their own: ``MENUS_KEY_FAILURES_PER_MINUTE`` in any 60 seconds, in process memory or in
-Redis with the per-key limit (``MENUS_RATE_LIMIT_STORAGE``; failing open as it does). Past the bound the
-network is *blocked* in this process until its window lets one more through, and answered 429
-``rate_limited`` with ``Retry-After``.
+``RateLimiter`` of their own: ``MENUS_KEY_FAILURES_PER_MINUTE`` a minute (a sliding window counter), in
+process memory or in Redis with the per-key limit (``MENUS_RATE_LIMIT_STORAGE``; failing open as it does).
+Past the bound the network is *blocked* in this process until its window lets one more through, and
+answered 429 ``rate_limited`` with ``Retry-After``.
 
 While a network is blocked its keys are not looked up one by one. Each is checked first against the set of
 live keys' digests (``ApiKeyStore.live_digests``), read at most once per ``live_keys_max_age`` (one second)

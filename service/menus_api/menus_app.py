@@ -9,10 +9,10 @@ from starlette.types import ASGIApp
 
 from data.catalog import Catalog
 from data.catalog_errors import CatalogError
-from identity.api_keys import ApiKeyStore
 from identity.usage import UsageCounter
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import ADDED_HEADERS, MenusGate
+from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
 from service.menus_api.ratelimit import RateLimiter
 from service.web.connexion_adapter import connexion_app
@@ -25,7 +25,7 @@ BASE_PATH = "/v1"
 def create_menus_app(
     *,
     catalog: Catalog,
-    keys: ApiKeyStore,
+    keys: KeyCache,
     limiter: RateLimiter,
     answers: AnswerCache,
     api_url: str,

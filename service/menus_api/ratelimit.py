@@ -1,15 +1,21 @@
-"""The per-key rate limit of the menus API: a moving window of one minute, counted by the ``limits`` library.
+"""The per-key rate limit of the menus API: a sliding window counter of one minute, by the ``limits`` library.
 
-Why ``limits``: a well-kept library with an async API whose moving-window strategy runs the same
-way in process memory and in Redis (one Lua script: count and admit atomically), so one class
-counts per process or for the whole deployment. A moving window never admits more than
-``limit`` requests in any 60 seconds, with no burst at a window's edge.
+Why ``limits``: a well-kept library with an async API whose sliding-window-counter strategy runs the same
+way in process memory and in Redis (one Lua script: count and admit atomically), so one class counts per
+process or for the whole deployment. Its cost per request and its memory per key are constant: two
+counters per key (this minute's and the last one's), whatever the limit and the traffic.
 
-In Redis, the windows are the library's: its keys (``limits``' key layout and our prefix) and its two
-Lua scripts, admit and read the window. Only the calls are ours (``RedisWindows``): a worker keeps
+The semantics (docs/nodes.md): a request is admitted while ``floor(previous × (1 − elapsed) + current)``
+is below the limit, where ``current`` counts the requests admitted in the current minute, ``previous``
+those of the minute before, and ``elapsed`` is the share of the current minute gone by. It approximates a
+moving window by assuming the previous minute's requests were spread evenly over it: in any 60 seconds it
+admits at most twice the limit in the worst case (a burst at the very end of one minute and another at the
+start of the next), and exactly the limit when traffic is even; over two minutes never more than twice.
+
+In Redis, the counters are the library's: its keys (``limits``' key layout and our prefix) and its two
+Lua scripts, admit and read the counters. Only the calls are ours (``RedisWindows``): a worker keeps
 one pipeline in flight, and the requests taken meanwhile go together in the next one, one round trip
-for all of them, where the library's strategy makes two round trips per request (``bench --only
-redis``: from 0.45-0.71 of the limit in memory to about 0.9).
+for all of them, where the library's strategy makes two round trips per request.
 
 Where the windows live (``MENUS_RATE_LIMIT_STORAGE``):
 
@@ -43,7 +49,7 @@ from limits.aio.storage import RedisStorage as AsyncRedisStorage
 from limits.aio.storage.redis.bridge import RedisBridge
 from limits.errors import StorageError
 from limits.storage import storage_from_string
-from limits.strategies import MovingWindowRateLimiter as MovingWindow
+from limits.strategies import SlidingWindowCounterRateLimiter as SlidingWindowCounter
 from prometheus_client import Counter
 from redis.exceptions import NoScriptError, RedisError
 
@@ -179,7 +185,7 @@ class Decision:
     allowed: bool
     limit: int
     remaining: int
-    reset: int  # seconds until the oldest request counted in the window leaves it
+    reset: int  # seconds until the window admits one request more than now (0: it admits its whole limit)
     retry_after: int  # seconds until the next request will be allowed (0 when allowed)
 
     def headers(self) -> list[tuple[bytes, bytes]]:
@@ -193,18 +199,29 @@ class Decision:
 Command = tuple[bytes | str | int | float, ...]
 # What Redis answered one command: its reply, or the error of that command alone (raise_on_error=False).
 Reply = Any
-# One request counted in its window: admitted or not, when the window's oldest entry leaves it (epoch
-# seconds), how many more the window admits. None: Redis could not count it (the request fails open).
-Counted = tuple[bool, float, int] | None
-Batch = list[tuple[str, asyncio.Future[Counted]]]  # the Redis key of each request, and its answer
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """One request counted: admitted or not, and the counters as they stand after it."""
+
+    allowed: bool
+    previous: int  # requests admitted in the previous minute
+    previous_ttl: float  # seconds the previous minute still weighs (its weight: this / the window)
+    current: int  # requests admitted in the current minute
+    current_ttl: float  # seconds until the current minute's counter expires (a window after the minute ends)
+
+
+Batch = list[tuple[tuple[str, str], asyncio.Future[Counted | None]]]  # each request's two keys, and its answer
 
 
 class RedisWindows:
-    """``limits``' moving windows in Redis, the requests of a worker sharing round trips.
+    """``limits``' sliding window counters in Redis, the requests of a worker sharing round trips.
 
-    Per request, a pipeline holds the library's own two scripts on the key its strategy uses:
-    ``acquire_moving_window`` (admit, atomically) then ``moving_window`` (count and oldest entry), as
-    ``MovingWindowRateLimiter.hit`` and ``get_window_stats`` would send them, so Redis holds exactly what
+    Per request, a pipeline holds the library's own two scripts on the two keys its strategy uses:
+    ``acquire_sliding_window`` (admit, atomically) then ``sliding_window`` (both counters and their
+    expiries), as ``SlidingWindowCounterRateLimiter.hit`` and ``get_window_stats`` would send them, so
+    Redis holds exactly what
     the library would write and reads the same. What differs is only how they travel: ``take`` queues
     the request; one task sends the queue as one pipeline (on the next event-loop iteration, so the
     requests of this one go together) and, while it waits for Redis, new requests queue for the next
@@ -223,23 +240,24 @@ class RedisWindows:
         max_batch: int,
     ) -> None:
         self._bridge = storage.bridge
+        self._storage = storage
         self._max_batch = max_batch
         self._client = redis.asyncio.Redis(connection_pool=pool)  # the storage's pool: its connections, closed with it
         self._item = item
         self._health = health
         self._scripts = {  # by SHA1, the name Redis caches a script under
             hashlib.sha1(script).hexdigest(): script
-            for script in (RedisBridge.SCRIPT_ACQUIRE_MOVING_WINDOW, RedisBridge.SCRIPT_MOVING_WINDOW)
+            for script in (RedisBridge.SCRIPT_ACQUIRE_SLIDING_WINDOW, RedisBridge.SCRIPT_SLIDING_WINDOW)
         }
         self._acquire, self._window = self._scripts
         self._queue: Batch = []  # requests waiting for the next pipeline
         self._sender: asyncio.Task[None] | None = None  # sends the queue, one pipeline at a time, while it fills
 
-    def take(self, key: str) -> asyncio.Future[Counted]:
+    def take(self, key: str) -> asyncio.Future[Counted | None]:
         """Queue one request of ``key``; it goes to Redis in the next pipeline, with every other request queued."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Counted] = loop.create_future()
-        self._queue.append((self._bridge.prefixed_key(self._item.key_for(key)), future))
+        future: asyncio.Future[Counted | None] = loop.create_future()
+        self._queue.append((self._keys(self._item.key_for(key)), future))
         if self._sender is None:
             self._sender = loop.create_task(self._send_queued())
             self._sender.add_done_callback(self._never_started)
@@ -271,7 +289,7 @@ class RedisWindows:
     async def _send(self, batch: Batch) -> None:
         """One pipeline for ``batch``; each request's future gets its answer."""
         if not self._health.usable():  # Redis failed while these waited: do not wait for it again
-            counted: list[Counted] = [None] * len(batch)
+            counted: list[Counted | None] = [None] * len(batch)
         else:
             try:
                 counted = await self._count([key for key, _ in batch])
@@ -284,28 +302,32 @@ class RedisWindows:
             if not future.done():  # a request cancelled while waiting has no one to answer
                 future.set_result(answer)
 
-    async def _count(self, keys: list[str]) -> list[Counted]:
-        now = time.time()
+    def _keys(self, key: str) -> tuple[str, str]:
+        """The previous and current minute's Redis keys of ``key``, laid out and prefixed as the library does."""
+        storage: Any = self._storage
+        prefixed = self._bridge.prefixed_key
+        return prefixed(storage._previous_window_key(key)), prefixed(storage._current_window_key(key))
+
+    async def _count(self, keys: list[tuple[str, str]]) -> list[Counted | None]:
         limit, expiry = self._item.amount, self._item.get_expiry()
         commands: list[Command] = []
-        for key in keys:
-            commands.append(("EVALSHA", self._acquire, 1, key, now, limit, expiry, 1))
-            commands.append(("EVALSHA", self._window, 1, key, now - expiry, limit))
+        for last_minute, this_minute in keys:
+            commands.append(("EVALSHA", self._acquire, 2, last_minute, this_minute, limit, expiry, 1))
+            commands.append(("EVALSHA", self._window, 2, last_minute, this_minute, expiry))
         try:
             replies = await self._pipeline(commands)
         except RedisError as error:
             self._health.failed(error, "api_key", len(keys))
             return [None] * len(keys)
-        counted: list[Counted] = []
+        counted: list[Counted | None] = []
         failed: RedisError | None = None
         for acquired, window in zip(replies[::2], replies[1::2], strict=True):
             if isinstance(acquired, RedisError) or isinstance(window, RedisError):
                 failed = acquired if isinstance(acquired, RedisError) else window
                 counted.append(None)
-            elif window:  # the oldest entry of the window, and how many it holds
-                counted.append((bool(acquired), float(window[0]) + expiry, limit - int(window[1])))
-            else:
-                counted.append((bool(acquired), now + expiry, limit))
+            else:  # [previous count, its pttl, current count, its pttl]: as the library's get_sliding_window reads them
+                previous, previous_ttl, current, current_ttl = (max(0, int(value or 0)) for value in window)
+                counted.append(Counted(bool(acquired), previous, previous_ttl / 1000, current, current_ttl / 1000))
         failures = counted.count(None)
         if failed is not None:
             self._health.failed(failed, "api_key", failures)
@@ -331,7 +353,8 @@ class RedisWindows:
 
 
 class RateLimiter:
-    """``limit`` requests per API key in any window of ``window_seconds`` (60: the contract's minute)."""
+    """``limit`` requests per API key per window of ``window_seconds`` (60: the contract's minute), as a sliding
+    window counter (the module's docstring)."""
 
     def __init__(
         self,
@@ -348,37 +371,56 @@ class RateLimiter:
         self.shared = is_shared(storage)
         self.health = health or StorageHealth(redis.retry_after_outage, redis.log_every)
         self._item = RateLimitItemPerSecond(per_minute, window_seconds)
+        self._window = float(window_seconds)
         # In memory, the blocking strategy: it never waits, and the asyncio memory storage would start an
         # expiry task (and a thread hop) on nearly every request. Redis: the library's scripts, pipelined.
         self._pool: Any = None
-        self._memory: MovingWindow | None = None
+        self._memory: SlidingWindowCounter | None = None
         self._redis: RedisWindows | None = None
         if self.shared:
             self._storage, self._pool = async_storage(storage, redis.timeout)
             self._redis = RedisWindows(self._storage, self._pool, self._item, self.health, redis.max_batch)
         else:
             self._storage = storage_from_string(MEMORY)
-            self._memory = MovingWindow(self._storage)
+            self._memory = SlidingWindowCounter(self._storage)
         self._ping_timeout = redis.timeout
         self._open = Decision(True, per_minute, per_minute, 0, 0)  # failing open: nothing is counted
 
     async def take(self, key: str) -> Decision:
-        """Count one request of ``key``: allowed while the window holds fewer than ``limit``."""
+        """Count one request of ``key``: admitted while the weighted count is below ``limit``."""
         if self._memory is not None:
             allowed = self._memory.hit(self._item, key)
-            reset_at, remaining = self._memory.get_window_stats(self._item, key)
-            return self._decide(allowed, reset_at, remaining)
+            window = self._storage.get_sliding_window(self._item.key_for(key), self._item.get_expiry())
+            return self._decide(Counted(allowed, *window))
         assert self._redis is not None
         if not self.health.usable():
             return self._open
         counted = await self._redis.take(key)
-        return self._open if counted is None else self._decide(*counted)
+        return self._open if counted is None else self._decide(counted)
 
-    def _decide(self, allowed: bool, reset_at: float, remaining: int) -> Decision:
-        """The decision for a window whose oldest request leaves it at ``reset_at`` (epoch seconds)."""
-        reset = max(0, math.ceil(reset_at - time.time()))
-        retry_after = 0 if allowed else max(1, reset)
-        return Decision(allowed, self.limit, max(0, remaining), reset, retry_after)
+    def _decide(self, counted: Counted) -> Decision:
+        """The headers' numbers: ``remaining`` is what the library's ``get_window_stats`` reports; ``reset`` the
+        seconds until one request more is admitted than now; ``retry_after`` the seconds until the next is."""
+        weighted = self._weighted(counted, 0.0)
+        remaining = max(0, self.limit - math.floor(weighted))
+        # Remaining grows by one once the weighted count falls below its whole part; with all of it left, no wait.
+        reset = 0 if remaining >= self.limit else max(1, _whole(self._until_below(counted, math.floor(weighted))))
+        retry_after = 0 if counted.allowed else max(1, _whole(self._until_below(counted, self.limit)))
+        return Decision(counted.allowed, self.limit, remaining, max(reset, retry_after), retry_after)
+
+    def _weighted(self, counted: Counted, later: float) -> float:
+        """The library's weighted count ``later`` seconds from now, while the current minute lasts."""
+        return counted.previous * max(0.0, counted.previous_ttl - later) / self._window + counted.current
+
+    def _until_below(self, counted: Counted, target: int) -> float:
+        """Seconds until the weighted count is below ``target`` (then a request is admitted with ``target`` free)."""
+        if self._weighted(counted, 0.0) < target:
+            return 0.0
+        if counted.current < target:  # the previous minute's weight decays linearly until the minute ends
+            return counted.previous_ttl - (target - counted.current) * self._window / counted.previous
+        # Only after the current minute ends: it becomes the previous one, and its own weight decays.
+        minute_ends = max(0.0, counted.current_ttl - self._window)
+        return minute_ends + self._window * (1 - target / counted.current)
 
     async def aclose(self) -> None:
         """Close the Redis connections (at shutdown)."""
@@ -396,3 +438,8 @@ class RateLimiter:
         if answered:
             self.health.recovered()
         return answered
+
+
+def _whole(seconds: float) -> int:
+    """Whole seconds, rounded up (a header never says "now" before it is so)."""
+    return max(0, math.ceil(seconds - 1e-9))

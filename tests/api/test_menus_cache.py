@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +15,7 @@ from service.menus_api.answer_cache import Answer, AnswerCache, cache_key
 from service.menus_api.gate import MenusGate
 from service.settings import Settings
 from service.web.observe import RequestObserver
-from tests.support.defaults import DEFAULTS
+from tests.support.defaults import DEFAULTS, KEY_REVOCATION_BOUND
 
 TYPICAL = "/v1/menus/dishes?course=main&max_spice=3&limit=20"
 # Headers that legitimately differ from one answer to the next.
@@ -98,7 +99,8 @@ def test_revoked_key_is_refused_even_for_a_cached_url(
     record, key = keys.create("soon revoked")
     with TestClient(cached_app, headers={"Authorization": f"Bearer {key}"}) as client:
         assert client.get(TYPICAL).status_code == 200
-        keys.revoke(record.id)
+        keys.revoke(record.id)  # by another process (a store of its own): refused within the revocation bound
+        time.sleep(KEY_REVOCATION_BOUND)
         never_routed(gate_of(cached_app), monkeypatch)
         refused = client.get(TYPICAL)
     assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"

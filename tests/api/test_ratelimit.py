@@ -1,4 +1,4 @@
-"""The per-key rate limit of the menus API (service/menus_api/ratelimit.py): a moving window, failing open."""
+"""The per-key rate limit of the menus API (service/menus_api/ratelimit.py): a sliding window counter, failing open."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ import pytest
 import redis
 from limits import RateLimitItemPerSecond
 from limits.aio.storage.redis.bridge import RedisBridge
-from limits.aio.strategies import MovingWindowRateLimiter as AsyncMovingWindow
+from limits.aio.strategies import SlidingWindowCounterRateLimiter as AsyncSlidingWindowCounter
 from starlette.testclient import TestClient
 
 from service.app import create_app
 from service.menus_api.ratelimit import (
     KEY_PREFIX,
     Command,
+    Counted,
     Decision,
     RateLimiter,
     RedisWindows,
@@ -59,7 +60,39 @@ def test_refused_request_says_when_to_retry(storage: str) -> None:
     *_, refused = take(RateLimiter(2, storage, redis=REDIS), "k", 3)
     assert not refused.allowed
     assert 1 <= refused.retry_after <= 60
-    assert refused.reset == refused.retry_after  # the oldest request leaves the window then
+    assert refused.reset == refused.retry_after  # the window admits one request more then
+
+
+def test_the_previous_minute_weighs_by_the_share_of_it_still_in_the_window() -> None:
+    """Sliding window counter: ``floor(previous × (1 − elapsed) + current)`` against the limit. Halfway through
+    a minute, 60 requests of the last minute weigh 30: with 30 this minute, a limit of 60 is reached, and
+    the next request is admitted as soon as the weight decays below it (within a second)."""
+    limiter = RateLimiter(60, redis=REDIS)
+    decision = limiter._decide(Counted(False, previous=60, previous_ttl=30.0, current=30, current_ttl=90.0))
+    assert (decision.remaining, decision.retry_after, decision.reset) == (0, 1, 1)
+    decision = limiter._decide(Counted(True, previous=60, previous_ttl=30.0, current=10, current_ttl=90.0))
+    assert decision.remaining == 20 and decision.reset == 1  # 40 weighted; 39.x within a second
+
+
+def test_a_minute_filled_in_itself_admits_again_only_as_it_leaves_the_window() -> None:
+    """All 60 requests in this minute (none before): nothing decays until the minute ends in 20 s; then the
+    minute weighs less than 60 at once, and one request is admitted."""
+    limiter = RateLimiter(60, redis=REDIS)
+    decision = limiter._decide(Counted(False, previous=0, previous_ttl=0.0, current=60, current_ttl=80.0))
+    assert (decision.allowed, decision.remaining, decision.retry_after) == (False, 0, 20)
+
+
+def test_with_nothing_counted_the_whole_limit_is_left_and_nothing_resets() -> None:
+    limiter = RateLimiter(60, redis=REDIS)
+    decision = limiter._decide(Counted(True, previous=0, previous_ttl=0.0, current=1, current_ttl=120.0))
+    assert (decision.remaining, decision.reset, decision.retry_after) == (59, 60, 0)
+
+
+def test_memory_per_key_does_not_grow_with_the_traffic() -> None:
+    """Two counters per key (this minute's and the last), whatever the number of requests: no entry per request."""
+    limiter = RateLimiter(100_000, redis=REDIS)
+    take(limiter, "k", 5_000)
+    assert len(limiter._storage.storage) <= 2 and not limiter._storage.events
 
 
 def test_window_moves_and_admits_again(storage: str) -> None:
@@ -198,7 +231,7 @@ def test_the_windows_in_redis_are_the_limits_librarys_own(redis_url: str) -> Non
     async def library(hits: int) -> tuple[float, int]:
         storage, pool = async_storage(redis_url, REDIS.timeout)  # the library's RedisStorage, with our key prefix
         try:
-            strategy = AsyncMovingWindow(storage)
+            strategy = AsyncSlidingWindowCounter(storage)
             for _ in range(hits):
                 assert await strategy.hit(item, "k")
             stats = await strategy.get_window_stats(item, "k")
@@ -216,7 +249,7 @@ def test_scripts_redis_does_not_hold_are_sent_once_and_each_request_counted_once
 ) -> None:
     """As after a Redis restart or SCRIPT FLUSH (EVALSHA answers NOSCRIPT), without flushing a shared Redis:
     the library's scripts with a comment of this test's own are scripts no Redis has seen."""
-    for name in ("SCRIPT_ACQUIRE_MOVING_WINDOW", "SCRIPT_MOVING_WINDOW"):
+    for name in ("SCRIPT_ACQUIRE_SLIDING_WINDOW", "SCRIPT_SLIDING_WINDOW"):
         monkeypatch.setattr(RedisBridge, name, getattr(RedisBridge, name) + f"\n-- {uuid.uuid4()}\n".encode())
     pipelines = count_round_trips(monkeypatch)
     limiter = RateLimiter(3, redis_url, redis=REDIS)
@@ -267,8 +300,8 @@ def test_requests_that_waited_for_a_failed_round_trip_are_answered_open_without_
 def test_a_key_redis_cannot_count_fails_open_alone(redis_url: str) -> None:
     """One request's error (here a key of the wrong type) answers that request open, not its batch."""
     connection = redis.Redis.from_url(redis_url)
-    try:
-        connection.set(f"{KEY_PREFIX}:{RateLimitItemPerSecond(1, 60).key_for('broken')}", "not a list")
+    try:  # the current minute's counter, as the library names it, made a list: GET fails with WRONGTYPE
+        connection.rpush(f"{KEY_PREFIX}:{{{RateLimitItemPerSecond(1, 60).key_for('broken')}}}", "not a counter")
     finally:
         connection.close()
     health = StorageHealth(REDIS.retry_after_outage, REDIS.log_every)

@@ -26,3 +26,6 @@ HEAD_LIMIT = DEFAULTS.head_limit
 HEAD_FIELDS_LIMIT = DEFAULTS.head_fields_limit
 REFRESH_TOKEN_TTL = DEFAULTS.refresh_token_ttl
 PUBLIC_REFRESH_TTL = DEFAULTS.public_refresh_ttl
+API_KEY_CACHE_ENTRIES = DEFAULTS.api_key_cache_entries
+KEY_REVOCATION_CHECK = DEFAULTS.key_revocation_check
+KEY_REVOCATION_BOUND = DEFAULTS.key_revocation_bound

@@ -21,6 +21,7 @@ import pytest
 import requests
 
 from identity.sealing import new_key
+from tests.support.defaults import KEY_REVOCATION_BOUND
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import REDIRECT_URI, LiveService, free_port, live_service
@@ -162,14 +163,22 @@ def test_a_key_rotated_by_the_command_line_is_published_then_used_by_both_nodes(
     assert old in kids(nodes.b), "the retired key stays published while its tokens live"
 
 
-def test_an_api_key_revoked_on_the_command_line_is_refused_by_both_nodes_at_once(nodes: Nodes) -> None:
+def test_an_api_key_revoked_on_the_command_line_is_refused_by_both_nodes_within_the_bound(nodes: Nodes) -> None:
+    """Each worker answers keys it has seen live from memory and reads the revocation count at most every
+    0.25 s: a request that starts ``KEY_REVOCATION_BOUND`` (1 s) after the revocation is refused everywhere."""
     created = nodes.b.cli_json("api-keys", "create", "--name", "two nodes")
     headers = {"Authorization": f"Bearer {created['key']}"}
-    for node in (nodes.a, nodes.b):
+    for node in (nodes.a, nodes.b, nodes.a, nodes.b):  # A's two workers too
         assert requests.get(f"{node.url}/v1/menus/regions", headers=headers, timeout=TIMEOUT).status_code == 200
     nodes.a.cli("api-keys", "revoke", created["id"])
-    for node in (nodes.a, nodes.b, nodes.a, nodes.b):  # A's two workers too
-        assert requests.get(f"{node.url}/v1/menus/regions", headers=headers, timeout=TIMEOUT).status_code == 401
+    revoked_at = time.monotonic()  # the revocation committed before the command returned
+    while time.monotonic() - revoked_at < KEY_REVOCATION_BOUND + 0.5:
+        for node in (nodes.a, nodes.b):
+            started = time.monotonic()
+            status = requests.get(f"{node.url}/v1/menus/regions", headers=headers, timeout=TIMEOUT).status_code
+            # refused: 401, or 429 once this network's failed keys pass MENUS_KEY_FAILURES_PER_MINUTE
+            assert status in (401, 429) or started - revoked_at < KEY_REVOCATION_BOUND, "answered past the bound"
+        time.sleep(0.1)
 
 
 def test_both_nodes_are_ready_and_accept_each_others_cursors(nodes: Nodes, tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 Two ``regional-menus serve --workers 2`` processes on different ports share a throw-away PostgreSQL
 database and a Redis database of the test's own (``MENUS_RATE_LIMIT_STORAGE``), as two nodes behind
-a load balancer would. One API key's requests, sent to both nodes at once, get at most the key's
-limit of 200s in the window, whichever of the four workers answers them. Run it alone with
+a load balancer would. One API key's requests, sent to both nodes at once within its first minute, get
+the key's limit of 200s, whichever of the four workers answers them: a sliding window counter with no
+previous minute admits exactly the limit (docs/nodes.md). Run it alone with
 ``pytest tests/system/test_rate_limit_nodes.py -s`` to see the figures.
 """
 

@@ -1,0 +1,69 @@
+"""A revoked API key across processes: two apps over one database stand in for two nodes (each answers keys
+from memory, service/menus_api/key_cache.py), and a revocation made elsewhere (the command line) is refused by
+both within the revocation bound (``key_revocation_bound``, 1 s), on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from data.catalog import Catalog
+from identity.api_keys import ApiKeyStore
+from service.app import create_app
+from service.settings import Settings
+from tests.support.defaults import KEY_REVOCATION_BOUND
+
+REGIONS = "/v1/menus/regions"
+
+
+@pytest.fixture
+def database_url(either_database: str) -> str:
+    return either_database
+
+
+@pytest.fixture
+def two_nodes(settings: Settings, engine: object, catalog: Catalog) -> Iterator[tuple[TestClient, TestClient]]:
+    with TestClient(create_app(settings, catalog=catalog)) as a, TestClient(create_app(settings, catalog=catalog)) as b:
+        yield a, b
+
+
+def test_a_key_revoked_elsewhere_is_refused_by_every_node_within_the_bound(
+    two_nodes: tuple[TestClient, TestClient], keys: ApiKeyStore
+) -> None:
+    record, key = keys.create("two nodes")
+    headers = {"Authorization": f"Bearer {key}"}
+    for node in two_nodes:
+        for _ in range(3):  # seen live: answered from memory from now on
+            assert node.get(REGIONS, headers=headers).status_code == 200
+    keys.revoke(record.id)  # a third process: the command line
+    revoked_at = time.monotonic()
+    refused: set[int] = set()
+    while len(refused) < len(two_nodes):
+        for index, node in enumerate(two_nodes):
+            started = time.monotonic()
+            status = node.get(REGIONS, headers=headers).status_code
+            if status == 200:
+                assert index not in refused, "refused once, refused for good"
+                assert started - revoked_at < KEY_REVOCATION_BOUND, "answered past the revocation bound"
+            else:
+                assert status == 401
+                refused.add(index)
+        time.sleep(0.02)
+    for node in two_nodes:
+        assert node.get(REGIONS, headers=headers).status_code == 401
+
+
+def test_a_key_made_after_a_revocation_is_answered_at_once(
+    two_nodes: tuple[TestClient, TestClient], keys: ApiKeyStore
+) -> None:
+    """Forgetting every key on a revocation costs a lookup each, never a refusal of a live key."""
+    old, old_key = keys.create("old")
+    for node in two_nodes:
+        assert node.get(REGIONS, headers={"Authorization": f"Bearer {old_key}"}).status_code == 200
+    keys.revoke(old.id)
+    _, key = keys.create("new")
+    for node in two_nodes:
+        assert node.get(REGIONS, headers={"Authorization": f"Bearer {key}"}).status_code == 200
