@@ -8,8 +8,11 @@ byte a second holds its connection for ever (slowloris). This subclass adds both
 ``large_client_header_buffers`` and ``client_header_timeout`` do:
 
 - it scans the bytes of a head as they arrive, before httptools buffers them: a request line over
-  ``line_limit`` is answered 414, a header line over ``line_limit``, a head over ``head_limit`` or with more
-  than ``fields_limit`` header lines 431 (RFC 6585 §5), and the connection is closed;
+  ``head_limit`` is answered 414, a header line over ``line_limit``, a head over ``head_limit`` or with more
+  than ``fields_limit`` header lines 431 (RFC 6585 §5), and the connection is closed. The request line may
+  take the whole head's bound, not a header line's: the contracts' own parameter bounds (``state``,
+  ``nonce``, ``redirect_uri``… at authorize) make URLs longer than 16 KiB that a client may rightly send,
+  and whose refusal is the operation's own 400 in its own words, not the server's 414;
 - a connection must deliver a whole head within ``head_timeout`` seconds of its start, or of the first byte of
   the next request on a kept-alive connection; else it is closed. Idle kept-alive connections are closed after
   uvicorn's ``timeout_keep_alive``; a new connection that sends nothing meets the head bound.
@@ -30,7 +33,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 @dataclass(frozen=True, slots=True)
 class HeadLimits:
-    line_limit: int  # bytes of the request line or one header line
+    line_limit: int  # bytes of one header line (the request line may take the whole head_limit)
     head_limit: int  # bytes of a whole head
     fields_limit: int  # header lines in a head
     head_timeout: float  # seconds to receive a whole head
@@ -99,13 +102,17 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 self._lines = 0  # the head is complete: the rest is httptools' to read
                 self._head_bytes = 0
                 return None
-            if line > limits.line_limit:
-                return http.HTTPStatus.REQUEST_URI_TOO_LONG if self._lines == 0 else _TOO_LARGE
+            if self._lines == 0 and line > limits.head_limit:
+                return http.HTTPStatus.REQUEST_URI_TOO_LONG
+            if self._lines > 0 and line > limits.line_limit:
+                return _TOO_LARGE
             self._lines += 1
             if self._lines > limits.fields_limit + 1 or self._head_bytes > limits.head_limit:
                 return _TOO_LARGE
-        if self._line_bytes > limits.line_limit:
-            return http.HTTPStatus.REQUEST_URI_TOO_LONG if self._lines == 0 else _TOO_LARGE
+        if self._lines == 0 and self._line_bytes > limits.head_limit:
+            return http.HTTPStatus.REQUEST_URI_TOO_LONG
+        if self._lines > 0 and self._line_bytes > limits.line_limit:
+            return _TOO_LARGE
         return _TOO_LARGE if self._head_bytes > limits.head_limit else None
 
     def _refuse(self, status: http.HTTPStatus) -> None:
