@@ -1,5 +1,5 @@
 """The developer console's app is built when its first request arrives, not at start-up (service/app.py):
-a node that serves only the APIs never builds it."""
+a node that serves only the APIs never builds it. Its Jinja templates too are loaded on the first page."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from starlette.responses import PlainTextResponse
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp
 
-from service.app import BuiltOnFirstRequest
+from service.app import BuiltOnFirstRequest, create_app
+from service.console_api import rendering
+from service.settings import Settings
 
 
 def test_the_app_is_built_once_on_its_first_request_and_not_before() -> None:
@@ -60,3 +62,14 @@ def test_the_console_answers_its_first_request(app: Any) -> None:
         welcome = client.get("/console/")
     assert welcome.status_code == 200
     assert 'href="/console/sign-in?prompt=create">Create an account</a>' in welcome.text
+
+
+def test_the_console_templates_are_loaded_on_its_first_page_not_at_start_up(
+    settings: Settings, engine: Any, catalog: Any, clock: Any
+) -> None:
+    rendering._environment.cache_clear()
+    app = create_app(settings, catalog=catalog, clock=clock)
+    assert rendering._environment.cache_info().currsize == 0
+    with TestClient(app) as client:
+        assert client.get("/console/").status_code == 200
+    assert rendering._environment.cache_info().currsize == 1
