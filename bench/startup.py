@@ -41,7 +41,7 @@ def measure(tree: Path, times: int = TIMES) -> dict[str, Any]:
         menus = [_start(workspace, env, TYPICAL, {"Authorization": f"Bearer {key}"}) for _ in range(times)]
         jwks = [_start(workspace, env, "/jwks", {}) for _ in range(times)]
         rss = _rss_after_queries(workspace, env, key)
-    helps = [_help_seconds(env) for _ in range(times)]
+        helps = [_help_seconds(workspace.folder, env) for _ in range(times)]
     return {
         "tree": str(tree),
         "help_seconds": _spread([wall for wall, _ in helps]),
@@ -60,11 +60,12 @@ def _python(env: dict[str, str], *args: str) -> list[str]:
     return ["taskset", "-c", "0", *command] if shutil.which("taskset") else command
 
 
-def _help_seconds(env: dict[str, str]) -> tuple[float, float]:
-    """Wall-clock and CPU seconds of ``--help`` (CPU time moves less on a shared machine)."""
+def _help_seconds(folder: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of ``--help`` (CPU time moves less on a shared machine). Run in ``folder``: with
+    ``python -c`` the working directory comes first on the path, before the measured tree."""
     cpu = _children_cpu()
     started = time.perf_counter()
-    subprocess.run(_python(env, "--help"), env=env, capture_output=True, check=True, timeout=60)
+    subprocess.run(_python(env, "--help"), cwd=folder, env=env, capture_output=True, check=True, timeout=60)
     return time.perf_counter() - started, _children_cpu() - cpu
 
 
