@@ -53,7 +53,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--drivers", type=int, default=6, help="sign-in driver processes")
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"), help="default: SQLite")
-    parser.add_argument("--only", choices=["menus", "identity", "redis"], help="run one part only")
+    parser.add_argument("--only", choices=["menus", "identity", "redis", "startup"], help="run one part only")
+    parser.add_argument(
+        "--tree", type=Path, help="--only startup: the source tree to measure (default: this one), for a before/after"
+    )
     parser.add_argument(
         "--redis-url",
         default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"),
@@ -61,6 +64,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
+    if args.only == "startup":  # no load generator: process start to first answer, --help, resident memory
+        from bench import startup
+
+        startup.main(args.tree, args.out)
+        return
     for tool in ("wrk", "taskset"):
         if shutil.which(tool) is None:
             parser.exit(2, f"python -m bench: {tool} is not installed (Debian: apt-get install {tool})\n")

@@ -34,12 +34,12 @@ from identity.errors import InvalidInput, UnknownRecord
 from identity.refresh_tokens import RefreshTokenStore
 from identity.tables import clients, organizations
 from identity.text import display_name, has_control
+from identity.vocabulary import AUTH_METHODS as AUTH_METHODS
+from identity.vocabulary import GRANTS as GRANTS
+from identity.vocabulary import PUBLIC as PUBLIC
+from identity.vocabulary import REGISTRABLE_AUTH_METHODS as REGISTRABLE_AUTH_METHODS
+from identity.vocabulary import SCOPES as SCOPES
 
-AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")  # confidential clients
-PUBLIC = "none"  # RFC 7591 §2: the auth method of a public client, which has no credentials
-REGISTRABLE_AUTH_METHODS = (*AUTH_METHODS, PUBLIC)
-GRANTS = ("authorization_code", "refresh_token", "client_credentials")
-SCOPES = ("openid", "profile", "email", "offline_access", "members:read")
 APPLICATION_SCOPES = frozenset({"members:read"})  # client_credentials only
 DEFAULT_GRANTS = ("authorization_code", "refresh_token")
 DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access")

@@ -21,8 +21,8 @@ from identity.organizations import Organization, OrganizationStore
 from identity.passwords import WeakPassword, hash_password, verify_password
 from identity.tables import memberships, organizations, users
 from identity.text import display_name, has_control
+from identity.vocabulary import ROLES as ROLES
 
-ROLES = ("owner", "admin", "member")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 

@@ -30,7 +30,6 @@ from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Provider
 from identity.usage import UsageCounter, UsageReport
-from service.console_api import create_console_app
 from service.console_api.console_web import ConsoleWeb
 from service.console_api.cookies import CookieLifetimes, Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret
@@ -233,18 +232,7 @@ def create_app(
         validate_responses=settings.validate_responses,
     )
     web = console_web(settings, engine, provider, keys, clock)
-    console = (
-        documented(
-            create_console_app(web, validate_responses=settings.validate_responses),
-            settings,
-            "console.yaml",
-            settings.console_path,
-            settings.base_url + settings.console_path,
-            pages_end_in_slash=True,
-        )
-        if web
-        else None
-    )
+    console = BuiltOnFirstRequest(lambda: _console_app(web, settings)) if web else None
     dispatcher = Dispatcher(
         menus=documented(
             BodyLimit(menus, NO_BODY, _problem_too_large), settings, "menus.yaml", "/v1", settings.base_url + "/v1"
@@ -294,6 +282,39 @@ def create_app(
     )
     proxies = TrustedProxies.of(settings.trusted_proxies) if settings.trusted_proxies else None
     return RequestObserver(dispatcher, routes, logged_path_max=settings.logged_path_max, proxies=proxies)
+
+
+class BuiltOnFirstRequest:
+    """An ASGI app built when its first request arrives: the developer console, whose Connexion app a node that
+    only serves the APIs never needs (start-up time and memory). The build runs once, on the event loop, with no
+    await before the app is kept: two first requests cannot build it twice."""
+
+    def __init__(self, build: Callable[[], ASGIApp]) -> None:
+        self._build: Callable[[], ASGIApp] | None = build
+        self._app: ASGIApp | None = None
+
+    @property
+    def built(self) -> bool:
+        return self._app is not None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._app is None:
+            assert self._build is not None
+            self._app, self._build = self._build(), None
+        await self._app(scope, receive, send)
+
+
+def _console_app(web: ConsoleWeb, settings: Settings) -> ASGIApp:
+    from service.console_api import create_console_app
+
+    return documented(
+        create_console_app(web, validate_responses=settings.validate_responses),
+        settings,
+        "console.yaml",
+        settings.console_path,
+        settings.base_url + settings.console_path,
+        pages_end_in_slash=True,
+    )
 
 
 def documented(

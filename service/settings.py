@@ -9,13 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from identity.device_cookies import DeviceCookiePolicy
-from identity.provider import Lifetimes, Tuning
-from identity.throttle import ThrottlePolicy
-from service.database.db import Pool
-from service.web.forwarded import parse_networks
+if TYPE_CHECKING:  # imported where used: reading settings (the command line's --help too) loads no domain
+    from identity.provider import Lifetimes, Tuning
+    from service.database.db import Pool
 
 # Server
 DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
@@ -243,6 +242,8 @@ class Settings:
 
     def lifetimes(self) -> Lifetimes:
         """The identity domain's lifetimes."""
+        from identity.provider import Lifetimes
+
         return Lifetimes(
             access_token=timedelta(seconds=self.access_token_ttl),
             refresh_token=timedelta(seconds=self.refresh_token_ttl),
@@ -255,6 +256,10 @@ class Settings:
 
     def tuning(self) -> Tuning:
         """The identity domain's limits and cache ages."""
+        from identity.device_cookies import DeviceCookiePolicy
+        from identity.provider import Tuning
+        from identity.throttle import ThrottlePolicy
+
         return Tuning(
             throttle=ThrottlePolicy(
                 account_limit=self.sign_in_account_limit,
@@ -275,6 +280,8 @@ class Settings:
 
     def database_pool(self) -> Pool:
         """The connection pool of each process (and PostgreSQL's connect timeout)."""
+        from service.database.db import Pool
+
         return Pool(
             size=self.database_pool_size,
             max_overflow=self.database_max_overflow,
@@ -329,6 +336,8 @@ def _url(env: Mapping[str, str], name: str, default: str) -> str:
 
 
 def _networks(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    from service.web.forwarded import parse_networks
+
     try:
         return parse_networks(env.get(name, ""), name)
     except ValueError as error:

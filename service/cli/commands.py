@@ -4,6 +4,9 @@ Every command takes ``--database-url`` after its name, and every command but ``s
 Text output is a table with a header line; ``--json`` output is JSON. Bad input is one line on stderr
 (``{"error": …}`` under ``--json``) with exit status 2, and nothing half-written. Every database error
 names the database: the default is ``./var/regional-menus.sqlite3``, made absolute.
+
+Each command imports what it uses in its body: the command tree and its ``--help`` load click and the settings
+only, never SQLAlchemy, Alembic or the app (tests/system/test_cli_imports.py).
 """
 
 from __future__ import annotations
@@ -16,26 +19,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
-from identity.api_keys import ApiKeyStore, UnknownApiKey
-from identity.clients import GRANTS, REGISTRABLE_AUTH_METHODS, SCOPES, ClientStore
 from identity.clock import SYSTEM_CLOCK
 from identity.errors import InvalidInput, UnknownRecord
-from identity.keys import SigningKeys
-from identity.organizations import OrganizationStore
-from identity.purge import Purger
-from identity.sealing import Sealer, SealingError, new_key
-from identity.users import ROLES, UserStore
-from service.cli.demo import prepare as prepare_demo
-from service.database.db import MissingDriver, make_engine
-from service.database.schema import SchemaOutOfDate, current, head, require_current, upgrade
-from service.database.secret_keys import open_sealer, reseal
-from service.ops.logs import configure as configure_logging
+from identity.vocabulary import GRANTS, REGISTRABLE_AUTH_METHODS, ROLES, SCOPES
 from service.ops.logs import configure_command
 from service.settings import (
     DEFAULT_HOST,
@@ -47,6 +37,12 @@ from service.settings import (
     secret_keys_from,
 )
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from identity.keys import SigningKeys
+    from identity.sealing import Sealer
+
 _database_url_option = click.option(
     "--database-url",
     default=lambda: os.environ.get("MENUS_DATABASE_URL") or default_database_url(),
@@ -57,6 +53,8 @@ _database_url_option = click.option(
 
 def database_name(url: str) -> str:
     """How messages name a database: an SQLite file by its absolute path, any other by its URL without password."""
+    import sqlalchemy as sa
+
     try:
         parsed = sa.make_url(url)
     except sa.exc.ArgumentError:
@@ -70,6 +68,11 @@ def database_name(url: str) -> str:
 def _opened(database_url: str, *, schema_current: bool) -> Iterator[Engine]:
     """An engine on ``database_url`` (at the current schema if ``schema_current``); any database error becomes
     one line naming the database."""
+    import sqlalchemy as sa
+
+    from service.database.db import MissingDriver, make_engine
+    from service.database.schema import SchemaOutOfDate, require_current
+
     name = database_name(database_url)
     try:
         engine = make_engine(database_url, Settings().database_pool())  # no variable sets the pool: never refused
@@ -185,8 +188,11 @@ def main() -> None:
 @_database_url_option
 def serve(host: str, port: int, workers: int | None, demo: bool, database_url: str) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
+    from service.cli.demo import prepare as prepare_demo
+    from service.database.schema import require_current, upgrade
     from service.ops import multiprocess
     from service.ops.bounded_http import HeadLimits
+    from service.ops.logs import configure as configure_logging
     from service.ops.server import Listen, run_single, run_workers
 
     _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
@@ -227,6 +233,8 @@ def db_group() -> None:
 @_any_schema_database_option
 def db_upgrade(as_json: bool, engine: Engine) -> None:
     """Apply every migration the database lacks, in one transaction. Stop the service's nodes first."""
+    from service.database.schema import upgrade
+
     before, after = upgrade(engine)
     text = f"already at {after}" if before == after else f"upgraded from {before or 'an empty database'} to {after}"
     _print(as_json, {"from": before, "to": after}, text)
@@ -237,6 +245,8 @@ def db_upgrade(as_json: bool, engine: Engine) -> None:
 @_any_schema_database_option
 def db_current(as_json: bool, engine: Engine) -> None:
     """Print the database's schema revision and the one this version needs."""
+    from service.database.schema import current, head
+
     at, needed = current(engine), head()
     state = "current" if at == needed else "behind: run `regional-menus db upgrade`"
     text = _table(["REVISION", "NEEDED", "STATE"], [[at or "none", needed, state]])
@@ -248,6 +258,8 @@ def db_current(as_json: bool, engine: Engine) -> None:
 @_database_option
 def db_purge(as_json: bool, engine: Engine) -> None:
     """Delete expired records now (a running service does it every MENUS_PURGE_INTERVAL seconds)."""
+    from identity.purge import Purger
+
     settings = _settings()
     tuning = settings.tuning()
     deleted = Purger(engine, settings.lifetimes().refresh_token, tuning.purge_grace, tuning.throttle.window).purge()
@@ -266,6 +278,8 @@ def api_keys_group() -> None:
 @_database_option
 def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine) -> None:
     """Create a key and print it once; only its hash is kept."""
+    from identity.api_keys import ApiKeyStore
+
     try:
         record, key = ApiKeyStore(engine, max_per_org=max_keys_per_org_from(os.environ)).create(name, org_id=org_id)
     except ValueError as error:  # KeyLimitReached too: the organization's active keys are at the cap
@@ -279,6 +293,8 @@ def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine
 @_database_option
 def api_keys_list(as_json: bool, engine: Engine) -> None:
     """List keys (never the keys themselves)."""
+    from identity.api_keys import ApiKeyStore
+
     records = ApiKeyStore(engine).list()
     rows = [[r.id, r.name, "revoked" if r.revoked_at else "active"] for r in records]
     _print(as_json, [r.as_dict() for r in records], _table(["ID", "NAME", "STATE"], rows))
@@ -290,6 +306,8 @@ def api_keys_list(as_json: bool, engine: Engine) -> None:
 @_database_option
 def api_keys_revoke(key_id: str, as_json: bool, engine: Engine) -> None:
     """Revoke a key; it stops working at once."""
+    from identity.api_keys import ApiKeyStore, UnknownApiKey
+
     try:
         record = ApiKeyStore(engine).revoke(key_id)
     except UnknownApiKey:
@@ -312,6 +330,8 @@ def orgs_group() -> None:
 @_database_option
 def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
     """Create an organization."""
+    from identity.organizations import OrganizationStore
+
     org = OrganizationStore(engine).create(name)
     _print(as_json, org.as_dict(), _table(ORG_HEADERS, [[org.id, org.slug, org.name]]))
 
@@ -321,6 +341,8 @@ def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
 @_database_option
 def orgs_list(as_json: bool, engine: Engine) -> None:
     """List organizations."""
+    from identity.organizations import OrganizationStore
+
     orgs = OrganizationStore(engine).list()
     _print(as_json, [o.as_dict() for o in orgs], _table(ORG_HEADERS, [[o.id, o.slug, o.name] for o in orgs]))
 
@@ -342,6 +364,8 @@ def users_create(
     email: str, name: str, password_stdin: bool, org_ids: tuple[str, ...], role: str, as_json: bool, engine: Engine
 ) -> None:
     """Create a user in one or more organizations; the password is read from standard input."""
+    from identity.users import UserStore
+
     password = sys.stdin.readline().rstrip("\r\n")
     user = UserStore(engine).create(email, name, password, [(org_id, role) for org_id in org_ids])
     _print(as_json, user.as_dict(), _table(USER_HEADERS, [_user_row(user)]))
@@ -352,6 +376,8 @@ def users_create(
 @_database_option
 def users_list(as_json: bool, engine: Engine) -> None:
     """List users and their organizations."""
+    from identity.users import UserStore
+
     users = UserStore(engine).list()
     _print(as_json, [u.as_dict() for u in users], _table(USER_HEADERS, [_user_row(u) for u in users]))
 
@@ -414,6 +440,8 @@ def clients_create(
     engine: Engine,
 ) -> None:
     """Register a client; its secret (for the secret methods) is printed once."""
+    from identity.clients import ClientStore
+
     jwks = None
     if jwks_file is not None:
         try:
@@ -445,6 +473,8 @@ def clients_create(
 @_database_option
 def clients_list(as_json: bool, engine: Engine) -> None:
     """List clients (never their secrets)."""
+    from identity.clients import ClientStore
+
     clients = ClientStore(engine).list()
     rows = [[c.id, c.org_id, c.auth_method, " ".join(c.web_origins) or "-", c.name] for c in clients]
     _print(as_json, [c.as_dict() for c in clients], _table(["ID", "ORG", "AUTH METHOD", "WEB ORIGINS", "NAME"], rows))
@@ -472,6 +502,8 @@ def clients_update(
     engine: Engine,
 ) -> None:
     """Replace a client's redirect URIs, sign-out redirect URIs or web origins; the id and secret stay."""
+    from identity.clients import ClientStore
+
     if (logout_uris and no_logout_uris) or (web_origins and no_web_origins):
         _fail("give either the values or the --no-… flag of the same list, not both")
     if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins):
@@ -495,6 +527,8 @@ def clients_update(
 @_database_option
 def clients_delete(client_id: str, as_json: bool, engine: Engine) -> None:
     """Delete a client."""
+    from identity.clients import ClientStore
+
     try:
         ClientStore(engine).delete(client_id)
     except UnknownRecord:
@@ -511,6 +545,8 @@ def keys_group() -> None:
 
 
 def _signing_keys(engine: Engine) -> SigningKeys:
+    from identity.keys import SigningKeys
+
     settings = _settings()
     lifetimes = settings.lifetimes()
     return SigningKeys(
@@ -524,6 +560,8 @@ def _signing_keys(engine: Engine) -> SigningKeys:
 
 def _sealer(engine: Engine) -> Sealer:
     """The sealer of MENUS_SECRET_KEYS, or of the key file beside the database."""
+    from service.database.secret_keys import open_sealer
+
     try:
         return open_sealer(engine, secret_keys_from(os.environ), engine.url.render_as_string(hide_password=False))
     except ValueError as error:
@@ -565,6 +603,9 @@ def secrets_rotate(as_json: bool, engine: Engine) -> None:
     Rows still in clear (a database from before sealing) are sealed too. Afterwards, the other keys can be
     removed from MENUS_SECRET_KEYS. Safe to run while the service runs, and to run again.
     """
+    from identity.sealing import SealingError
+    from service.database.secret_keys import reseal
+
     try:
         done = reseal(engine, _sealer(engine), rotate=True)
     except SealingError as error:
@@ -577,6 +618,8 @@ def secrets_rotate(as_json: bool, engine: Engine) -> None:
 @_json_option
 def secrets_new_key(as_json: bool) -> None:
     """Print a new key for MENUS_SECRET_KEYS (put it first to seal with it; keep the old ones after it)."""
+    from identity.sealing import new_key
+
     key = new_key()
     _print(as_json, {"key": key}, key)
 
@@ -592,10 +635,17 @@ def run(args: list[str] | None = None) -> None:
         sys.exit(130)
     except click.ClickException as error:
         _error(error.format_message(), as_json="--json" in arguments)
-    except (InvalidInput, SealingError) as error:  # the identity domain's refusal of bad input or of the keys
+    except (InvalidInput, _sealing_error()) as error:  # the identity domain's refusal of bad input or of the keys
         _error(str(error), as_json="--json" in arguments)
     except ConfigurationError as error:  # a MENUS_* variable that cannot be used: one line naming it
         _error(str(error), as_json="--json" in arguments)
+
+
+def _sealing_error() -> type[Exception]:
+    """identity.sealing's refusal, imported only when an exception reaches ``run`` (it loads cryptography)."""
+    from identity.sealing import SealingError
+
+    return SealingError
 
 
 def _error(message: str, *, as_json: bool) -> None:

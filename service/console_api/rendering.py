@@ -11,12 +11,14 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
-from typing import Any
-
-from jinja2 import Environment, PackageLoader, select_autoescape
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from identity.usage import DailyUsage
 from service.web.html_headers import page_headers
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 STYLE = (
     "body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f4ef;color:#1d1b16}"
@@ -61,16 +63,22 @@ CONTENT_SECURITY_POLICY = (
 )
 PAGE_HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 
-_environment = Environment(
-    loader=PackageLoader("service.console_api", "templates"),
-    autoescape=select_autoescape(default=True, default_for_string=True),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+
+@cache
+def _environment() -> Environment:
+    """The templates' Jinja environment, made on the first page rendered (start-up does not load Jinja)."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    return Environment(
+        loader=PackageLoader("service.console_api", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def render(template: str, **context: Any) -> str:
-    return _environment.get_template(template).render(style=STYLE, script=SCRIPT, **context)
+    return _environment().get_template(template).render(style=STYLE, script=SCRIPT, **context)
 
 
 # The usage chart

@@ -11,13 +11,16 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
 from identity.page_data import Page
 from service.web.html_headers import page_headers
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 STYLE = (
     "body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f4ef;color:#1d1b16}"
@@ -95,18 +98,24 @@ _PRESENTATION: dict[str, Callable[[Page], dict[str, Any]]] = {
     "message": lambda page: {"alert": page.status >= 400},  # the domain names its title
 }
 
-_environment = Environment(
-    loader=PackageLoader("service.identity_api", "templates"),
-    autoescape=select_autoescape(default=True, default_for_string=True),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+
+@cache
+def _environment() -> Environment:
+    """The templates' Jinja environment, made on the first page rendered (start-up does not load Jinja)."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    return Environment(
+        loader=PackageLoader("service.identity_api", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def render(page: Page) -> str:
     """The page's HTML (``templates/<name>.html``)."""
     context = {**page.data, **_PRESENTATION[page.name](page)}
-    return _environment.get_template(f"{page.name}.html").render(style=STYLE, **context)
+    return _environment().get_template(f"{page.name}.html").render(style=STYLE, **context)
 
 
 def page_response(page: Page) -> HTMLResponse:

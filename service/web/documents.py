@@ -7,7 +7,9 @@ use of a schema); ``ServedDocument`` is the authored document instead, with ``se
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,16 +50,29 @@ def authored(name: str) -> dict[str, Any]:
     return document
 
 
-@dataclass(frozen=True)
 class Representation:
-    body: bytes
-    media_type: str
-    etag: bytes  # strong: a digest of the exact bytes
+    """One form of a document: its bytes, made by ``render`` when first asked for, and their strong ETag."""
+
+    def __init__(self, render: Callable[[], bytes], media_type: str) -> None:
+        self._render = render
+        self.media_type = media_type
+
+    @cached_property
+    def body(self) -> bytes:
+        return self._render()
+
+    @cached_property
+    def etag(self) -> bytes:
+        """Strong: a digest of the exact bytes."""
+        return b'"' + hashlib.blake2b(self.body, digest_size=16).hexdigest().encode() + b'"'
 
 
 @dataclass(frozen=True)
 class ServedDocument:
-    """One API's document as served: the authored document, ``servers`` filled from the settings, in two forms."""
+    """One API's document as served: the authored document, ``servers`` filled from the settings, in two forms.
+
+    The JSON is made at once; the YAML (PyYAML's emitter: about 0.15 s a document, three at every start) when it
+    is first asked for, from the JSON's bytes: the same content, and nothing shared that could change since."""
 
     json: Representation
     yaml: Representation
@@ -66,12 +81,12 @@ class ServedDocument:
     def build(cls, contract: Contract, server_url: str) -> ServedDocument:
         document = contract.served(server_url)
         as_json = orjson.dumps(document)
-        as_yaml = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120).encode()
+        json = Representation(lambda: as_json, "application/json")
+        json.etag  # noqa: B018  # computed now, with the body
         return cls(
-            json=Representation(as_json, "application/json", _strong_etag(as_json)),
-            yaml=Representation(as_yaml, "application/yaml", _strong_etag(as_yaml)),
+            json=json,
+            yaml=Representation(
+                lambda: yaml.safe_dump(orjson.loads(as_json), sort_keys=False, allow_unicode=True, width=120).encode(),
+                "application/yaml",
+            ),
         )
-
-
-def _strong_etag(body: bytes) -> bytes:
-    return b'"' + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b'"'

@@ -10,7 +10,8 @@ from starlette.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
-from service.web.documents import authored
+from service.web.contracts import contract
+from service.web.documents import ServedDocument, authored
 from service.web.routes import UNMATCHED, RouteTemplates
 from tests.support.defaults import DEFAULTS
 
@@ -53,6 +54,13 @@ def test_served_document_equals_the_file_but_for_servers(web: TestClient, name: 
             k: v for k, v in written.items() if k != "servers"
         }
     assert count_refs(written) > 0 and count_refs(served) == count_refs(written)
+
+
+def test_the_yaml_form_is_made_when_first_asked_for_not_at_start_up() -> None:
+    served = ServedDocument.build(contract("menus.yaml"), "https://menus.example/v1")
+    assert "body" in vars(served.json) and "body" not in vars(served.yaml)
+    assert yaml.safe_load(served.yaml.body) == contract("menus.yaml").served("https://menus.example/v1")
+    assert "body" in vars(served.yaml)
 
 
 @pytest.mark.parametrize(("name", "path", "server"), DOCUMENTS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,3 +130,27 @@ def test_consents_before_0004_are_kept_for_a_single_organization_and_dropped_oth
         command.downgrade(config, "0003")
         key = sa.inspect(connection).get_pk_constraint("consents")["constrained_columns"]
     assert sorted(key) == ["client_id", "user_id"]
+
+
+def test_the_head_read_from_the_migration_files_is_alembics_head() -> None:
+    from alembic.script import ScriptDirectory
+
+    assert head() == ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def test_checking_the_schema_at_start_up_imports_no_alembic(tmp_path: Path) -> None:
+    """``require_current`` runs at every start: it reads the head and ``alembic_version`` without Alembic."""
+    probe = (
+        "import sys\n"
+        "from service.database.db import make_engine\n"
+        "from service.database.schema import require_current, upgrade\n"
+        "from tests.support.defaults import POOL\n"
+        f"engine = make_engine('sqlite:///{tmp_path / 'state.sqlite3'}', POOL)\n"
+        "upgrade(engine)\n"
+        "for name in [m for m in sys.modules if m == 'alembic' or m.startswith('alembic.')]:\n"
+        "    del sys.modules[name]\n"
+        "require_current(engine)\n"
+        "print('alembic' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False"

@@ -1,0 +1,154 @@
+"""Start-up figures (``python -m bench --only startup``): how long ``regional-menus --help`` takes, how long one
+pinned worker takes from process start to its first 200 on the menus API and to its first ``/jwks`` answer, and
+its resident memory after 300 queries. It reports figures and never asserts them (targets: issue 29).
+
+``--tree DIR`` measures another source tree of the service (say ``git archive`` of an older commit) with this
+virtual environment, for a before/after on the same machine and hour.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench.servers import Server, Workspace, free_port
+from bench.workload import TYPICAL, region_paths
+from data.catalog import load_catalog
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERIES = 300  # the menus queries answered before resident memory is read
+TIMES = 5  # runs of each start-up figure; the best and the median are reported
+
+
+def measure(tree: Path, times: int = TIMES) -> dict[str, Any]:
+    """Every start-up figure of the service in ``tree``, on a fresh SQLite database in a temporary folder."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.setdefault("MENUS_SECRET_KEYS", _new_key())
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as folder:
+        workspace = Workspace(Path(folder), f"sqlite:///{folder}/state.sqlite3")
+        _cli(workspace, env, "db", "upgrade")
+        key = _cli(workspace, env, "api-keys", "create", "--name", "bench-startup")["key"]
+        menus = [_start(workspace, env, TYPICAL, {"Authorization": f"Bearer {key}"}) for _ in range(times)]
+        jwks = [_start(workspace, env, "/jwks", {}) for _ in range(times)]
+        rss = _rss_after_queries(workspace, env, key)
+        helps = [_help_seconds(workspace.folder, env) for _ in range(times)]
+    return {
+        "tree": str(tree),
+        "help_seconds": _spread([wall for wall, _ in helps]),
+        "help_cpu_seconds": _spread([cpu for _, cpu in helps]),
+        "first_menus_200_seconds": _spread([wall for wall, _ in menus]),
+        "first_menus_200_cpu_seconds": _spread([cpu for _, cpu in menus]),
+        "first_jwks_200_seconds": _spread([wall for wall, _ in jwks]),
+        "first_jwks_200_cpu_seconds": _spread([cpu for _, cpu in jwks]),
+        f"rss_mib_after_{QUERIES}_queries": round(rss, 1),
+    }
+
+
+def _python(env: dict[str, str], *args: str) -> list[str]:
+    """The service's command line from ``env``'s tree, pinned to one core where taskset exists."""
+    command = [sys.executable, "-c", "from service.cli.commands import run; run()", *args]
+    return ["taskset", "-c", "0", *command] if shutil.which("taskset") else command
+
+
+def _help_seconds(folder: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of ``--help`` (CPU time moves less on a shared machine). Run in ``folder``: with
+    ``python -c`` the working directory comes first on the path, before the measured tree."""
+    cpu = _children_cpu()
+    started = time.perf_counter()
+    subprocess.run(_python(env, "--help"), cwd=folder, env=env, capture_output=True, check=True, timeout=60)
+    return time.perf_counter() - started, _children_cpu() - cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cli(workspace: Workspace, env: dict[str, str], *args: str) -> Any:
+    done = subprocess.run(
+        _python(env, *args, "--json"),
+        cwd=workspace.folder,
+        env={**env, **workspace.env()},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def _server(workspace: Workspace, env: dict[str, str], ready_path: str, headers: dict[str, str]) -> Server:
+    port = free_port()
+    return Server(
+        "startup",
+        _python(env, "serve", "--port", str(port)),
+        port,
+        {**env, **workspace.env(port)},
+        workspace.folder,
+        ready_path,
+        headers,
+    )
+
+
+def _start(workspace: Workspace, env: dict[str, str], ready_path: str, headers: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock seconds from process start to the first 200 on ``ready_path``, and the CPU seconds it used."""
+    with _server(workspace, env, ready_path, headers) as server:
+        assert server.process is not None
+        return server.startup_seconds, _cpu_seconds(server.process.pid)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a running process (proc(5): fields 14 and 15 of /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_after_queries(workspace: Workspace, env: dict[str, str], key: str) -> float:
+    paths = [TYPICAL, *region_paths(load_catalog(cursor_key=bytes(32)))]  # paths only: no cursor is read
+    with _server(workspace, env, TYPICAL, {"Authorization": f"Bearer {key}"}) as server:
+        for n in range(QUERIES):
+            request = urllib.request.Request(
+                server.url + paths[n % len(paths)], headers={"Authorization": f"Bearer {key}"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                response.read()
+        return server.rss_mib()
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"best": round(min(values), 3), "median": round(statistics.median(values), 3)}
+
+
+def _new_key() -> str:
+    from identity.sealing import new_key
+
+    return new_key()
+
+
+def text(figures: dict[str, Any]) -> str:
+    lines = [f"start-up of {figures['tree']} (one worker pinned to one core; best / median of {TIMES})"]
+    for name, value in figures.items():
+        if isinstance(value, dict):
+            lines.append(f"  {name}: {value['best']} / {value['median']}")
+        elif name != "tree":
+            lines.append(f"  {name}: {value}")
+    return "\n".join(lines)
+
+
+def main(tree: Path | None, out: Path) -> None:
+    figures = measure((tree or ROOT).resolve())
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "startup.json"
+    path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(text(figures))
+    print(f"wrote {path}")

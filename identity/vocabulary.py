@@ -1,0 +1,12 @@
+"""The words the identity domain registers: client auth methods, grants, scopes and membership roles.
+
+Kept apart from the stores, and importing nothing, so that the command line can offer them as choices (and print
+its ``--help``) without loading SQLAlchemy.
+"""
+
+AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt")  # confidential clients
+PUBLIC = "none"  # RFC 7591 §2: the auth method of a public client, which has no credentials
+REGISTRABLE_AUTH_METHODS = (*AUTH_METHODS, PUBLIC)
+GRANTS = ("authorization_code", "refresh_token", "client_credentials")
+SCOPES = ("openid", "profile", "email", "offline_access", "members:read")
+ROLES = ("owner", "admin", "member")  # a user's role in an organization
