@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from sqlalchemy.engine import Engine
 
 from identity.access_tokens import AccessTokenStore
@@ -166,8 +167,11 @@ class Provider:
         self.directory = Directory(engine, self.verifier, cursor_key)
         self.purger = Purger(engine, lifetimes.refresh_token, tuning.purge_grace, tuning.throttle.window, clock)
 
+        # OpenID Connect Discovery 1.0 §4.2: the metadata, fixed by the settings, serialised once.
+        self.discovery_body = orjson.dumps(self.discovery())
+
     def start(self) -> None:
-        """On start: make sure a key signs (the first start creates it)."""
+        """On start: make sure a key signs (the first start creates it), and read the JWKS it serves."""
         self.keys.ensure()
 
     def discovery(self) -> dict[str, Any]:

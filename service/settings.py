@@ -83,6 +83,9 @@ DEVICE_COOKIE_USERS = 5  # users one browser's device cookie remembers at most (
 # Identity caches
 SIGNING_KEYS_MAX_AGE = 60.0  # seconds the keys that may sign are used before their table is read again
 PUBLISHED_KEYS_MAX_AGE = 300.0  # seconds the verification keys (the JWKS) are used before they are read again
+# seconds between two background reads of the JWKS that /jwks answers from memory; at most a quarter of
+# MENUS_KEY_PUBLISH_DELAY is used (and at least 0.25 s), so every node publishes a rotated-in key before it signs
+PUBLISHED_KEYS_REFRESH = 10.0
 PUBLISHED_KEYS_MIN_RELOAD = 1.0  # seconds between two reloads caused by an unknown kid (a made-up kid costs no query)
 VERIFIED_TOKENS = 4096  # access tokens whose verified signature and claims are remembered (about 2 KiB each)
 
@@ -188,6 +191,7 @@ class Settings:
     signing_keys_max_age: float = SIGNING_KEYS_MAX_AGE
     published_keys_max_age: float = PUBLISHED_KEYS_MAX_AGE
     published_keys_min_reload: float = PUBLISHED_KEYS_MIN_RELOAD
+    published_keys_refresh: float = PUBLISHED_KEYS_REFRESH
     verified_tokens: int = VERIFIED_TOKENS
 
     # Developer console
@@ -246,6 +250,11 @@ class Settings:
             code=timedelta(seconds=self.code_ttl),
             public_refresh_token=timedelta(seconds=self.public_refresh_ttl),
         )
+
+    def published_keys_interval(self) -> float:
+        """Seconds between two background reads of the JWKS: the setting, at most a quarter of the publish delay
+        (a key rotated on another node is published here within it, long before it signs), at least 0.25 s."""
+        return max(0.25, min(self.published_keys_refresh, self.key_publish_delay / 4))
 
     def tuning(self) -> Tuning:
         """The identity domain's limits and cache ages."""

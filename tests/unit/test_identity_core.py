@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import jwt
@@ -276,6 +277,18 @@ def test_rotate_on_an_empty_database_signs_at_once(engine: Engine) -> None:
     store = keys(engine, delay=3600)
     info = store.rotate()
     assert store.signing_key()[0] == info.kid
+
+
+def test_the_served_jwks_shows_a_rotation_here_at_once_and_one_elsewhere_at_the_next_read(engine: Engine) -> None:
+    here, there = keys(engine), keys(engine)
+    here.ensure()
+    (current,) = here.published().keys
+    mine = here.rotate()
+    assert {k["kid"] for k in here.published().keys} == {current["kid"], mine.kid}
+    theirs = there.rotate()
+    assert theirs.kid not in {k["kid"] for k in here.published().keys}  # from memory: not read yet
+    assert theirs.kid in {k["kid"] for k in here.refresh_published().keys}
+    assert json.loads(here.published().body) == here.jwks()  # the bytes served are the document read
 
 
 def test_jwks_holds_only_public_keys(engine: Engine) -> None:
