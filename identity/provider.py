@@ -66,6 +66,8 @@ class Tuning:
     purge_grace: timedelta  # rows past their use are kept this long before the purge deletes them
     public_clients: bool = False  # whether public clients (auth method none) are known on this node
     web_origins_max_age: timedelta = timedelta(seconds=5)  # the registered web origins are read again this often
+    clients_max_age: timedelta = timedelta(seconds=1)  # a client authenticating is read again at most this often
+    clients_kept: int = 1024  # clients whose row client authentication keeps in memory at most
 
 
 class Provider:
@@ -83,7 +85,9 @@ class Provider:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
         self.users = UserStore(engine, clock)
-        self.clients = ClientStore(engine, clock)
+        self.clients = ClientStore(
+            engine, clock, recent_max_age=tuning.clients_max_age.total_seconds(), recent_size=tuning.clients_kept
+        )
         self.keys = SigningKeys(
             engine,
             lifetimes.key_publish_delay,

@@ -86,6 +86,8 @@ PUBLISHED_KEYS_MAX_AGE = 300.0  # seconds the verification keys (the JWKS) are u
 # seconds between two background reads of the JWKS that /jwks answers from memory; at most a quarter of
 # MENUS_KEY_PUBLISH_DELAY is used (and at least 0.25 s), so every node publishes a rotated-in key before it signs
 PUBLISHED_KEYS_REFRESH = 10.0
+CLIENTS_MAX_AGE = 1.0  # seconds a client's row is reused by client authentication (its secret is checked each time)
+CLIENTS_KEPT = 1024  # clients whose row client authentication keeps in memory at most
 PUBLISHED_KEYS_MIN_RELOAD = 1.0  # seconds between two reloads caused by an unknown kid (a made-up kid costs no query)
 VERIFIED_TOKENS = 4096  # access tokens whose verified signature and claims are remembered (about 2 KiB each)
 
@@ -192,6 +194,8 @@ class Settings:
     published_keys_max_age: float = PUBLISHED_KEYS_MAX_AGE
     published_keys_min_reload: float = PUBLISHED_KEYS_MIN_RELOAD
     published_keys_refresh: float = PUBLISHED_KEYS_REFRESH
+    clients_max_age: float = CLIENTS_MAX_AGE
+    clients_kept: int = CLIENTS_KEPT
     verified_tokens: int = VERIFIED_TOKENS
 
     # Developer console
@@ -274,6 +278,8 @@ class Settings:
             purge_grace=timedelta(seconds=self.purge_grace),
             public_clients=self.public_clients,
             web_origins_max_age=timedelta(seconds=self.web_origins_max_age),
+            clients_max_age=timedelta(seconds=self.clients_max_age),
+            clients_kept=self.clients_kept,
         )
 
     def database_pool(self) -> Pool:
