@@ -36,7 +36,7 @@ class ClientCredentialsGrant:
             scope = tuple(allowed)
         if not scope:
             raise InvalidScope("This client may not request any scope with client_credentials.")
-        org = self._organizations.get(client.org_id)
+        org = self._organizations.known(client.org_id)
         if org is None:
             raise UnknownRecord(client.org_id)
         access = self._minter.access_token(

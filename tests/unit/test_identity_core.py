@@ -200,6 +200,22 @@ def test_a_client_deleted_or_given_a_new_secret_elsewhere_gets_no_token_from_a_n
         )
 
 
+def test_a_known_organization_is_read_once_and_an_unknown_one_every_time(engine: Engine) -> None:
+    store = OrganizationStore(engine)
+    org = store.create("Acme Foods")
+    assert store.known(org.id) == org
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    sa.event.listen(engine, "before_cursor_execute", listener)
+    try:
+        assert store.known(org.id) == org
+        assert statements == []
+        assert store.known("org_nobody") is None and store.known("org_nobody") is None
+        assert len(statements) == 2
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", listener)
+
+
 def test_a_client_changed_through_its_own_store_is_read_again_at_once(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
     store = ClientStore(engine, recent_max_age=60)
     client, _ = store.create(
