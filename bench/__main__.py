@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--drivers", type=int, default=6, help="sign-in driver processes")
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"), help="default: SQLite")
-    parser.add_argument("--only", choices=["menus", "identity", "redis", "startup"], help="run one part only")
+    parser.add_argument(
+        "--only", choices=["menus", "identity", "identity-peer", "redis", "startup"], help="run one part only"
+    )
     parser.add_argument(
         "--tree", type=Path, help="--only startup: the source tree to measure (default: this one), for a before/after"
     )
@@ -128,6 +130,9 @@ def run(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
     if args.only in (None, "identity"):
         results["identity"] = identity_runs(workspace, args)
         results["processes"]["two workers, identity"] = results["identity"].pop("processes")
+    if args.only in (None, "identity-peer"):
+        results["identity_peer"] = identity_peer_runs(workspace, args)
+        results["processes"]["one process, identity vs node-oidc-provider"] = results["identity_peer"].pop("processes")
     results["elapsed_seconds"] = round(time.time() - started, 1)
     return results
 
@@ -331,13 +336,93 @@ def identity_runs(workspace: Workspace, args: argparse.Namespace) -> dict[str, A
     return out
 
 
-def _client_credentials_token(url: str, headers: dict[str, str]) -> str:
+PEER_SCENARIOS = {
+    "tokens": "client_credentials, client_secret_basic, RS256 JWT access token",
+    "introspection": "introspection of a live access token",
+    "jwks": "GET /jwks",
+    "discovery": "GET /.well-known/openid-configuration",
+}
+PEER_SECRET = "bench-peer-secret-0123456789abcdef"  # the peer's one client; ours is registered with the CLI
+
+
+def identity_peer_runs(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
+    """The identity endpoints against node-oidc-provider (``bench/oidc_peer.mjs``): one process each, pinned to
+    CPU 0 one after the other, wrk on CPU 1. Our service records every token (a row per token); the peer keeps
+    its JWT access tokens nowhere, and introspects an opaque token it holds in memory (it cannot introspect JWTs)."""
+    node, script = shutil.which("node"), ROOT / "bench" / "oidc_peer.mjs"
+    if node is None or not (ROOT / "node_modules" / "oidc-provider").is_dir():
+        print("identity-peer: needs node and `npm ci` (oidc-provider in node_modules); skipped", file=sys.stderr)
+        return {"skipped": "node or oidc-provider missing", "processes": {}}
+    org = workspace.cli("orgs", "create", "--name", "Bench peer")
+    ours = workspace.cli(
+        "clients", "create", "--name", "Bench peer job", "--org", org["id"], "--auth-method", "client_secret_basic",
+        "--grant", "client_credentials", "--scope", "members:read",
+    )  # fmt: skip
+    sides = {
+        "service": (ours["client_id"], ours["client_secret"], "members%3Aread"),
+        "reference": ("bench-peer", PEER_SECRET, "members%3Aread"),
+    }
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in PEER_SCENARIOS}
+    processes: dict[str, Any] = {}
+    for side, (client_id, secret, scope) in sides.items():
+        port = free_port()
+        if side == "service":
+            command = service_command(port, 1, "0")
+            env = workspace.env(port)
+        else:
+            command = ["taskset", "-c", "0", node, str(script), str(port), client_id, secret]
+            env = {**os.environ, "NODE_ENV": "production"}
+        basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+        headers = {"Authorization": f"Basic {basic}"}
+        with Server(f"{side}-identity-peer", command, port, env, workspace.folder, "/jwks") as server:
+            token_body = f"grant_type=client_credentials&scope={scope}"
+            opaque = "&resource=urn%3Abench%3Aopaque" if side == "reference" else ""
+            live = _client_credentials_token(server.url, headers, token_body + opaque)
+            requests = {
+                "tokens": ("/oauth2/token", headers, "post.lua", [token_body]),
+                "introspection": ("/oauth2/introspect", headers, "post.lua", [f"token={live}"]),
+                "jwks": ("/jwks", {}, "paths.lua", [str(write_lines(workspace.folder / "jwks.txt", ["/jwks"])), "2"]),
+                "discovery": (
+                    "/.well-known/openid-configuration",
+                    {},
+                    "paths.lua",
+                    [str(write_lines(workspace.folder / "discovery.txt", ["/.well-known/openid-configuration"])), "2"],
+                ),
+            }
+            for scenario, (path, sent, script_name, script_args) in requests.items():
+                url = server.url + (path if script_name == "post.lua" else "")
+
+                def load(seconds: float, url: str = url, sent: dict[str, str] = sent, name: str = script_name,
+                         extra: list[str] = script_args) -> Run:  # fmt: skip
+                    return wrk(url, seconds=seconds, connections=args.connections, threads=2, headers=sent,
+                               script=name, script_args=extra, cpus="1")  # fmt: skip
+
+                load(args.warmup)
+                runs[scenario][side] = [load(args.seconds).as_dict() for _ in range(args.repeats)]
+            processes[side] = {
+                "startup_seconds": round(server.startup_seconds, 3),
+                "rss_mib": round(server.rss_mib(), 1),
+            }
+    out: dict[str, Any] = {name: summarise(runs[name]) for name in PEER_SCENARIOS}
+    for name, summary in out.items():
+        print(
+            f"[one process, pinned] {name}: ours {summary['service']['rps_median']:.0f}/s, node-oidc-provider "
+            f"{summary['reference']['rps_median']:.0f}/s, ratio {summary['ratio']['median']:.2f}",
+            file=sys.stderr,
+        )
+    out["processes"] = processes
+    return out
+
+
+def _client_credentials_token(
+    url: str, headers: dict[str, str], body: str = "grant_type=client_credentials&scope=members%3Aread"
+) -> str:
     import json
     import urllib.request
 
     request = urllib.request.Request(
         url + "/oauth2/token",
-        data=b"grant_type=client_credentials&scope=members%3Aread",
+        data=body.encode(),
         headers={**headers, "Content-Type": "application/x-www-form-urlencoded"},
     )
     with urllib.request.urlopen(request, timeout=10) as response:

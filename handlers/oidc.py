@@ -1,17 +1,16 @@
-"""Discovery and JWKS: computed from the issuer and the signing keys.
+"""Discovery and JWKS: prepared bytes, answered from memory (no SQL, no serialising per request).
 
-The JWKS reads the keys' table in a worker thread (no SQL on the event loop) of the common pool, not the
-client endpoints' limiter (``off_the_loop``): a read of public keys must not queue behind their writes."""
+The metadata is fixed by the settings; the JWKS is the one this node last read (``identity.keys``), read again
+in the background and at once after a rotation here."""
 
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.identity_api.responses import PUBLIC_CACHE, json, provider
+from service.identity_api.responses import PUBLIC_CACHE, provider
 
 
 async def discovery() -> Response:
-    return json(provider().discovery(), headers=PUBLIC_CACHE)
+    return Response(provider().discovery_body, headers=PUBLIC_CACHE, media_type="application/json")
 
 
 async def jwks() -> Response:
-    return json(await run_in_threadpool(provider().jwks), headers=PUBLIC_CACHE)
+    return Response(provider().keys.published().body, headers=PUBLIC_CACHE, media_type="application/json")

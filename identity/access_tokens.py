@@ -17,10 +17,27 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.storage import commit_without_waiting
-from identity.tables import access_tokens
+from identity.tables import access_tokens, clients
 
 # The statements of every token issued and verified, built once (building one costs more than running it).
-_RECORD = access_tokens.insert()
+_COLUMNS = ("jti", "grant_id", "client_id", "user_id", "org_id", "session_id", "scope", "issued_at", "expires_at")
+# The row, written only while its client is registered and, when a secret hash is bound, still holds it.
+_RECORD = (
+    access_tokens.insert()
+    .from_select(
+        _COLUMNS,
+        sa.select(*(sa.bindparam(name, type_=access_tokens.c[name].type) for name in _COLUMNS)).where(
+            sa.exists().where(
+                clients.c.id == sa.bindparam("client_id"),
+                sa.or_(
+                    sa.bindparam("secret_hash", type_=clients.c.secret_hash.type).is_(None),
+                    clients.c.secret_hash == sa.bindparam("secret_hash", type_=clients.c.secret_hash.type),
+                ),
+            )
+        ),
+    )
+    .returning(access_tokens.c.jti)
+)  # psycopg's rowcount of an INSERT … SELECT is -1
 _BY_JTI = sa.select(access_tokens).where(access_tokens.c.jti == sa.bindparam("jti"))
 
 
@@ -43,9 +60,12 @@ class AccessTokenStore:
         self._engine = engine
         self._clock = clock
 
-    def record(self, token: AccessTokenRecord) -> None:
-        """Record a token being issued. Lost in a power cut, the record would only make the token inactive:
-        its commit need not wait for the disk."""
+    def record(self, token: AccessTokenRecord, *, secret_hash: str | None = None) -> bool:
+        """Record a token being issued, in one statement, only while its client is registered (and, with
+        ``secret_hash``, still holds that secret): whether it was. A client deleted or given a new secret on
+        another node, that this node still knows from its short client cache, so gets no token (its deletion
+        revoked every token it had, in one transaction). Lost in a power cut, the record would only make the
+        token inactive: its commit need not wait for the disk."""
         values = {
             "jti": token.jti,
             "grant_id": token.grant_id,
@@ -58,7 +78,7 @@ class AccessTokenStore:
             "expires_at": token.expires_at,
         }
         with commit_without_waiting(self._engine) as connection:
-            connection.execute(_RECORD, values)
+            return connection.execute(_RECORD, {**values, "secret_hash": secret_hash}).first() is not None
 
     def get(self, jti: str) -> AccessTokenRecord | None:
         with self._engine.connect() as connection:

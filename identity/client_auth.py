@@ -105,7 +105,9 @@ class ClientAuthenticator:
         return client
 
     def _by_secret(self, client_id: str, secret: str, method: str) -> Client:
-        client = self._clients.get(client_id) if client_id and len(client_id) <= 64 else None
+        """The secret is checked against the stored hash at every request, in constant time; the client's row
+        may come from the store's short memory (``ClientStore.recent``)."""
+        client = self._clients.recent(client_id) if client_id and len(client_id) <= 64 else None
         if client is None or client.auth_method != method or client.secret_hash is None:
             hmac.compare_digest(hash_secret(secret), _DUMMY_HASH)  # the same work as for a known client
             raise InvalidClient(detail=_not_by(client, method, client_id, "secret"))

@@ -19,8 +19,10 @@ import hashlib
 import hmac
 import re
 import secrets
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from time import monotonic
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -176,9 +178,40 @@ def check_jwks(jwks: Any) -> dict[str, Any]:
 
 
 class ClientStore:
-    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self, engine: Engine, clock: Clock = SYSTEM_CLOCK, *, recent_max_age: float = 0.0, recent_size: int = 1024
+    ) -> None:
+        """``recent_max_age``: seconds ``recent`` answers a client from memory (0: never), for at most
+        ``recent_size`` clients."""
         self._engine = engine
         self._clock = clock
+        self._recent_max_age = recent_max_age
+        self._recent_size = recent_size
+        self._recent: dict[str, tuple[float, Client]] = {}  # client id: (monotonic time read, client)
+        self._recent_lock = threading.Lock()
+
+    def recent(self, client_id: str) -> Client | None:
+        """The client as read at most ``recent_max_age`` seconds ago (client authentication: a client presents
+        its credentials again and again). A change made through this store is seen at once; one made elsewhere
+        (another node, the command line) within that age; a token is only ever recorded while its client is
+        registered with the secret it used (``AccessTokenStore.record``). Unknown ids are never kept."""
+        now = monotonic()
+        hit = self._recent.get(client_id)
+        if hit is not None and now - hit[0] < self._recent_max_age:
+            return hit[1]
+        client = self.get(client_id)
+        with self._recent_lock:
+            if client is None or self._recent_max_age <= 0:
+                self._recent.pop(client_id, None)
+                return client
+            if client_id not in self._recent and len(self._recent) >= self._recent_size:
+                del self._recent[next(iter(self._recent))]  # the oldest kept
+            self._recent[client_id] = (now, client)
+        return client
+
+    def _forget(self, client_id: str) -> None:
+        with self._recent_lock:
+            self._recent.pop(client_id, None)
 
     def create(
         self,
@@ -325,6 +358,7 @@ class ClientStore:
                     .where(clients.c.id == client_id)
                     .values({name: list(value) for name, value in changes.items()})
                 )
+        self._forget(client_id)
         return replace(client, **changes)
 
     def web_origins(self) -> frozenset[str]:
@@ -349,6 +383,7 @@ class ClientStore:
             )
             if changed.rowcount == 0:
                 raise UnknownRecord(client_id)
+        self._forget(client_id)  # the old secret stops working at once here (elsewhere: AccessTokenStore.record)
         return secret
 
     def delete(self, client_id: str) -> None:
@@ -359,6 +394,7 @@ class ClientStore:
                 raise UnknownRecord(client_id)
             AccessTokenStore.revoke_client(connection, client_id, at)
             RefreshTokenStore.revoke_client(connection, client_id, at)
+        self._forget(client_id)
 
 
 # Built once: every token request looks its client up, and building a statement costs more than running it.

@@ -5,6 +5,11 @@ relying parties that cache the JWKS already know it when its first token
 arrives. The key it replaces stops signing then, and stays published for
 ``verify_window`` (the longest token lifetime) so tokens it signed still verify.
 Key ids are RFC 7638 thumbprints. Private keys are stored sealed (``identity.sealing``).
+
+The JWKS is answered from memory (``published``): the document as this node last read it, serialised once.
+It is read again by ``refresh_published`` (in the background, at most every quarter publish delay:
+``service/app.py``) and at once after this node rotates, so a key rotated in on any node is published by
+every node well before it signs.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from datetime import datetime, timedelta
 from time import monotonic
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -78,6 +84,18 @@ class _Candidate:
         return self.signs_from <= at and (self.retired_at is None or self.retired_at > at)
 
 
+@dataclass(frozen=True, slots=True)
+class PublishedKeys:
+    """The JWKS as a node last read it: its keys, and the document serialised once (the answer of ``/jwks``)."""
+
+    keys: tuple[dict[str, Any], ...]
+    body: bytes
+
+    @classmethod
+    def of(cls, document: dict[str, Any]) -> PublishedKeys:
+        return cls(tuple(document["keys"]), orjson.dumps(document))
+
+
 class SigningKeys:
     def __init__(
         self,
@@ -101,12 +119,24 @@ class SigningKeys:
         self._candidates: list[_Candidate] = []
         self._candidates_read = -math.inf  # monotonic time of the last read: never yet
         self._reread_every = min(max_age.total_seconds(), publish_delay.total_seconds() / 2)
+        self._published: PublishedKeys | None = None  # the JWKS as last read; never read yet
+
+    def published(self) -> PublishedKeys:
+        """The JWKS as this node last read it (``refresh_published``): no SQL unless it was never read."""
+        published = self._published
+        return published if published is not None else self.refresh_published()
+
+    def refresh_published(self) -> PublishedKeys:
+        """Read the JWKS from the table and keep it, serialised, for ``published``."""
+        published = self._published = PublishedKeys.of(self.jwks())
+        return published
 
     def ensure(self) -> None:
         """Create a key that signs at once when no key signs now or later (first start)."""
         at = self._clock.now()
         if not any(info.state(at) in ("signing", "published") for info in self.list()):
             self._create(signs_from=at)
+        self.refresh_published()
 
     def rotate(self) -> KeyInfo:
         """Publish a new key now; it signs after the publish delay, when the current keys retire.
@@ -123,6 +153,7 @@ class SigningKeys:
                 .values(retired_at=signs_from, expires_at=signs_from + self._verify_window)
             )
         info = self._create(signs_from=signs_from)
+        self.refresh_published()  # this node publishes the next key at once; the others at their next read
         audit.record(audit.KEY_ROTATED, kid=info.kid)
         return info
 

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import jwt
+import orjson
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding
 
 from identity.access_tokens import AccessTokenRecord
 from identity.clock import SYSTEM_CLOCK, Clock, epoch, new_id
+from identity.errors import InvalidClient
 from identity.issuer import Issuer
 from identity.keys import ALGORITHM, SigningKeys
 from identity.organizations import Organization
@@ -71,6 +74,7 @@ class TokenMinter:
         self.refresh_ttl = refresh_ttl
         self.public_refresh_ttl = public_refresh_ttl or refresh_ttl
         self._clock = clock
+        self._headers: dict[tuple[str, str], bytes] = {}  # (kid, typ): the JWS header, base64url-encoded once
 
     def access_token(
         self,
@@ -82,8 +86,10 @@ class TokenMinter:
         session_id: str | None = None,
         grant_id: str | None = None,
         auth_time: datetime | None = None,
+        secret_hash: str | None = None,  # the secret the client authenticated with, checked again by the write
     ) -> Issued:
-        """RFC 9068 §2.2: a JWT access token, recorded before it is handed out."""
+        """RFC 9068 §2.2: a JWT access token, recorded before it is handed out, while its client is registered
+        (and holds ``secret_hash``): else ``InvalidClient``."""
         at = self._clock.now()
         expires = at + self.access_ttl
         jti = new_id("at")
@@ -103,7 +109,7 @@ class TokenMinter:
             claims["sid"] = session_id
         if auth_time:
             claims["auth_time"] = epoch(auth_time)
-        self._access_tokens.record(
+        recorded = self._access_tokens.record(
             AccessTokenRecord(
                 jti=jti,
                 grant_id=grant_id,
@@ -114,8 +120,11 @@ class TokenMinter:
                 scope=scope,
                 issued_at=at,
                 expires_at=expires,
-            )
+            ),
+            secret_hash=secret_hash,
         )
+        if not recorded:
+            raise InvalidClient(detail=f"Client {client_id} was deleted, or given a new secret, as it asked.")
         return Issued(self._sign(claims, ACCESS_TOKEN_TYPE), int(self.access_ttl.total_seconds()))
 
     def id_token(
@@ -183,6 +192,20 @@ class TokenMinter:
         return token
 
     def _sign(self, claims: dict[str, Any], typ: str) -> str:
+        """RFC 7515 §7.1 compact serialization, RS256 (RFC 7518 §3.3: RSASSA-PKCS1-v1_5 with SHA-256).
+
+        The protected header is the same for every token of a key and type: encoded once. The claims are
+        serialised with orjson; the signature is the one ``cryptography`` call PyJWT would make."""
         kid, private = self._keys.signing_key()
         self._public_keys.signing_with(kid, private)
-        return jwt.encode(claims, private, algorithm=ALGORITHM, headers={"kid": kid, "typ": typ})
+        header = self._headers.get((kid, typ))
+        if header is None:
+            header = self._headers[(kid, typ)] = _b64(orjson.dumps({"alg": ALGORITHM, "kid": kid, "typ": typ}))
+        signing_input = header + b"." + _b64(orjson.dumps(claims))
+        signature = private.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+        return (signing_input + b"." + _b64(signature)).decode("ascii")
+
+
+def _b64(data: bytes) -> bytes:
+    """base64url without padding (RFC 7515 §2)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=")

@@ -35,10 +35,26 @@ def check_name(name: str) -> str:
     return display_name(name, "the organization's name")
 
 
+KNOWN_ORGANIZATIONS = 4096  # organizations ``known`` keeps at most (about 200 bytes each)
+
+
 class OrganizationStore:
     def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._clock = clock
+        self._known: dict[str, Organization] = {}
+
+    def known(self, org_id: str) -> Organization | None:
+        """``get``, kept once found: an organization never changes once created (no rename, no delete), so the
+        token path (client_credentials names it in every token) reads it once. Unknown ids are never kept."""
+        org = self._known.get(org_id)
+        if org is None:
+            org = self.get(org_id)
+            if org is not None:
+                if len(self._known) >= KNOWN_ORGANIZATIONS:
+                    self._known.clear()  # a rare full table: start again rather than track ages
+                self._known[org_id] = org
+        return org
 
     def create(self, name: str) -> Organization:
         with self._engine.begin() as connection:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from sqlalchemy.engine import Engine
 
 from identity.access_tokens import AccessTokenStore
@@ -65,6 +66,8 @@ class Tuning:
     purge_grace: timedelta  # rows past their use are kept this long before the purge deletes them
     public_clients: bool = False  # whether public clients (auth method none) are known on this node
     web_origins_max_age: timedelta = timedelta(seconds=5)  # the registered web origins are read again this often
+    clients_max_age: timedelta = timedelta(seconds=1)  # a client authenticating is read again at most this often
+    clients_kept: int = 1024  # clients whose row client authentication keeps in memory at most
 
 
 class Provider:
@@ -82,7 +85,9 @@ class Provider:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
         self.users = UserStore(engine, clock)
-        self.clients = ClientStore(engine, clock)
+        self.clients = ClientStore(
+            engine, clock, recent_max_age=tuning.clients_max_age.total_seconds(), recent_size=tuning.clients_kept
+        )
         self.keys = SigningKeys(
             engine,
             lifetimes.key_publish_delay,
@@ -166,8 +171,11 @@ class Provider:
         self.directory = Directory(engine, self.verifier, cursor_key)
         self.purger = Purger(engine, lifetimes.refresh_token, tuning.purge_grace, tuning.throttle.window, clock)
 
+        # OpenID Connect Discovery 1.0 §4.2: the metadata, fixed by the settings, serialised once.
+        self.discovery_body = orjson.dumps(self.discovery())
+
     def start(self) -> None:
-        """On start: make sure a key signs (the first start creates it)."""
+        """On start: make sure a key signs (the first start creates it), and read the JWKS it serves."""
         self.keys.ensure()
 
     def discovery(self) -> dict[str, Any]:

@@ -78,6 +78,8 @@ class Dispatcher:
     console_path: str = ""  # given with console
     flush_usage: Callable[[], object] | None = None  # run in a thread every usage_interval seconds and at shutdown
     usage_interval: float = 0  # given with flush_usage
+    refresh_keys: Callable[[], object] | None = None  # reads the published keys in a thread every keys_interval s
+    keys_interval: float = 0  # given with refresh_keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -111,6 +113,10 @@ class Dispatcher:
                         self.flush_usage, self.usage_interval, stopping, "writing API key usage", first=False
                     )
                     tasks.append(asyncio.create_task(flush))
+                if self.refresh_keys is not None:
+                    # a key rotated on another node reaches this node's JWKS within keys_interval (start read it)
+                    refresh = _every(self.refresh_keys, self.keys_interval, stopping, "reading the JWKS", first=False)
+                    tasks.append(asyncio.create_task(refresh))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 stopping.set()
@@ -270,6 +276,8 @@ def create_app(
         console_path=settings.console_path,
         flush_usage=usage.flush,
         usage_interval=settings.usage_flush_interval,
+        refresh_keys=provider.keys.refresh_published,
+        keys_interval=settings.published_keys_interval(),
     )
     routes = RouteTemplates(
         [

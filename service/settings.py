@@ -85,6 +85,11 @@ DEVICE_COOKIE_USERS = 5  # users one browser's device cookie remembers at most (
 # Identity caches
 SIGNING_KEYS_MAX_AGE = 60.0  # seconds the keys that may sign are used before their table is read again
 PUBLISHED_KEYS_MAX_AGE = 300.0  # seconds the verification keys (the JWKS) are used before they are read again
+# seconds between two background reads of the JWKS that /jwks answers from memory; at most a quarter of
+# MENUS_KEY_PUBLISH_DELAY is used (and at least 0.25 s), so every node publishes a rotated-in key before it signs
+PUBLISHED_KEYS_REFRESH = 10.0
+CLIENTS_MAX_AGE = 1.0  # seconds a client's row is reused by client authentication (its secret is checked each time)
+CLIENTS_KEPT = 1024  # clients whose row client authentication keeps in memory at most
 PUBLISHED_KEYS_MIN_RELOAD = 1.0  # seconds between two reloads caused by an unknown kid (a made-up kid costs no query)
 VERIFIED_TOKENS = 4096  # access tokens whose verified signature and claims are remembered (about 2 KiB each)
 
@@ -193,6 +198,9 @@ class Settings:
     signing_keys_max_age: float = SIGNING_KEYS_MAX_AGE
     published_keys_max_age: float = PUBLISHED_KEYS_MAX_AGE
     published_keys_min_reload: float = PUBLISHED_KEYS_MIN_RELOAD
+    published_keys_refresh: float = PUBLISHED_KEYS_REFRESH
+    clients_max_age: float = CLIENTS_MAX_AGE
+    clients_kept: int = CLIENTS_KEPT
     verified_tokens: int = VERIFIED_TOKENS
 
     # Developer console
@@ -254,6 +262,11 @@ class Settings:
             public_refresh_token=timedelta(seconds=self.public_refresh_ttl),
         )
 
+    def published_keys_interval(self) -> float:
+        """Seconds between two background reads of the JWKS: the setting, at most a quarter of the publish delay
+        (a key rotated on another node is published here within it, long before it signs), at least 0.25 s."""
+        return max(0.25, min(self.published_keys_refresh, self.key_publish_delay / 4))
+
     def tuning(self) -> Tuning:
         """The identity domain's limits and cache ages."""
         from identity.device_cookies import DeviceCookiePolicy
@@ -276,6 +289,8 @@ class Settings:
             purge_grace=timedelta(seconds=self.purge_grace),
             public_clients=self.public_clients,
             web_origins_max_age=timedelta(seconds=self.web_origins_max_age),
+            clients_max_age=timedelta(seconds=self.clients_max_age),
+            clients_kept=self.clients_kept,
         )
 
     def database_pool(self) -> Pool:

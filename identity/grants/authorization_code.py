@@ -61,6 +61,7 @@ class AuthorizationCodeGrant:
             session_id=grant.session_id,
             grant_id=grant.grant_id,
             auth_time=grant.auth_time,
+            secret_hash=client.secret_hash,
         )
         response = token_response(access, grant.scope)
         response["id_token"] = self._minter.id_token(

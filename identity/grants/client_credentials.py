@@ -36,9 +36,11 @@ class ClientCredentialsGrant:
             scope = tuple(allowed)
         if not scope:
             raise InvalidScope("This client may not request any scope with client_credentials.")
-        org = self._organizations.get(client.org_id)
+        org = self._organizations.known(client.org_id)
         if org is None:
             raise UnknownRecord(client.org_id)
-        access = self._minter.access_token(client_id=client.id, org=org, scope=scope, user_id=None)
+        access = self._minter.access_token(
+            client_id=client.id, org=org, scope=scope, user_id=None, secret_hash=client.secret_hash
+        )
         issued(self.grant_type, client, None, org.id, None)
         return token_response(access, scope)

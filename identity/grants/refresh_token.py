@@ -71,6 +71,7 @@ class RefreshTokenGrant:
             session_id=presented.session_id,
             grant_id=presented.grant_id,
             auth_time=presented.auth_time,
+            secret_hash=client.secret_hash,
         )
         response = token_response(access, scope)
         response["refresh_token"] = self._minter.refresh_token(

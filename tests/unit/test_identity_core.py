@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from typing import Any
 
 import jwt
 import pytest
@@ -12,7 +14,7 @@ from sqlalchemy.engine import Engine
 from identity import keys as keys_module
 from identity.clients import ClientStore, check_redirect_uri
 from identity.clock import SYSTEM_CLOCK, Clock
-from identity.errors import InvalidInput, InvalidToken, UnknownRecord
+from identity.errors import InvalidClient, InvalidInput, InvalidToken, UnknownRecord
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.passwords import verify_password
@@ -175,6 +177,58 @@ def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # t
         tokens.verifier.verify_access_token(issued.token)
 
 
+def _minting(engine: Engine) -> Any:
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
+    keys.ensure()
+    return token_services(engine, keys).minter
+
+
+@pytest.mark.parametrize("elsewhere", ["delete", "new_secret"])
+def test_a_client_deleted_or_given_a_new_secret_elsewhere_gets_no_token_from_a_node_that_remembers_it(  # type: ignore[no-untyped-def]
+    engine: Engine, org, elsewhere: str
+) -> None:
+    here = ClientStore(engine, recent_max_age=60)
+    client, _ = here.create(name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"])
+    assert here.recent(client.id) == client
+    getattr(ClientStore(engine), elsewhere)(client.id)  # another node, or the command line
+    assert here.recent(client.id) == client  # still remembered here, for at most recent_max_age
+    with pytest.raises(InvalidClient):  # but the token's row is written only while the client holds that secret
+        _minting(engine).access_token(
+            client_id=client.id, org=org, scope=("members:read",), user_id=None, secret_hash=client.secret_hash
+        )
+
+
+def test_a_known_organization_is_read_once_and_an_unknown_one_every_time(engine: Engine) -> None:
+    store = OrganizationStore(engine)
+    org = store.create("Acme Foods")
+    assert store.known(org.id) == org
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    sa.event.listen(engine, "before_cursor_execute", listener)
+    try:
+        assert store.known(org.id) == org
+        assert statements == []
+        assert store.known("org_nobody") is None and store.known("org_nobody") is None
+        assert len(statements) == 2
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", listener)
+
+
+def test_a_client_changed_through_its_own_store_is_read_again_at_once(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    store = ClientStore(engine, recent_max_age=60)
+    client, _ = store.create(
+        name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
+    )
+    assert store.recent(client.id) == client
+    store.new_secret(client.id)
+    renewed = store.recent(client.id)
+    assert renewed is not None and renewed.secret_hash != client.secret_hash
+    store.delete(client.id)
+    assert store.recent(client.id) is None
+
+
 def test_an_access_token_verified_before_expires_at_its_exp_all_the_same(  # type: ignore[no-untyped-def]
     engine: Engine, org
 ) -> None:
@@ -276,6 +330,18 @@ def test_rotate_on_an_empty_database_signs_at_once(engine: Engine) -> None:
     store = keys(engine, delay=3600)
     info = store.rotate()
     assert store.signing_key()[0] == info.kid
+
+
+def test_the_served_jwks_shows_a_rotation_here_at_once_and_one_elsewhere_at_the_next_read(engine: Engine) -> None:
+    here, there = keys(engine), keys(engine)
+    here.ensure()
+    (current,) = here.published().keys
+    mine = here.rotate()
+    assert {k["kid"] for k in here.published().keys} == {current["kid"], mine.kid}
+    theirs = there.rotate()
+    assert theirs.kid not in {k["kid"] for k in here.published().keys}  # from memory: not read yet
+    assert theirs.kid in {k["kid"] for k in here.refresh_published().keys}
+    assert json.loads(here.published().body) == here.jwks()  # the bytes served are the document read
 
 
 def test_jwks_holds_only_public_keys(engine: Engine) -> None:

@@ -123,3 +123,9 @@ def test_the_preflight_max_age_is_the_settings(settings: Settings, engine: Engin
             headers={"Origin": "https://app.example", "Access-Control-Request-Method": "GET"},
         )
     assert preflight.headers["access-control-max-age"] == "42"
+
+
+def test_the_refresh_interval_is_at_most_a_quarter_of_the_publish_delay() -> None:
+    assert Settings(key_publish_delay=120, published_keys_refresh=60).published_keys_interval() == 30
+    assert Settings(key_publish_delay=120, published_keys_refresh=10).published_keys_interval() == 10
+    assert Settings(key_publish_delay=0).published_keys_interval() == 0.25  # and a quarter second at least
