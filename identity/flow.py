@@ -35,6 +35,7 @@ from identity.errors import (
 from identity.interactions import Interaction, InteractionStore, new_interaction
 from identity.issuer import Issuer
 from identity.organizations import check_name as check_organization_name
+from identity.outbox import Mail, Outbox
 from identity.page_data import Page, message
 from identity.passwords import WeakPassword, check_strength
 from identity.sessions import BrowserSession, SessionStore
@@ -119,6 +120,7 @@ class SignInFlow:
         throttle: SignInThrottle,
         devices: DeviceCookies,
         interaction_ttl: timedelta,
+        outbox: Outbox,
         clock: Clock = SYSTEM_CLOCK,
         public_clients: bool = False,  # MENUS_PUBLIC_CLIENTS: whether public clients may sign users in here
     ) -> None:
@@ -133,6 +135,7 @@ class SignInFlow:
         self.throttle = throttle
         self.devices = devices
         self.interaction_ttl = interaction_ttl
+        self.outbox = outbox
         self._clock = clock
 
     # The authorization request
@@ -211,10 +214,18 @@ class SignInFlow:
             )
         except InvalidInput as error:
             audit.record(audit.SIGN_UP, audit.FAILURE, reason="account_exists", client_id=client.id)
+            self._tell_owner(form.get("email"))
             return Outcome(page=self._sign_up_page(interaction, client, form, {"email": str(error).capitalize() + "."}))
         audit.record(audit.SIGN_UP, user_id=user.id, org_id=user.memberships[0].org.id, client_id=client.id)
         self.throttle.signed_up(form.get("email"))
         return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
+
+    def _tell_owner(self, email: str) -> None:
+        """The owner of a taken address learns that someone tried to sign up with it (by mail, through the
+        outbox: the answer on the page stays the one it was)."""
+        account = self.users.account_id(email)
+        if account is not None:
+            self.outbox.enqueue(Mail("account_exists", self.users.get(account).email, {}))
 
     def select_organization_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self._pending(interaction_id, browser)

@@ -26,6 +26,7 @@ from identity.keys import SigningKeys
 from identity.member_directory import Directory
 from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
+from identity.outbox import DeliveryPolicy, Outbox
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
@@ -63,6 +64,7 @@ class Tuning:
     published_keys_min_reload: timedelta  # an unknown kid reloads them at most this often
     verified_tokens: int  # access tokens whose verified signature and claims are remembered
     purge_grace: timedelta  # rows past their use are kept this long before the purge deletes them
+    delivery: DeliveryPolicy  # how the mail outbox is claimed and retried
     public_clients: bool = False  # whether public clients (auth method none) are known on this node
     web_origins_max_age: timedelta = timedelta(seconds=5)  # the registered web origins are read again this often
 
@@ -92,6 +94,7 @@ class Provider:
             clock=clock,
         )
         self.sessions = SessionStore(engine, lifetimes.session, clock)
+        self.outbox = Outbox(engine, tuning.delivery, clock)
         self.codes = CodeStore(engine, lifetimes.code, clock)
         access_tokens = AccessTokenStore(engine, clock)
         refresh_tokens = RefreshTokenStore(engine, clock)
@@ -120,6 +123,7 @@ class Provider:
             throttle=SignInThrottle(SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle),
             devices=DeviceCookies(device_key, tuning.device_cookies, clock),
             interaction_ttl=lifetimes.interaction,
+            outbox=self.outbox,
             clock=clock,
             public_clients=tuning.public_clients,
         )

@@ -197,3 +197,23 @@ revoked_grants = sa.Table(
     sa.Column("grant_id", sa.String(40), primary_key=True),
     sa.Column("revoked_at", Timestamp, nullable=False),
 )
+
+mail_outbox = sa.Table(
+    "mail_outbox",
+    metadata,
+    # Mail waiting to leave (identity/outbox.py): the request inserts a row, a background worker on some node
+    # claims it (claimed_until: a lease no other node takes while it runs), sends it and marks it sent.
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("kind", sa.String(40), nullable=False),  # which template renders it (service/mail/templates)
+    sa.Column("recipient", sa.String(320), nullable=False),
+    sa.Column("params", sa.JSON, nullable=False),  # what the template shows (never a password)
+    sa.Column("status", sa.String(12), nullable=False),  # pending, sent or failed (attempts exhausted)
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", Timestamp, nullable=False),  # not before then (backoff after a failure)
+    sa.Column("claimed_until", Timestamp, nullable=False),  # a node is sending it until then
+    sa.Column("claim_token", sa.String(32), nullable=True),  # which claim may mark it
+    sa.Column("last_error", sa.String(200), nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("sent_at", Timestamp, nullable=True),
+    sa.Index("ix_mail_outbox_due", "status", "next_attempt_at"),
+)

@@ -39,6 +39,7 @@ from service.database.schema import require_current
 from service.database.secret_keys import open_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.identity_app import create_identity_app
+from service.mail.transports import Courier
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
 from service.menus_api.key_failures import KeyFailures
@@ -78,6 +79,8 @@ class Dispatcher:
     console_path: str = ""  # given with console
     flush_usage: Callable[[], object] | None = None  # run in a thread every usage_interval seconds and at shutdown
     usage_interval: float = 0  # given with flush_usage
+    deliver_mail: Callable[[], object] | None = None  # the mail worker's round, in a thread every mail_interval s
+    mail_interval: float = 0  # given with deliver_mail
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -111,6 +114,9 @@ class Dispatcher:
                         self.flush_usage, self.usage_interval, stopping, "writing API key usage", first=False
                     )
                     tasks.append(asyncio.create_task(flush))
+                if self.deliver_mail is not None:
+                    mail = _every(self.deliver_mail, self.mail_interval, stopping, "sending mail from the outbox")
+                    tasks.append(asyncio.create_task(mail))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 stopping.set()
@@ -276,6 +282,14 @@ def create_app(
         console_path=settings.console_path,
         flush_usage=usage.flush,
         usage_interval=settings.usage_flush_interval,
+        deliver_mail=Courier.of(
+            provider.outbox,
+            smtp_url=settings.smtp_url,
+            mail_from=settings.mail_from,
+            timeout=settings.smtp_timeout,
+            database_url=settings.database_url,
+        ),
+        mail_interval=settings.mail_poll_interval,
     )
     routes = RouteTemplates(
         [

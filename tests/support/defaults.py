@@ -26,3 +26,4 @@ HEAD_LIMIT = DEFAULTS.head_limit
 HEAD_FIELDS_LIMIT = DEFAULTS.head_fields_limit
 REFRESH_TOKEN_TTL = DEFAULTS.refresh_token_ttl
 PUBLIC_REFRESH_TTL = DEFAULTS.public_refresh_ttl
+DELIVERY = TUNING.delivery
