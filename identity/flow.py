@@ -21,6 +21,7 @@ from identity.clients import Client, ClientStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.consents import ConsentStore
 from identity.device_cookies import DEVICE_COOKIE, DeviceCookies
+from identity.email_verification import EmailVerification
 from identity.errors import (
     AccessDenied,
     AccountSelectionRequired,
@@ -121,6 +122,7 @@ class SignInFlow:
         devices: DeviceCookies,
         interaction_ttl: timedelta,
         outbox: Outbox,
+        verification: EmailVerification,
         clock: Clock = SYSTEM_CLOCK,
         public_clients: bool = False,  # MENUS_PUBLIC_CLIENTS: whether public clients may sign users in here
     ) -> None:
@@ -136,6 +138,7 @@ class SignInFlow:
         self.devices = devices
         self.interaction_ttl = interaction_ttl
         self.outbox = outbox
+        self.verification = verification
         self._clock = clock
 
     # The authorization request
@@ -218,6 +221,7 @@ class SignInFlow:
             return Outcome(page=self._sign_up_page(interaction, client, form, {"email": str(error).capitalize() + "."}))
         audit.record(audit.SIGN_UP, user_id=user.id, org_id=user.memberships[0].org.id, client_id=client.id)
         self.throttle.signed_up(form.get("email"))
+        self.verification.send(user)  # a mail in the outbox; the authorization goes on as before
         return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
 
     def _tell_owner(self, email: str) -> None:

@@ -10,14 +10,17 @@ refuses for good (a 5xx answer) is marked failed at once.
 Delivery is once per mail across nodes: a row is only sent by the holder of its claim, and the lease
 outlasts any send (``DeliveryPolicy.lease``). The one gap SMTP leaves open is a crash between the
 server's acceptance and the mark: the lease then runs out and the mail is sent again (at least once,
-never lost). The rows hold what the templates show, never a password; the tokens of links are
-single-use and expire on their own.
+never lost). The rows hold what the templates show, never a password; with a sealer (the service's
+``MENUS_SECRET_KEYS``) it is sealed at rest, since a mailed link carries a token that the link's own table
+keeps only as a hash.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,6 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, new_id
+from identity.sealing import Sealer, SealingError
 from identity.tables import mail_outbox
 
 PENDING, SENT, FAILED = "pending", "sent", "failed"
@@ -71,10 +75,28 @@ class DeliveryPolicy:
 
 
 class Outbox:
-    def __init__(self, engine: Engine, policy: DeliveryPolicy, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self, engine: Engine, policy: DeliveryPolicy, clock: Clock = SYSTEM_CLOCK, sealer: Sealer | None = None
+    ) -> None:
         self._engine = engine
         self.policy = policy
         self._clock = clock
+        self._sealer = sealer  # seals what the templates show (links carry tokens)
+
+    def _stored(self, params: Mapping[str, str]) -> dict[str, str]:
+        if self._sealer is None:
+            return dict(params)
+        return {"sealed": self._sealer.seal(json.dumps(dict(params)).encode("utf-8")).decode("ascii")}
+
+    def _opened(self, stored: Mapping[str, str]) -> dict[str, str]:
+        if "sealed" not in stored or self._sealer is None:
+            return dict(stored)
+        opened: dict[str, str] = json.loads(self._sealer.open(stored["sealed"].encode("ascii")))
+        return opened
+
+    def transaction(self) -> AbstractContextManager[Connection]:
+        """A transaction of the state database, for a mail and the record it goes with."""
+        return self._engine.begin()
 
     def enqueue(self, mail: Mail, connection: Connection | None = None) -> str:
         """Write ``mail`` to the outbox (in ``connection``'s transaction when given); its id."""
@@ -83,7 +105,7 @@ class Outbox:
             "id": new_id("mail"),
             "kind": mail.kind,
             "recipient": mail.recipient,
-            "params": dict(mail.params),
+            "params": self._stored(mail.params),
             "status": PENDING,
             "attempts": 0,
             "next_attempt_at": at,
@@ -127,7 +149,14 @@ class Outbox:
                 if won != 1:
                     continue  # another node took it between the read and the update
                 row = connection.execute(sa.select(mail_outbox).where(mail_outbox.c.id == mail_id)).one()
-            return Claimed(row.id, Mail(row.kind, row.recipient, row.params), row.attempts, token)
+            try:
+                params = self._opened(row.params)
+            except SealingError:  # sealed with a key no longer configured: no retry opens it
+                self.failed(
+                    Claimed(row.id, Mail(row.kind, row.recipient, {}), row.attempts, token), "unsealable", for_good=True
+                )
+                continue
+            return Claimed(row.id, Mail(row.kind, row.recipient, params), row.attempts, token)
         return None
 
     def sent(self, claimed: Claimed) -> bool:

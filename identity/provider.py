@@ -16,6 +16,8 @@ from identity.codes import CodeStore
 from identity.consents import ConsentStore
 from identity.device_cookies import DeviceCookiePolicy, DeviceCookies
 from identity.discovery import metadata
+from identity.email_links import EmailLinks
+from identity.email_verification import EmailVerification
 from identity.flow import SignInFlow
 from identity.grants.authorization_code import AuthorizationCodeGrant
 from identity.grants.client_credentials import ClientCredentialsGrant
@@ -51,6 +53,7 @@ class Lifetimes:
     key_publish_delay: timedelta
     code: timedelta  # an authorization code is redeemable this long
     public_refresh_token: timedelta  # a public client's refresh token family lives this long
+    email_verification: timedelta  # a mailed verification link opens this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +97,10 @@ class Provider:
             clock=clock,
         )
         self.sessions = SessionStore(engine, lifetimes.session, clock)
-        self.outbox = Outbox(engine, tuning.delivery, clock)
+        self.outbox = Outbox(engine, tuning.delivery, clock, sealer)
+        self.email_verification = EmailVerification(
+            EmailLinks(engine, clock), self.outbox, self.users, issuer, lifetimes.email_verification
+        )
         self.codes = CodeStore(engine, lifetimes.code, clock)
         access_tokens = AccessTokenStore(engine, clock)
         refresh_tokens = RefreshTokenStore(engine, clock)
@@ -124,6 +130,7 @@ class Provider:
             devices=DeviceCookies(device_key, tuning.device_cookies, clock),
             interaction_ttl=lifetimes.interaction,
             outbox=self.outbox,
+            verification=self.email_verification,
             clock=clock,
             public_clients=tuning.public_clients,
         )

@@ -29,6 +29,8 @@ users = sa.Table(
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("password_hash", sa.String(200), nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+    # the owner followed a verification link sent to this address (the email_verified claim; migration 0006)
+    sa.Column("email_verified", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 memberships = sa.Table(
@@ -216,4 +218,17 @@ mail_outbox = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("sent_at", Timestamp, nullable=True),
     sa.Index("ix_mail_outbox_due", "status", "next_attempt_at"),
+)
+
+email_links = sa.Table(
+    "email_links",
+    metadata,
+    # Single-use links sent by mail (identity/email_links.py): email verification, password reset.
+    sa.Column("token_hash", sa.String(64), primary_key=True),  # SHA-256 of the link's 256-bit random token
+    sa.Column("purpose", sa.String(20), nullable=False),  # verify_email or reset_password
+    sa.Column("user_id", sa.String(32), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("email_key", sa.String(320), nullable=False),  # the address it was sent to (a changed address voids it)
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
+    sa.Column("used_at", Timestamp, nullable=True),
 )

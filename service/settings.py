@@ -70,6 +70,7 @@ SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentia
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
 KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
 CODE_TTL = 60  # seconds an authorization code may be redeemed (RFC 6749 §4.1.2: short; ten minutes at most)
+EMAIL_VERIFICATION_TTL = 24 * 3600  # seconds a mailed email-verification link opens (single-use)
 PUBLIC_REFRESH_TTL = 24 * 3600  # seconds a public client's refresh token family may live (shorter: RFC 9700 §4.14.2)
 
 # Public clients (browser and native apps: docs/identity.md, "Browser and native apps")
@@ -186,6 +187,7 @@ class Settings:
     key_publish_delay: int = KEY_PUBLISH_DELAY  # MENUS_KEY_PUBLISH_DELAY
     code_ttl: int = CODE_TTL
     public_refresh_ttl: int = PUBLIC_REFRESH_TTL  # MENUS_PUBLIC_REFRESH_TTL
+    email_verification_ttl: int = EMAIL_VERIFICATION_TTL
 
     # Public clients
     public_clients: bool = PUBLIC_CLIENTS  # MENUS_PUBLIC_CLIENTS
@@ -273,6 +275,7 @@ class Settings:
             key_publish_delay=timedelta(seconds=self.key_publish_delay),
             code=timedelta(seconds=self.code_ttl),
             public_refresh_token=timedelta(seconds=self.public_refresh_ttl),
+            email_verification=timedelta(seconds=self.email_verification_ttl),
         )
 
     def tuning(self) -> Tuning:

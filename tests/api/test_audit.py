@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 
 from identity import audit
 from identity.api_keys import ApiKeyStore
+from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.keys import SigningKeys
 from identity.organizations import Organization
 from identity.sealing import Sealer, new_key
@@ -270,6 +271,16 @@ def test_api_key_creation_and_revocation_are_audited_with_the_key_id(
     keys.revoke(record.id)
     assert only(audited) == {"event": "api_key_revoked", "outcome": "success", "key_id": record.id}
     assert key not in audited.text
+
+
+def test_a_followed_verification_link_is_audited_with_the_user(
+    engine: Engine, user: User, browser: TestClient, audited: pytest.LogCaptureFixture
+) -> None:
+    with engine.begin() as connection:
+        token = EmailLinks(engine).issue(connection, VERIFY_EMAIL, user.id, user.email, timedelta(hours=1))
+    audited.clear()
+    assert browser.get(f"/verify-email?token={token}").status_code == 200
+    assert only(audited) == {"event": "email_verified", "outcome": "success", "user_id": user.id}
 
 
 def test_every_documented_event_has_a_test_here() -> None:
