@@ -34,6 +34,7 @@ SECRETS_ROTATED = "secrets_rotated"  # signing keys and service secrets sealed a
 API_KEY_CREATED = "api_key_created"
 API_KEY_REVOKED = "api_key_revoked"
 EMAIL_VERIFIED = "email_verified"  # a verification link was followed (or users verify-email)
+PASSWORD_RESET = "password_reset"  # success: the password was replaced and every session and token ended
 EVENTS = (
     SIGN_IN,
     SIGN_UP,
@@ -48,6 +49,7 @@ EVENTS = (
     API_KEY_CREATED,
     API_KEY_REVOKED,
     EMAIL_VERIFIED,
+    PASSWORD_RESET,
 )
 FIELDS = frozenset(
     {

@@ -29,6 +29,7 @@ from identity.member_directory import Directory
 from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
 from identity.outbox import DeliveryPolicy, Outbox
+from identity.password_reset import PasswordReset
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
@@ -54,6 +55,7 @@ class Lifetimes:
     code: timedelta  # an authorization code is redeemable this long
     public_refresh_token: timedelta  # a public client's refresh token family lives this long
     email_verification: timedelta  # a mailed verification link opens this long
+    password_reset: timedelta  # a mailed password-reset link opens this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,16 @@ class Provider:
         )
         self.sessions = SessionStore(engine, lifetimes.session, clock)
         self.outbox = Outbox(engine, tuning.delivery, clock, sealer)
+        throttle = SignInThrottle(SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle)
+        self.password_reset = PasswordReset(
+            EmailLinks(engine, clock),
+            self.outbox,
+            self.users,
+            Revoker(engine, clock),
+            throttle,
+            issuer,
+            lifetimes.password_reset,
+        )
         self.email_verification = EmailVerification(
             EmailLinks(engine, clock), self.outbox, self.users, issuer, lifetimes.email_verification
         )
@@ -126,7 +138,7 @@ class Provider:
             consents=ConsentStore(engine, clock),
             codes=self.codes,
             interactions=InteractionStore(engine, clock),
-            throttle=SignInThrottle(SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle),
+            throttle=throttle,
             devices=DeviceCookies(device_key, tuning.device_cookies, clock),
             interaction_ttl=lifetimes.interaction,
             outbox=self.outbox,

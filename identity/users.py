@@ -151,6 +151,15 @@ class UserStore:
         membership = user.membership(org_id)
         return (user, membership) if membership else None
 
+    def set_password(self, user_id: str, password: str) -> None:
+        """Replace the user's password (checked for strength, hashed with Argon2id)."""
+        password_hash = _hash(password)
+        with self._engine.begin() as connection:
+            if not connection.execute(
+                users.update().where(users.c.id == user_id).values(password_hash=password_hash)
+            ).rowcount:
+                raise UnknownRecord(user_id)
+
     def mark_email_verified(self, user_id: str, email: str) -> bool:
         """Mark the address verified, only while it is still the user's (a changed address stays unverified)."""
         with self._engine.begin() as connection:

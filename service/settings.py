@@ -71,6 +71,7 @@ INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) sta
 KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
 CODE_TTL = 60  # seconds an authorization code may be redeemed (RFC 6749 §4.1.2: short; ten minutes at most)
 EMAIL_VERIFICATION_TTL = 24 * 3600  # seconds a mailed email-verification link opens (single-use)
+PASSWORD_RESET_TTL = 30 * 60  # seconds a mailed password-reset link opens (single-use)
 PUBLIC_REFRESH_TTL = 24 * 3600  # seconds a public client's refresh token family may live (shorter: RFC 9700 §4.14.2)
 
 # Public clients (browser and native apps: docs/identity.md, "Browser and native apps")
@@ -188,6 +189,7 @@ class Settings:
     code_ttl: int = CODE_TTL
     public_refresh_ttl: int = PUBLIC_REFRESH_TTL  # MENUS_PUBLIC_REFRESH_TTL
     email_verification_ttl: int = EMAIL_VERIFICATION_TTL
+    password_reset_ttl: int = PASSWORD_RESET_TTL
 
     # Public clients
     public_clients: bool = PUBLIC_CLIENTS  # MENUS_PUBLIC_CLIENTS
@@ -276,6 +278,7 @@ class Settings:
             code=timedelta(seconds=self.code_ttl),
             public_refresh_token=timedelta(seconds=self.public_refresh_ttl),
             email_verification=timedelta(seconds=self.email_verification_ttl),
+            password_reset=timedelta(seconds=self.password_reset_ttl),
         )
 
     def tuning(self) -> Tuning:

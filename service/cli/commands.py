@@ -29,7 +29,10 @@ from identity.clock import SYSTEM_CLOCK
 from identity.errors import InvalidInput, UnknownRecord
 from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
+from identity.password_reset import replace_password
+from identity.passwords import WeakPassword, check_strength
 from identity.purge import Purger
+from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, SealingError, new_key
 from identity.users import ROLES, UserStore
 from service.cli.demo import prepare as prepare_demo
@@ -355,6 +358,27 @@ def users_list(as_json: bool, engine: Engine) -> None:
     """List users and their organizations."""
     users = UserStore(engine).list()
     _print(as_json, [u.as_dict() for u in users], _table(USER_HEADERS, [_user_row(u) for u in users]))
+
+
+@users_group.command("reset-password")
+@click.argument("email")
+@click.option("--password-stdin", is_flag=True, required=True, help="Read the new password from standard input.")
+@_json_option
+@_database_option
+def users_reset_password(email: str, password_stdin: bool, as_json: bool, engine: Engine) -> None:
+    """Replace a user's password (read from standard input) and end every session and token of the user."""
+    users = UserStore(engine)
+    user_id = users.account_id(email)
+    if user_id is None:
+        _fail("no user has this email address")
+    password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        check_strength(password)
+    except WeakPassword as error:
+        _fail(str(error))
+    replace_password(users, Revoker(engine), str(user_id), password)
+    document = {"id": user_id, "email": users.get(str(user_id)).email, "sessions_ended": True}
+    _print(as_json, document, f"{document['email']}: password replaced; every session and token ended")
 
 
 @users_group.command("verify-email")

@@ -25,8 +25,10 @@ from identity.api_keys import ApiKeyStore
 from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.keys import SigningKeys
 from identity.organizations import Organization
+from identity.password_reset import replace_password
+from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
-from identity.users import User
+from identity.users import User, UserStore
 from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import CALLBACK, Registered, register
 from tests.support.identity_pages import (
@@ -281,6 +283,14 @@ def test_a_followed_verification_link_is_audited_with_the_user(
     audited.clear()
     assert browser.get(f"/verify-email?token={token}").status_code == 200
     assert only(audited) == {"event": "email_verified", "outcome": "success", "user_id": user.id}
+
+
+def test_a_password_reset_is_audited_with_the_user(
+    engine: Engine, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    audited.clear()
+    replace_password(UserStore(engine), Revoker(engine), user.id, "a new and longer password")
+    assert only(audited) == {"event": "password_reset", "outcome": "success", "user_id": user.id}
 
 
 def test_every_documented_event_has_a_test_here() -> None:

@@ -4,8 +4,6 @@ server on loopback; following it makes ``email_verified`` true in ID tokens and 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from email.message import EmailMessage
 from urllib.parse import urlsplit
@@ -15,10 +13,9 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.users import User, UserStore
 from service.app import create_app
 from service.settings import Settings
-from tests.support.identity_fixtures import EMAIL, Registered
+from tests.support.identity_fixtures import Registered
 from tests.support.identity_pages import (
     SIGN_UP,
     assert_error_page,
@@ -109,18 +106,3 @@ def test_a_verification_link_works_once(mailing_app: object, web: Registered, sm
 def test_an_unknown_link_gives_one_error_page(anonymous: TestClient, query: str) -> None:
     response = anonymous.get("/verify-email" + query)
     assert_error_page(response, status=400)
-
-
-def test_users_verify_email_marks_the_address_verified_and_refuses_an_unknown_one(
-    settings: Settings, engine: Engine, user: User, tmp_path: object
-) -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "service", "users", "verify-email", *args]
-        return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-
-    done = run("--json", "--database-url", settings.database_url, EMAIL.upper())
-    assert done.returncode == 0, done.stderr
-    assert '"email_verified": true' in done.stdout
-    assert UserStore(engine).get(user.id).email_verified
-    refused = run("--database-url", settings.database_url, "nobody@example.com")
-    assert refused.returncode == 2 and refused.stderr.strip().endswith("no user has this email address")
