@@ -63,3 +63,24 @@ async def verify_email() -> Response:
     token = dict(query_pairs(request)).get("token")
     page = await run_in_threadpool(identity.email_verification.follow, token)
     return outcome(Outcome(page=page), identity.issuer)
+
+
+async def forgot_password_form() -> Response:
+    return await _show("forgot_password")
+
+
+async def forgot_password() -> Response:
+    return await _act("forgot_password")
+
+
+async def reset_password_form() -> Response:
+    """The page a password-reset link opens (identity/password_reset.py)."""
+    identity, request = provider(), current()
+    token = dict(query_pairs(request)).get("token")
+    return outcome(Outcome(page=identity.password_reset.form(token)), identity.issuer)
+
+
+async def reset_password() -> Response:
+    identity, request = provider(), current()
+    pairs = await form_pairs(request)
+    return outcome(Outcome(page=await run_in_threadpool(identity.password_reset.submit, pairs)), identity.issuer)

@@ -9,6 +9,7 @@ tokens obtained with the old credential must not outlive it), and is audited.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from identity import audit
@@ -16,7 +17,8 @@ from identity.email_links import RESET_PASSWORD, EmailLinks
 from identity.errors import ErrorPage
 from identity.issuer import Issuer
 from identity.outbox import Mail, Outbox
-from identity.passwords import check_strength
+from identity.page_data import Page, message
+from identity.passwords import WeakPassword, check_strength
 from identity.revoked_grants import Revoker
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore, email_key
@@ -60,6 +62,29 @@ class PasswordReset:
             params = {"name": user.name, "link": link, "valid_for": f"{minutes} minutes"}
             self.outbox.enqueue(Mail("reset_password", user.email, params), connection)
 
+    def form(self, token: str | None) -> Page:
+        """The page a reset link opens: a new-password form carrying the link's token. The token is the form's
+        CSRF defence: a page elsewhere cannot post it without knowing it."""
+        return _reset_page(self.issuer, token or "")
+
+    def submit(self, pairs: Sequence[tuple[str, str]]) -> Page:
+        """The new-password form posted: done, the form again for a password that would be refused, or an
+        error page for a spent link."""
+        fields: dict[str, str] = {}
+        for name, value in pairs:
+            if name in fields:
+                raise ErrorPage("Invalid form", f"The field {name} was sent more than once.")
+            fields[name] = value
+        token, password = fields.get("token", ""), fields.get("password", "")
+        try:
+            self.reset(token, password)
+        except WeakPassword as error:
+            return _reset_page(self.issuer, token, error=str(error).capitalize() + ".")
+        return message(
+            "Password changed",
+            "Your password is changed, and you are signed out everywhere. Sign in again from the application.",
+        )
+
     def reset(self, token: str, password: str) -> str:
         """Follow a reset link with the new password: the user's id. ``WeakPassword`` (nothing consumed) for a
         password that would be refused; ``ErrorPage`` for a link that is unknown, expired or used."""
@@ -72,6 +97,10 @@ class PasswordReset:
             )
         replace_password(self.users, self.revoker, followed.user_id, password)
         return followed.user_id
+
+
+def _reset_page(issuer: Issuer, token: str, *, error: str | None = None) -> Page:
+    return Page("reset_password", {"action": issuer.page(RESET_PASSWORD_PAGE), "token": token, "error": error})
 
 
 def replace_password(users: UserStore, revoker: Revoker, user_id: str, password: str) -> None:

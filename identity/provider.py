@@ -143,6 +143,7 @@ class Provider:
             interaction_ttl=lifetimes.interaction,
             outbox=self.outbox,
             verification=self.email_verification,
+            password_reset=self.password_reset,
             clock=clock,
             public_clients=tuning.public_clients,
         )
