@@ -6,6 +6,7 @@ milliseconds, which must not hold up the event loop (argon2-cffi releases the GI
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from identity.flow import Outcome
 from service.identity_api.responses import browser, current, form_pairs, outcome, provider, query_pairs
 
 
@@ -54,3 +55,32 @@ async def consent_form() -> Response:
 
 async def consent() -> Response:
     return await _act("consent")
+
+
+async def verify_email() -> Response:
+    """The email-verification link mailed at sign-up (identity/email_verification.py)."""
+    identity, request = provider(), current()
+    token = dict(query_pairs(request)).get("token")
+    page = await run_in_threadpool(identity.email_verification.follow, token)
+    return outcome(Outcome(page=page), identity.issuer)
+
+
+async def forgot_password_form() -> Response:
+    return await _show("forgot_password")
+
+
+async def forgot_password() -> Response:
+    return await _act("forgot_password")
+
+
+async def reset_password_form() -> Response:
+    """The page a password-reset link opens (identity/password_reset.py)."""
+    identity, request = provider(), current()
+    token = dict(query_pairs(request)).get("token")
+    return outcome(Outcome(page=identity.password_reset.form(token)), identity.issuer)
+
+
+async def reset_password() -> Response:
+    identity, request = provider(), current()
+    pairs = await form_pairs(request)
+    return outcome(Outcome(page=await run_in_threadpool(identity.password_reset.submit, pairs)), identity.issuer)

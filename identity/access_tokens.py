@@ -119,6 +119,11 @@ class AccessTokenStore:
         )
 
     @staticmethod
+    def revoke_user(connection: Connection, user_id: str, at: datetime) -> None:
+        """Revoke every access token issued to a user (a password reset)."""
+        _revoke_live(connection, access_tokens.c.user_id == user_id, at)
+
+    @staticmethod
     def revoke_client(connection: Connection, client_id: str, at: datetime) -> None:
         """Revoke every access token issued to a client (it is being deleted)."""
         _revoke_live(connection, access_tokens.c.client_id == client_id, at)

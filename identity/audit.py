@@ -33,6 +33,8 @@ KEY_ROTATED = "key_rotated"
 SECRETS_ROTATED = "secrets_rotated"  # signing keys and service secrets sealed again with the first secret key
 API_KEY_CREATED = "api_key_created"
 API_KEY_REVOKED = "api_key_revoked"
+EMAIL_VERIFIED = "email_verified"  # a verification link was followed (or users verify-email)
+PASSWORD_RESET = "password_reset"  # success: the password was replaced and every session and token ended
 EVENTS = (
     SIGN_IN,
     SIGN_UP,
@@ -46,6 +48,8 @@ EVENTS = (
     SECRETS_ROTATED,
     API_KEY_CREATED,
     API_KEY_REVOKED,
+    EMAIL_VERIFIED,
+    PASSWORD_RESET,
 )
 FIELDS = frozenset(
     {

@@ -21,6 +21,7 @@ from identity.clients import Client, ClientStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.consents import ConsentStore
 from identity.device_cookies import DEVICE_COOKIE, DeviceCookies
+from identity.email_verification import EmailVerification
 from identity.errors import (
     AccessDenied,
     AccountSelectionRequired,
@@ -35,7 +36,9 @@ from identity.errors import (
 from identity.interactions import Interaction, InteractionStore, new_interaction
 from identity.issuer import Issuer
 from identity.organizations import check_name as check_organization_name
+from identity.outbox import Mail, Outbox
 from identity.page_data import Page, message
+from identity.password_reset import PasswordReset
 from identity.passwords import WeakPassword, check_strength
 from identity.sessions import BrowserSession, SessionStore
 from identity.stores import AuthorizationCodes
@@ -119,6 +122,9 @@ class SignInFlow:
         throttle: SignInThrottle,
         devices: DeviceCookies,
         interaction_ttl: timedelta,
+        outbox: Outbox,
+        verification: EmailVerification,
+        password_reset: PasswordReset,
         clock: Clock = SYSTEM_CLOCK,
         public_clients: bool = False,  # MENUS_PUBLIC_CLIENTS: whether public clients may sign users in here
     ) -> None:
@@ -133,6 +139,9 @@ class SignInFlow:
         self.throttle = throttle
         self.devices = devices
         self.interaction_ttl = interaction_ttl
+        self.outbox = outbox
+        self.verification = verification
+        self.password_reset = password_reset
         self._clock = clock
 
     # The authorization request
@@ -211,10 +220,55 @@ class SignInFlow:
             )
         except InvalidInput as error:
             audit.record(audit.SIGN_UP, audit.FAILURE, reason="account_exists", client_id=client.id)
+            self._tell_owner(form.get("email"))
             return Outcome(page=self._sign_up_page(interaction, client, form, {"email": str(error).capitalize() + "."}))
         audit.record(audit.SIGN_UP, user_id=user.id, org_id=user.memberships[0].org.id, client_id=client.id)
         self.throttle.signed_up(form.get("email"))
+        self.verification.send(user)  # a mail in the outbox; the authorization goes on as before
         return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
+
+    def forgot_password_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
+        interaction, client = self._pending(interaction_id, browser)
+        return Outcome(page=self._forgot_password_page(interaction, client, email=interaction.request.login_hint or ""))
+
+    def forgot_password(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        """Mail a reset link when the address has an account; the same page for every address."""
+        form = Form.parse(pairs)
+        interaction, client = self._posted(form, browser)
+        email = form.get("email").strip()
+        if not email or len(email) > 320:
+            return Outcome(
+                page=self._forgot_password_page(interaction, client, email="", error="Enter your email address.")
+            )
+        try:
+            self.password_reset.request(email, browser.address)
+        except Throttled as error:
+            return Outcome(page=self._throttled(error))
+        return Outcome(page=self._forgot_password_page(interaction, client, email=email, sent=True))
+
+    def _forgot_password_page(
+        self, interaction: Interaction, client: Client, *, email: str, error: str | None = None, sent: bool = False
+    ) -> Page:
+        return Page(
+            "forgot_password",
+            {
+                "client_name": client.name,
+                "action": self.issuer.page("forgot-password"),
+                "sign_in_url": f"{self.issuer.page('sign-in')}?interaction={interaction.id}",
+                "interaction": interaction.id,
+                "csrf_token": interaction.csrf_token,
+                "email": email,
+                "error": error,
+                "sent": sent,
+            },
+        )
+
+    def _tell_owner(self, email: str) -> None:
+        """The owner of a taken address learns that someone tried to sign up with it (by mail, through the
+        outbox: the answer on the page stays the one it was)."""
+        account = self.users.account_id(email)
+        if account is not None:
+            self.outbox.enqueue(Mail("account_exists", self.users.get(account).email, {}))
 
     def select_organization_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self._pending(interaction_id, browser)
@@ -440,6 +494,7 @@ class SignInFlow:
                 "client_name": client.name,
                 "action": self.issuer.page("sign-in"),
                 "sign_up_url": f"{self.issuer.page('sign-up')}?interaction={interaction.id}",
+                "forgot_password_url": f"{self.issuer.page('forgot-password')}?interaction={interaction.id}",
                 "interaction": interaction.id,
                 "csrf_token": interaction.csrf_token,
                 "email": email,

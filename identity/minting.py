@@ -48,7 +48,7 @@ def profile_claims(user: User, scope: tuple[str, ...]) -> dict[str, Any]:
         claims["name"] = user.name
     if "email" in scope:
         claims["email"] = user.email
-        claims["email_verified"] = False  # addresses are not verified by this provider
+        claims["email_verified"] = user.email_verified  # true once a verification link sent to it was followed
     return claims
 
 

@@ -17,6 +17,8 @@ from identity.codes import CodeStore
 from identity.consents import ConsentStore
 from identity.device_cookies import DeviceCookiePolicy, DeviceCookies
 from identity.discovery import metadata
+from identity.email_links import EmailLinks
+from identity.email_verification import EmailVerification
 from identity.flow import SignInFlow
 from identity.grants.authorization_code import AuthorizationCodeGrant
 from identity.grants.client_credentials import ClientCredentialsGrant
@@ -27,6 +29,8 @@ from identity.keys import SigningKeys
 from identity.member_directory import Directory
 from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
+from identity.outbox import DeliveryPolicy, Outbox
+from identity.password_reset import PasswordReset
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
@@ -51,6 +55,8 @@ class Lifetimes:
     key_publish_delay: timedelta
     code: timedelta  # an authorization code is redeemable this long
     public_refresh_token: timedelta  # a public client's refresh token family lives this long
+    email_verification: timedelta  # a mailed verification link opens this long
+    password_reset: timedelta  # a mailed password-reset link opens this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,7 @@ class Tuning:
     published_keys_min_reload: timedelta  # an unknown kid reloads them at most this often
     verified_tokens: int  # access tokens whose verified signature and claims are remembered
     purge_grace: timedelta  # rows past their use are kept this long before the purge deletes them
+    delivery: DeliveryPolicy  # how the mail outbox is claimed and retried
     public_clients: bool = False  # whether public clients (auth method none) are known on this node
     web_origins_max_age: timedelta = timedelta(seconds=5)  # the registered web origins are read again this often
     clients_max_age: timedelta = timedelta(seconds=1)  # a client authenticating is read again at most this often
@@ -97,6 +104,20 @@ class Provider:
             clock=clock,
         )
         self.sessions = SessionStore(engine, lifetimes.session, clock)
+        self.outbox = Outbox(engine, tuning.delivery, clock, sealer)
+        throttle = SignInThrottle(SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle)
+        self.password_reset = PasswordReset(
+            EmailLinks(engine, clock),
+            self.outbox,
+            self.users,
+            Revoker(engine, clock),
+            throttle,
+            issuer,
+            lifetimes.password_reset,
+        )
+        self.email_verification = EmailVerification(
+            EmailLinks(engine, clock), self.outbox, self.users, issuer, lifetimes.email_verification
+        )
         self.codes = CodeStore(engine, lifetimes.code, clock)
         access_tokens = AccessTokenStore(engine, clock)
         refresh_tokens = RefreshTokenStore(engine, clock)
@@ -122,9 +143,12 @@ class Provider:
             consents=ConsentStore(engine, clock),
             codes=self.codes,
             interactions=InteractionStore(engine, clock),
-            throttle=SignInThrottle(SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle),
+            throttle=throttle,
             devices=DeviceCookies(device_key, tuning.device_cookies, clock),
             interaction_ttl=lifetimes.interaction,
+            outbox=self.outbox,
+            verification=self.email_verification,
+            password_reset=self.password_reset,
             clock=clock,
             public_clients=tuning.public_clients,
         )

@@ -14,7 +14,9 @@ Each rule deletes a row only once it can no longer change an answer:
 - revoked-grant records, a refresh-token lifetime after the revocation, when every token
   issued from the grant has expired;
 - sign-in failure counters, once their window is over;
-- signing keys, a day after they stopped being published.
+- signing keys, a day after they stopped being published;
+- mails sent or given up, a day after they were written (their links have expired by then);
+- mailed links (email verification, password reset), a day after they expired.
 
 Deletes are idempotent, so every node of a deployment may purge on its own schedule.
 """
@@ -30,6 +32,8 @@ from sqlalchemy.engine import Connection, Engine
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.codes import CodeStore
+from identity.email_links import EmailLinks
+from identity.outbox import Outbox
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
 from identity.tables import (
@@ -90,6 +94,8 @@ class Purger:
                 sign_in_failures.delete().where(sign_in_failures.c.window_start < at - self._throttle_window)
             ),
             "signing_keys": _deleting(signing_keys.delete().where(signing_keys.c.expires_at < at - self._grace)),
+            "mail_outbox": lambda connection: Outbox.purge(connection, at - self._grace),
+            "email_links": lambda connection: EmailLinks.purge(connection, at - self._grace),
         }
         deleted = {}
         for table, rule in rules.items():

@@ -140,6 +140,11 @@ class RefreshTokenStore:
         return grant_ids
 
     @staticmethod
+    def revoke_user(connection: Connection, user_id: str, at: datetime) -> None:
+        """Revoke every refresh token of a user (a password reset, RFC 9700 §4.14)."""
+        _revoke_live(connection, refresh_tokens.c.user_id == user_id, at)
+
+    @staticmethod
     def revoke_client(connection: Connection, client_id: str, at: datetime) -> None:
         """Revoke every refresh token issued to a client (it is being deleted)."""
         _revoke_live(connection, refresh_tokens.c.client_id == client_id, at)

@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.refresh_tokens import RefreshTokenStore
+from identity.sessions import SessionStore
 from identity.tables import revoked_grants
 
 
@@ -53,6 +54,15 @@ class Revoker:
         with self._engine.begin() as connection:
             grant_ids = RefreshTokenStore.revoke_session(connection, session_id, at)
             AccessTokenStore.revoke_session(connection, session_id, grant_ids, at)
+
+    def revoke_user(self, user_id: str) -> None:
+        """Everything a user is signed in with ends, in one transaction: browser sessions, refresh tokens and
+        access tokens (a password reset; RFC 9700 §4.14: a credential change revokes the grants it backed)."""
+        at = self._clock.now()
+        with self._engine.begin() as connection:
+            SessionStore.end_all_of(connection, user_id, at)
+            RefreshTokenStore.revoke_user(connection, user_id, at)
+            AccessTokenStore.revoke_user(connection, user_id, at)
 
     @staticmethod
     def purge(connection: Connection, revoked_before: datetime) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.tables import browser_sessions
@@ -118,6 +118,17 @@ class SessionStore:
         query = sa.select(browser_sessions.c.ended_at).where(browser_sessions.c.id == session_id)
         with self._engine.connect() as connection:
             return connection.scalar(query) is not None
+
+    @staticmethod
+    def end_all_of(connection: Connection, user_id: str, at: datetime) -> int:
+        """End every live browser session of a user (a password reset); how many."""
+        return int(
+            connection.execute(
+                browser_sessions.update()
+                .where(browser_sessions.c.user_id == user_id, browser_sessions.c.ended_at.is_(None))
+                .values(ended_at=at)
+            ).rowcount
+        )
 
     def end(self, session_id: str) -> bool:
         """End the session (sign-out); True when it was live."""

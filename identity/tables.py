@@ -29,6 +29,8 @@ users = sa.Table(
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("password_hash", sa.String(200), nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+    # the owner followed a verification link sent to this address (the email_verified claim; migration 0006)
+    sa.Column("email_verified", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 memberships = sa.Table(
@@ -196,4 +198,37 @@ revoked_grants = sa.Table(
     # refresh token): a token issued from it concurrently with the revocation is revoked on issue.
     sa.Column("grant_id", sa.String(40), primary_key=True),
     sa.Column("revoked_at", Timestamp, nullable=False),
+)
+
+mail_outbox = sa.Table(
+    "mail_outbox",
+    metadata,
+    # Mail waiting to leave (identity/outbox.py): the request inserts a row, a background worker on some node
+    # claims it (claimed_until: a lease no other node takes while it runs), sends it and marks it sent.
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("kind", sa.String(40), nullable=False),  # which template renders it (service/mail/templates)
+    sa.Column("recipient", sa.String(320), nullable=False),
+    sa.Column("params", sa.JSON, nullable=False),  # what the template shows (never a password)
+    sa.Column("status", sa.String(12), nullable=False),  # pending, sent or failed (attempts exhausted)
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", Timestamp, nullable=False),  # not before then (backoff after a failure)
+    sa.Column("claimed_until", Timestamp, nullable=False),  # a node is sending it until then
+    sa.Column("claim_token", sa.String(32), nullable=True),  # which claim may mark it
+    sa.Column("last_error", sa.String(200), nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("sent_at", Timestamp, nullable=True),
+    sa.Index("ix_mail_outbox_due", "status", "next_attempt_at"),
+)
+
+email_links = sa.Table(
+    "email_links",
+    metadata,
+    # Single-use links sent by mail (identity/email_links.py): email verification, password reset.
+    sa.Column("token_hash", sa.String(64), primary_key=True),  # SHA-256 of the link's 256-bit random token
+    sa.Column("purpose", sa.String(20), nullable=False),  # verify_email or reset_password
+    sa.Column("user_id", sa.String(32), sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("email_key", sa.String(320), nullable=False),  # the address it was sent to (a changed address voids it)
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
+    sa.Column("used_at", Timestamp, nullable=True),
 )

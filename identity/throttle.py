@@ -221,6 +221,14 @@ class SignInThrottle:
         """A new account starts clean: guesses made at its email before it existed are forgotten."""
         self._counters.clear(account_key(email))
 
+    def requesting_reset(self, email: str, address: str) -> bool:
+        """A password-reset request: it counts against its network (Throttled past the network's bound, whatever
+        the address) and against the account of its email; False once the account has had ``account_limit``
+        requests in the window (no more mail then, and the same answer on the page)."""
+        self._charge_network(address)
+        requests, _ = self._counters.add("reset:" + _digest(email.strip().casefold()))
+        return requests <= self.account_limit
+
     def _charge_network(self, address: str) -> None:
         attempts, left = self._counters.add(address_key(address))
         if attempts > self.address_limit:

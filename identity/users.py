@@ -39,6 +39,7 @@ class User:
     email: str
     name: str
     memberships: tuple[Membership, ...] = field(default=())
+    email_verified: bool = False  # its owner followed a verification link sent to this address
 
     def membership(self, org_id: str) -> Membership | None:
         return next((m for m in self.memberships if m.org.id == org_id), None)
@@ -137,7 +138,9 @@ class UserStore:
             row = connection.execute(sa.select(users).where(users.c.id == user_id)).first()
             if row is None:
                 raise UnknownRecord(user_id)
-            return User(row.id, row.email, row.name, _memberships(connection, [row.id])[row.id])
+            return User(
+                row.id, row.email, row.name, _memberships(connection, [row.id])[row.id], bool(row.email_verified)
+            )
 
     def member(self, user_id: str, org_id: str) -> tuple[User, Membership] | None:
         """The user and their membership of the organization, or None when either is gone."""
@@ -148,11 +151,30 @@ class UserStore:
         membership = user.membership(org_id)
         return (user, membership) if membership else None
 
+    def set_password(self, user_id: str, password: str) -> None:
+        """Replace the user's password (checked for strength, hashed with Argon2id)."""
+        password_hash = _hash(password)
+        with self._engine.begin() as connection:
+            if not connection.execute(
+                users.update().where(users.c.id == user_id).values(password_hash=password_hash)
+            ).rowcount:
+                raise UnknownRecord(user_id)
+
+    def mark_email_verified(self, user_id: str, email: str) -> bool:
+        """Mark the address verified, only while it is still the user's (a changed address stays unverified)."""
+        with self._engine.begin() as connection:
+            changed = connection.execute(
+                users.update()
+                .where(users.c.id == user_id, users.c.email_key == email_key(email))
+                .values(email_verified=True)
+            ).rowcount
+        return bool(changed)
+
     def list(self) -> list[User]:
         with self._engine.connect() as connection:
             rows = connection.execute(sa.select(users).order_by(users.c.email_key)).all()
             member = _memberships(connection, [row.id for row in rows])
-        return [User(row.id, row.email, row.name, member[row.id]) for row in rows]
+        return [User(row.id, row.email, row.name, member[row.id], bool(row.email_verified)) for row in rows]
 
     def _insert(self, connection: sa.Connection, user_id: str, email: str, name: str, password_hash: str) -> None:
         connection.execute(

@@ -38,6 +38,7 @@ from service.database.schema import require_current
 from service.database.secret_keys import open_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.identity_app import create_identity_app
+from service.mail.transports import Courier
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
 from service.menus_api.key_cache import KeyCache
@@ -80,6 +81,8 @@ class Dispatcher:
     usage_interval: float = 0  # given with flush_usage
     refresh_keys: Callable[[], object] | None = None  # reads the published keys in a thread every keys_interval s
     keys_interval: float = 0  # given with refresh_keys
+    deliver_mail: Callable[[], object] | None = None  # the mail worker's round, in a thread every mail_interval s
+    mail_interval: float = 0  # given with deliver_mail
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -117,6 +120,9 @@ class Dispatcher:
                     # a key rotated on another node reaches this node's JWKS within keys_interval (start read it)
                     refresh = _every(self.refresh_keys, self.keys_interval, stopping, "reading the JWKS", first=False)
                     tasks.append(asyncio.create_task(refresh))
+                if self.deliver_mail is not None:
+                    mail = _every(self.deliver_mail, self.mail_interval, stopping, "sending mail from the outbox")
+                    tasks.append(asyncio.create_task(mail))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 stopping.set()
@@ -278,6 +284,14 @@ def create_app(
         usage_interval=settings.usage_flush_interval,
         refresh_keys=provider.keys.refresh_published,
         keys_interval=settings.published_keys_interval(),
+        deliver_mail=Courier.of(
+            provider.outbox,
+            smtp_url=settings.smtp_url,
+            mail_from=settings.mail_from,
+            timeout=settings.smtp_timeout,
+            database_url=settings.database_url,
+        ),
+        mail_interval=settings.mail_poll_interval,
     )
     routes = RouteTemplates(
         [

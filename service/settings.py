@@ -8,11 +8,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from email.utils import parseaddr
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # imported where used: reading settings (the command line's --help too) loads no domain
+    from identity.outbox import DeliveryPolicy
     from identity.provider import Lifetimes, Tuning
     from service.database.db import Pool
 
@@ -69,6 +71,8 @@ SESSION_TTL = 14 * 24 * 3600  # seconds a browser session lasts before credentia
 INTERACTION_TTL = 15 * 60  # seconds a pending sign-in (its pages and forms) stays usable
 KEY_PUBLISH_DELAY = 120  # seconds a rotated-in signing key is published in the JWKS before it signs
 CODE_TTL = 60  # seconds an authorization code may be redeemed (RFC 6749 §4.1.2: short; ten minutes at most)
+EMAIL_VERIFICATION_TTL = 24 * 3600  # seconds a mailed email-verification link opens (single-use)
+PASSWORD_RESET_TTL = 30 * 60  # seconds a mailed password-reset link opens (single-use)
 PUBLIC_REFRESH_TTL = 24 * 3600  # seconds a public client's refresh token family may live (shorter: RFC 9700 §4.14.2)
 
 # Public clients (browser and native apps: docs/identity.md, "Browser and native apps")
@@ -104,6 +108,17 @@ PURGE_INTERVAL = 3600  # seconds between purges of rows nothing can use any more
 PURGE_GRACE = 24 * 3600  # seconds a row past its use is kept before the purge deletes it
 USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted in memory (and at shutdown)
 LAST_USED_RESOLUTION = 60  # seconds: an API key's last use is written at most this often per key and process
+
+# Mail (identity/outbox.py, service/mail/)
+SMTP_URL = ""  # smtp://user:pass@host:port (STARTTLS) or smtps://…; empty: .eml files in an outbox folder
+MAIL_FROM = "Regional Menus <no-reply@localhost>"  # the From of every mail the service sends
+SMTP_TIMEOUT = 30  # seconds an SMTP connection or command may take before the attempt fails (and is retried)
+MAIL_POLL_INTERVAL = 2  # seconds between two looks of each node's mail worker into the outbox
+MAIL_CLAIM_LEASE = 600  # seconds a claimed mail is kept from other nodes; longer than any one send
+MAIL_MAX_ATTEMPTS = 10  # sends of one mail before it is given up (about nine hours with the waits below)
+MAIL_FIRST_RETRY = 30  # seconds before a failed mail is tried again; the wait doubles at each failure
+MAIL_LONGEST_RETRY = 3600  # seconds a failed mail waits at most before its next attempt
+MAIL_BATCH = 20  # mails one worker round sends at most before looking again
 
 
 class ConfigurationError(ValueError):
@@ -182,6 +197,8 @@ class Settings:
     key_publish_delay: int = KEY_PUBLISH_DELAY  # MENUS_KEY_PUBLISH_DELAY
     code_ttl: int = CODE_TTL
     public_refresh_ttl: int = PUBLIC_REFRESH_TTL  # MENUS_PUBLIC_REFRESH_TTL
+    email_verification_ttl: int = EMAIL_VERIFICATION_TTL
+    password_reset_ttl: int = PASSWORD_RESET_TTL
 
     # Public clients
     public_clients: bool = PUBLIC_CLIENTS  # MENUS_PUBLIC_CLIENTS
@@ -215,6 +232,17 @@ class Settings:
     usage_flush_interval: int = USAGE_FLUSH_INTERVAL  # MENUS_USAGE_FLUSH_INTERVAL
     last_used_resolution: int = LAST_USED_RESOLUTION
 
+    # Mail
+    smtp_url: str = SMTP_URL  # MENUS_SMTP_URL
+    mail_from: str = MAIL_FROM  # MENUS_MAIL_FROM
+    smtp_timeout: int = SMTP_TIMEOUT
+    mail_poll_interval: float = MAIL_POLL_INTERVAL  # MENUS_MAIL_POLL_INTERVAL
+    mail_claim_lease: int = MAIL_CLAIM_LEASE
+    mail_max_attempts: int = MAIL_MAX_ATTEMPTS
+    mail_first_retry: float = MAIL_FIRST_RETRY
+    mail_longest_retry: float = MAIL_LONGEST_RETRY
+    mail_batch: int = MAIL_BATCH
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
         """Read ``MENUS_*`` variables; base URL and issuer default to ``http://127.0.0.1:<port>``."""
@@ -243,6 +271,9 @@ class Settings:
             usage_flush_interval=_whole(env, "MENUS_USAGE_FLUSH_INTERVAL", USAGE_FLUSH_INTERVAL, minimum=1),
             trusted_proxies=_networks(env, "MENUS_TRUSTED_PROXIES"),
             head_timeout=_whole(env, "MENUS_HEAD_TIMEOUT", HEAD_TIMEOUT, minimum=1),
+            smtp_url=_smtp_url(env),
+            mail_from=_mail_from(env),
+            mail_poll_interval=_whole(env, "MENUS_MAIL_POLL_INTERVAL", MAIL_POLL_INTERVAL, minimum=1),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -260,6 +291,8 @@ class Settings:
             key_publish_delay=timedelta(seconds=self.key_publish_delay),
             code=timedelta(seconds=self.code_ttl),
             public_refresh_token=timedelta(seconds=self.public_refresh_ttl),
+            email_verification=timedelta(seconds=self.email_verification_ttl),
+            password_reset=timedelta(seconds=self.password_reset_ttl),
         )
 
     def published_keys_interval(self) -> float:
@@ -287,10 +320,23 @@ class Settings:
             published_keys_min_reload=timedelta(seconds=self.published_keys_min_reload),
             verified_tokens=self.verified_tokens,
             purge_grace=timedelta(seconds=self.purge_grace),
+            delivery=self.delivery(),
             public_clients=self.public_clients,
             web_origins_max_age=timedelta(seconds=self.web_origins_max_age),
             clients_max_age=timedelta(seconds=self.clients_max_age),
             clients_kept=self.clients_kept,
+        )
+
+    def delivery(self) -> DeliveryPolicy:
+        """How the outbox's mails are claimed and retried."""
+        from identity.outbox import DeliveryPolicy
+
+        return DeliveryPolicy(
+            lease=timedelta(seconds=self.mail_claim_lease),
+            max_attempts=self.mail_max_attempts,
+            first_retry=timedelta(seconds=self.mail_first_retry),
+            longest_retry=timedelta(seconds=self.mail_longest_retry),
+            batch=self.mail_batch,
         )
 
     def database_pool(self) -> Pool:
@@ -381,6 +427,36 @@ def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:
                 "(make one with 'regional-menus secrets new-key')"
             )
     return keys
+
+
+def _smtp_url(env: Mapping[str, str]) -> str:
+    """``MENUS_SMTP_URL``: empty, or a URL ``SmtpServer.parse`` takes (service/mail/transports.py)."""
+    value = env.get("MENUS_SMTP_URL", SMTP_URL).strip()
+    if value:
+        from service.mail.transports import SmtpServer, SmtpUrlError  # only when set: settings stay light
+
+        if _CONTROL.search(value):
+            raise ConfigurationError("MENUS_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…")
+        try:
+            SmtpServer.parse(value)
+        except SmtpUrlError as error:
+            raise ConfigurationError(str(error)) from None
+    return value
+
+
+def _mail_from(env: Mapping[str, str]) -> str:
+    """``MENUS_MAIL_FROM``: one address, bare (``menus@example.com``) or named (``Menus <menus@example.com>``)."""
+    value = env.get("MENUS_MAIL_FROM", "").strip() or MAIL_FROM
+    name, address = parseaddr(value)
+    if (
+        not address
+        or "@" not in address
+        or "," in value
+        or re.search(r"[\x00-\x1f\x7f]", value)
+        or (not name and address != value)
+    ):
+        raise ConfigurationError(f"MENUS_MAIL_FROM must be one email address, got {value!r}")
+    return value
 
 
 def _path(env: Mapping[str, str], name: str, default: str) -> str:

@@ -349,7 +349,7 @@ def orgs_list(as_json: bool, engine: Engine) -> None:
 
 @main.group("users")
 def users_group() -> None:
-    """Create and list users."""
+    """Create and list users; mark an address verified."""
 
 
 @users_group.command("create")
@@ -380,6 +380,51 @@ def users_list(as_json: bool, engine: Engine) -> None:
 
     users = UserStore(engine).list()
     _print(as_json, [u.as_dict() for u in users], _table(USER_HEADERS, [_user_row(u) for u in users]))
+
+
+@users_group.command("reset-password")
+@click.argument("email")
+@click.option("--password-stdin", is_flag=True, required=True, help="Read the new password from standard input.")
+@_json_option
+@_database_option
+def users_reset_password(email: str, password_stdin: bool, as_json: bool, engine: Engine) -> None:
+    """Replace a user's password (read from standard input) and end every session and token of the user."""
+    from identity.password_reset import replace_password
+    from identity.passwords import WeakPassword, check_strength
+    from identity.revoked_grants import Revoker
+    from identity.users import UserStore
+
+    users = UserStore(engine)
+    user_id = users.account_id(email)
+    if user_id is None:
+        _fail("no user has this email address")
+    password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        check_strength(password)
+    except WeakPassword as error:
+        _fail(str(error))
+    replace_password(users, Revoker(engine), str(user_id), password)
+    document = {"id": user_id, "email": users.get(str(user_id)).email, "sessions_ended": True}
+    _print(as_json, document, f"{document['email']}: password replaced; every session and token ended")
+
+
+@users_group.command("verify-email")
+@click.argument("email")
+@_json_option
+@_database_option
+def users_verify_email(email: str, as_json: bool, engine: Engine) -> None:
+    """Mark a user's email address verified (email_verified becomes true), as a followed mailed link would."""
+    from identity import audit
+    from identity.users import UserStore
+
+    users = UserStore(engine)
+    user_id = users.account_id(email)
+    if user_id is None or not users.mark_email_verified(user_id, email):
+        _fail("no user has this email address")
+    user = users.get(str(user_id))
+    audit.record(audit.EMAIL_VERIFIED, user_id=user.id)
+    document = {"id": user.id, "email": user.email, "email_verified": user.email_verified}
+    _print(as_json, document, f"{user.email}: email address verified")
 
 
 def _user_row(user: Any) -> list[str]:

@@ -21,6 +21,7 @@ from identity.issuer import AUTHORIZATION_PATH, TOKEN_PATH, Issuer
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import UserStore
+from service.mail.transports import SmtpServer, outbox_folder
 from service.settings import Settings
 
 KEY_NAME = "demo"
@@ -85,7 +86,15 @@ def _instructions(settings: Settings, key: str, client_id: str, secret: str) -> 
         f"     curl -u '{client_id}:{secret}' -d grant_type=authorization_code -d code=CODE \\\n"
         f"       -d redirect_uri={REDIRECT_URI} -d code_verifier={verifier} \\\n"
         f"       {issuer.endpoint(TOKEN_PATH)}\n"
+        f"\nMail: {_mail_destination(settings)}\n"
     )
+
+
+def _mail_destination(settings: Settings) -> str:
+    """Where the service's mail goes: the SMTP server (without credentials) or the outbox folder."""
+    if settings.smtp_url:
+        return f"sent to {SmtpServer.parse(settings.smtp_url).describe()}"
+    return f"written as .eml files to {outbox_folder(settings.database_url).absolute()} (MENUS_SMTP_URL is unset)"
 
 
 def _api_key(keys: ApiKeyStore, org_id: str, user_id: str) -> str:

@@ -95,6 +95,8 @@ _PRESENTATION: dict[str, Callable[[Page], dict[str, Any]]] = {
     "select_organization": lambda _: {"title": "Choose an organization"},
     "consent": _consent,
     "end_session": lambda _: {"title": "Sign out?"},
+    "forgot_password": lambda _: {"title": "Reset your password"},
+    "reset_password": lambda _: {"title": "Choose a new password"},
     "message": lambda page: {"alert": page.status >= 400},  # the domain names its title
 }
 

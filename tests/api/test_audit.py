@@ -22,10 +22,13 @@ from starlette.testclient import TestClient
 
 from identity import audit
 from identity.api_keys import ApiKeyStore
+from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.keys import SigningKeys
 from identity.organizations import Organization
+from identity.password_reset import replace_password
+from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
-from identity.users import User
+from identity.users import User, UserStore
 from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import CALLBACK, Registered, register
 from tests.support.identity_pages import (
@@ -270,6 +273,24 @@ def test_api_key_creation_and_revocation_are_audited_with_the_key_id(
     keys.revoke(record.id)
     assert only(audited) == {"event": "api_key_revoked", "outcome": "success", "key_id": record.id}
     assert key not in audited.text
+
+
+def test_a_followed_verification_link_is_audited_with_the_user(
+    engine: Engine, user: User, browser: TestClient, audited: pytest.LogCaptureFixture
+) -> None:
+    with engine.begin() as connection:
+        token = EmailLinks(engine).issue(connection, VERIFY_EMAIL, user.id, user.email, timedelta(hours=1))
+    audited.clear()
+    assert browser.get(f"/verify-email?token={token}").status_code == 200
+    assert only(audited) == {"event": "email_verified", "outcome": "success", "user_id": user.id}
+
+
+def test_a_password_reset_is_audited_with_the_user(
+    engine: Engine, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    audited.clear()
+    replace_password(UserStore(engine), Revoker(engine), user.id, "a new and longer password")
+    assert only(audited) == {"event": "password_reset", "outcome": "success", "user_id": user.id}
 
 
 def test_every_documented_event_has_a_test_here() -> None:

@@ -29,3 +29,4 @@ PUBLIC_REFRESH_TTL = DEFAULTS.public_refresh_ttl
 API_KEY_CACHE_ENTRIES = DEFAULTS.api_key_cache_entries
 KEY_REVOCATION_CHECK = DEFAULTS.key_revocation_check
 KEY_REVOCATION_BOUND = DEFAULTS.key_revocation_bound
+DELIVERY = TUNING.delivery

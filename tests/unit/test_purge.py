@@ -23,6 +23,7 @@ from identity.tables import (
     browser_sessions,
     client_assertions,
     interactions,
+    mail_outbox,
     refresh_tokens,
     revoked_grants,
     sign_in_failures,
@@ -101,6 +102,12 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
         ),
         (signing_keys, {"expires_at": at - PURGE_GRACE - minute}, {"expires_at": at - PURGE_GRACE + minute}),
         (signing_keys, {"expires_at": at - PURGE_GRACE - minute}, {"expires_at": None}),  # a key still published
+        (
+            mail_outbox,
+            {"status": "sent", "created_at": at - PURGE_GRACE - minute},
+            {"status": "sent", "created_at": at - PURGE_GRACE + minute},
+        ),
+        (mail_outbox, {"status": "failed", "created_at": at - PURGE_GRACE - minute}, {"status": "pending"}),
     ]
     for table, past_use, of_use in cases:
         insert(engine, table, **past_use)

@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 from data.catalog import Catalog
 from identity.users import User
 from service.app import create_app
+from service.mail.transports import SmtpServer
 from service.settings import Settings, default_database_url
 from tests.support.identity_fixtures import Registered
 from tests.support.identity_pages import assert_error_page, authorize, sign_in, to_page
@@ -129,3 +130,30 @@ def test_the_refresh_interval_is_at_most_a_quarter_of_the_publish_delay() -> Non
     assert Settings(key_publish_delay=120, published_keys_refresh=60).published_keys_interval() == 30
     assert Settings(key_publish_delay=120, published_keys_refresh=10).published_keys_interval() == 10
     assert Settings(key_publish_delay=0).published_keys_interval() == 0.25  # and a quarter second at least
+
+
+def test_the_smtp_url_keeps_its_credentials_percent_decoded_and_its_default_ports() -> None:
+    settings = Settings.from_env({"MENUS_SMTP_URL": "smtp://mailer:p%40ss%3Aword@mail.example.com"})
+    server = SmtpServer.parse(settings.smtp_url)
+    assert (server.host, server.port, server.implicit_tls) == ("mail.example.com", 587, False)
+    assert (server.username, server.password) == ("mailer", "p@ss:word")  # RFC 3986 §2.1
+    assert SmtpServer.parse("smtps://relay.example.com").port == 465  # RFC 8314 §3.3: implicit TLS
+    assert server.describe() == "smtp://mail.example.com:587"  # never the password in a log line
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MENUS_SMTP_URL", "http://mail.example.com"),
+        ("MENUS_SMTP_URL", "smtp://"),
+        ("MENUS_SMTP_URL", "smtp://mail.example.com:99999"),
+        ("MENUS_SMTP_URL", "smtp://user:secret@mail.example.com/path"),
+        ("MENUS_MAIL_FROM", "nobody"),
+        ("MENUS_MAIL_FROM", "a@example.com, b@example.com"),
+        ("MENUS_MAIL_FROM", "Menus <menus@example.com>\r\nBcc: x@example.com"),
+    ],
+)
+def test_a_mail_setting_that_cannot_be_used_is_refused_by_name_without_its_secret(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=name) as refused:
+        Settings.from_env({name: value})
+    assert "secret" not in str(refused.value)

@@ -1,0 +1,88 @@
+"""Single-use links sent by mail: email verification (24 h) and password reset (30 min).
+
+The link carries a 256-bit random token; only its SHA-256 is stored (as refresh tokens are). A link is bound
+to the address it was sent to: once the user's address changes, it opens nothing. Following it is one
+atomic statement (``used_at`` set only where it was unset and the link has not expired), so two clicks
+from two browsers consume it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from identity.clock import SYSTEM_CLOCK, Clock
+from identity.tables import email_links
+
+VERIFY_EMAIL = "verify_email"
+RESET_PASSWORD = "reset_password"
+
+
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """A link that was just consumed: whose, and for which address."""
+
+    user_id: str
+    email_key: str
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class EmailLinks:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def issue(self, connection: Connection, purpose: str, user_id: str, email_key: str, lifetime: timedelta) -> str:
+        """A new link token for ``purpose``, written in ``connection``'s transaction (with the mail that carries
+        it); the token itself is returned once and never stored."""
+        token = secrets.token_urlsafe(32)
+        at = self._clock.now()
+        connection.execute(
+            email_links.insert().values(
+                token_hash=_hash(token),
+                purpose=purpose,
+                user_id=user_id,
+                email_key=email_key,
+                created_at=at,
+                expires_at=at + lifetime,
+            )
+        )
+        return token
+
+    def follow(self, purpose: str, token: str) -> Followed | None:
+        """Consume the link: its user and address, or None when it is unknown, expired, used or of another
+        purpose (one answer for all, and nothing consumed then)."""
+        if not token or len(token) > 100:
+            return None
+        at = self._clock.now()
+        token_hash = _hash(token)
+        with self._engine.begin() as connection:
+            consumed = connection.execute(
+                email_links.update()
+                .where(
+                    email_links.c.token_hash == token_hash,
+                    email_links.c.purpose == purpose,
+                    email_links.c.used_at.is_(None),
+                    email_links.c.expires_at > at,
+                )
+                .values(used_at=at)
+            ).rowcount
+            if consumed != 1:
+                return None
+            row = connection.execute(
+                sa.select(email_links.c.user_id, email_links.c.email_key).where(email_links.c.token_hash == token_hash)
+            ).one()
+        return Followed(row.user_id, row.email_key)
+
+    @staticmethod
+    def purge(connection: Connection, before: object) -> int:
+        """Delete links that expired before ``before``."""
+        return int(connection.execute(email_links.delete().where(email_links.c.expires_at < before)).rowcount)

@@ -1,0 +1,52 @@
+"""Verified email addresses: sign-up mails a single-use link; following it makes ``email_verified`` true.
+
+OpenID Connect Core §5.1: ``email_verified`` is true when "the End-User's e-mail address was verified"
+by the provider; here, when a link mailed to that address was followed before it expired. The address
+in the link is the one the user had then: a link to a former address verifies nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from identity import audit
+from identity.email_links import VERIFY_EMAIL, EmailLinks
+from identity.errors import ErrorPage
+from identity.issuer import Issuer
+from identity.outbox import Mail, Outbox
+from identity.page_data import Page, message
+from identity.users import User, UserStore, email_key
+
+VERIFY_EMAIL_PAGE = "verify-email"  # below the issuer: the link's path
+
+
+class EmailVerification:
+    def __init__(
+        self, links: EmailLinks, outbox: Outbox, users: UserStore, issuer: Issuer, lifetime: timedelta
+    ) -> None:
+        self.links = links
+        self.outbox = outbox
+        self.users = users
+        self.issuer = issuer
+        self.lifetime = lifetime  # a verification link opens this long (24 h by default)
+
+    def send(self, user: User) -> None:
+        """Mail ``user`` a new verification link (the link and its mail are written in one transaction)."""
+        with self.outbox.transaction() as connection:
+            token = self.links.issue(connection, VERIFY_EMAIL, user.id, email_key(user.email), self.lifetime)
+            link = f"{self.issuer.endpoint('/' + VERIFY_EMAIL_PAGE)}?token={token}"
+            hours = int(self.lifetime.total_seconds() // 3600)
+            params = {"name": user.name, "link": link, "valid_for": f"{hours} hours" if hours else "a short while"}
+            self.outbox.enqueue(Mail("verify_email", user.email, params), connection)
+
+    def follow(self, token: str | None) -> Page:
+        """The page a verification link opens: the address verified, or an error page (400) for a link that is
+        unknown, expired or already used (one answer for all)."""
+        followed = self.links.follow(VERIFY_EMAIL, token or "")
+        if followed is None or not self.users.mark_email_verified(followed.user_id, followed.email_key):
+            raise ErrorPage(
+                "Link expired",
+                "This verification link has expired or was already used. Sign in to have a new one sent.",
+            )
+        audit.record(audit.EMAIL_VERIFIED, user_id=followed.user_id)
+        return message("Email address verified", "Thank you: your email address is verified. You may close this page.")

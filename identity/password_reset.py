@@ -1,0 +1,111 @@
+"""Password reset by a single-use mailed link (30 minutes), and what a new password ends.
+
+Asking for a link gives the same answer for every address, known or not (no account enumeration); it is
+throttled per network like a sign-in and per account (``SignInThrottle.requesting_reset``), so nobody can
+flood a mailbox. A reset (or ``users reset-password``) replaces the password, then ends every browser
+session and revokes every refresh and access token of the user in one transaction (RFC 9700 §4.14:
+tokens obtained with the old credential must not outlive it), and is audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from identity import audit
+from identity.email_links import RESET_PASSWORD, EmailLinks
+from identity.errors import ErrorPage
+from identity.issuer import Issuer
+from identity.outbox import Mail, Outbox
+from identity.page_data import Page, message
+from identity.passwords import WeakPassword, check_strength
+from identity.revoked_grants import Revoker
+from identity.throttle import SignInThrottle
+from identity.users import User, UserStore, email_key
+
+RESET_PASSWORD_PAGE = "reset-password"  # below the issuer: the link's path
+
+
+class PasswordReset:
+    def __init__(
+        self,
+        links: EmailLinks,
+        outbox: Outbox,
+        users: UserStore,
+        revoker: Revoker,
+        throttle: SignInThrottle,
+        issuer: Issuer,
+        lifetime: timedelta,
+    ) -> None:
+        self.links = links
+        self.outbox = outbox
+        self.users = users
+        self.revoker = revoker
+        self.throttle = throttle
+        self.issuer = issuer
+        self.lifetime = lifetime  # a reset link opens this long (30 minutes by default)
+
+    def request(self, email: str, address: str) -> None:
+        """Mail a reset link when ``email`` has an account and its bound allows; the same outcome either way.
+        ``Throttled`` when the network is over its bound (whatever the address)."""
+        may_send = self.throttle.requesting_reset(email, address)
+        account = self.users.account_id(email)
+        if account is not None and may_send:
+            self.send(self.users.get(account))
+
+    def send(self, user: User) -> None:
+        """Mail ``user`` a new reset link (the link and its mail in one transaction)."""
+        with self.outbox.transaction() as connection:
+            token = self.links.issue(connection, RESET_PASSWORD, user.id, email_key(user.email), self.lifetime)
+            link = f"{self.issuer.endpoint('/' + RESET_PASSWORD_PAGE)}?token={token}"
+            minutes = int(self.lifetime.total_seconds() // 60)
+            params = {"name": user.name, "link": link, "valid_for": f"{minutes} minutes"}
+            self.outbox.enqueue(Mail("reset_password", user.email, params), connection)
+
+    def form(self, token: str | None) -> Page:
+        """The page a reset link opens: a new-password form carrying the link's token. The token is the form's
+        CSRF defence: a page elsewhere cannot post it without knowing it."""
+        return _reset_page(self.issuer, token or "")
+
+    def submit(self, pairs: Sequence[tuple[str, str]]) -> Page:
+        """The new-password form posted: done, the form again for a password that would be refused, or an
+        error page for a spent link."""
+        fields: dict[str, str] = {}
+        for name, value in pairs:
+            if name in fields:
+                raise ErrorPage("Invalid form", f"The field {name} was sent more than once.")
+            fields[name] = value
+        token, password = fields.get("token", ""), fields.get("password", "")
+        try:
+            self.reset(token, password)
+        except WeakPassword as error:
+            return _reset_page(self.issuer, token, error=str(error).capitalize() + ".")
+        return message(
+            "Password changed",
+            "Your password is changed, and you are signed out everywhere. Sign in again from the application.",
+        )
+
+    def reset(self, token: str, password: str) -> str:
+        """Follow a reset link with the new password: the user's id. ``WeakPassword`` (nothing consumed) for a
+        password that would be refused; ``ErrorPage`` for a link that is unknown, expired or used."""
+        check_strength(password)
+        followed = self.links.follow(RESET_PASSWORD, token)
+        if followed is None:
+            raise ErrorPage(
+                "Link expired",
+                "This password reset link has expired or was already used. Ask for a new one from the sign-in page.",
+            )
+        replace_password(self.users, self.revoker, followed.user_id, password)
+        return followed.user_id
+
+
+def _reset_page(issuer: Issuer, token: str, *, error: str | None = None) -> Page:
+    return Page("reset_password", {"action": issuer.page(RESET_PASSWORD_PAGE), "token": token, "error": error})
+
+
+def replace_password(users: UserStore, revoker: Revoker, user_id: str, password: str) -> None:
+    """Set the new password, then end every session and token of the user; audited (the link and the
+    command line alike)."""
+    users.set_password(user_id, password)
+    revoker.revoke_user(user_id)
+    audit.record(audit.PASSWORD_RESET, user_id=user_id)

@@ -1,0 +1,1 @@
+"""Mail: the outbox's letters as messages (``letters.py``, ``templates/``) and how they leave (``transports.py``)."""

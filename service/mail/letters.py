@@ -1,0 +1,50 @@
+"""The outbox's mails as messages: a plain-text and an HTML body from Jinja templates, in the sign-in pages' voice.
+
+Each kind of mail has ``templates/<kind>.txt`` (its first line is the subject) and ``templates/<kind>.html``.
+"""
+
+from __future__ import annotations
+
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.utils import make_msgid
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from identity.outbox import Claimed, Undeliverable
+
+_PLAIN = Environment(
+    loader=PackageLoader("service.mail", "templates"),
+    autoescape=False,
+    undefined=StrictUndefined,
+    keep_trailing_newline=True,
+)
+_HTML = Environment(
+    loader=PackageLoader("service.mail", "templates"), autoescape=select_autoescape(["html"]), undefined=StrictUndefined
+)
+
+
+class Letters:
+    def __init__(self, sender: str, service_name: str = "Regional Menus") -> None:
+        self.sender = sender  # MENUS_MAIL_FROM
+        self.service_name = service_name
+
+    def compose(self, claimed: Claimed) -> EmailMessage:
+        """The message of a claimed mail; its Message-ID is made of the outbox id, so a resend is recognisable."""
+        mail = claimed.mail
+        values = {"service": self.service_name, "recipient": mail.recipient, **mail.params}
+        try:
+            subject, _, text = _PLAIN.get_template(f"{mail.kind}.txt").render(values).partition("\n")
+            html = _HTML.get_template(f"{mail.kind}.html").render(values)
+        except Exception as error:  # an unknown kind or a missing value: no retry will change that
+            raise Undeliverable(f"cannot compose {mail.kind!r} ({type(error).__name__})") from None
+        message = EmailMessage()
+        message["Subject"] = subject.strip()
+        message["From"] = self.sender
+        message["To"] = Address(addr_spec=mail.recipient)
+        domain = self.sender.rpartition("@")[2].rstrip(">") or None
+        message["Message-ID"] = make_msgid(idstring=claimed.id.replace("_", "-"), domain=domain)
+        message["Auto-Submitted"] = "auto-generated"  # RFC 3834 §5: no auto-replies to us
+        message.set_content(text.lstrip("\n"))
+        message.add_alternative(html, subtype="html")
+        return message

@@ -1,0 +1,151 @@
+"""Mail through the outbox to a real SMTP server on loopback (aiosmtpd), or to .eml files without one:
+the request only writes the row, the app's mail worker sends it, an outage delays it and loses none."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from email import message_from_bytes
+from email.message import EmailMessage
+from email.policy import default
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from data.catalog import Catalog
+from identity.outbox import Claimed, Mail
+from identity.tables import mail_outbox
+from identity.users import User
+from service.app import create_app
+from service.cli.demo import prepare as prepare_demo
+from service.mail.letters import Letters
+from service.mail.transports import SmtpServer as TransportServer
+from service.mail.transports import SmtpTransport, outbox_folder
+from service.settings import Settings
+from tests.support.identity_fixtures import EMAIL, Registered
+from tests.support.identity_pages import SIGN_UP, authorize, submit, to_page
+from tests.support.smtp import SmtpServer, smtp_server
+
+FAST = {"mail_poll_interval": 0.1, "mail_first_retry": 0.3, "mail_longest_retry": 0.3}
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpServer]:
+    with smtp_server() as server:
+        yield server
+
+
+def sign_up_with_a_taken_address(app: object, web: Registered) -> str:
+    with TestClient(app, follow_redirects=False) as browser:  # type: ignore[arg-type]
+        page = to_page(authorize(browser, web.id, prompt="create"), "sign-up")
+        response = submit(browser, page, {**SIGN_UP, "email": EMAIL.upper()})
+        return response.text
+
+
+def parts(message: EmailMessage) -> tuple[str, str]:
+    text, html = message.get_body(("plain",)), message.get_body(("html",))
+    assert text is not None and html is not None
+    return text.get_content(), html.get_content()
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def statuses(engine: Engine) -> list[tuple[str, int]]:
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(sa.select(mail_outbox.c.status, mail_outbox.c.attempts))]
+
+
+def test_a_sign_up_with_a_taken_address_mails_its_owner_through_smtp(
+    settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered, smtp: SmtpServer
+) -> None:
+    changes = {"smtp_url": smtp.url, "mail_from": "Menus <menus@example.com>", **FAST}
+    app = create_app(settings.with_changes(**changes), catalog=catalog)
+    with TestClient(app):
+        page = sign_up_with_a_taken_address(app, web)
+        assert "A user with this email address already exists." in page  # the answer on the page is unchanged
+        [message] = smtp.inbox.wait_for(1)
+    assert message["To"] == EMAIL  # the address as its owner registered it, not as it was typed
+    assert message["From"] == "Menus <menus@example.com>"
+    assert message["Subject"] == "Someone tried to sign up with your email address"
+    assert message["Auto-Submitted"] == "auto-generated"
+    text, html = parts(message)
+    assert "nothing was created and nothing changed" in text
+    assert "<h1" in html and EMAIL in html
+    assert statuses(engine) == [("sent", 1)]
+
+
+def test_an_smtp_outage_delays_the_mail_and_loses_none(
+    settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered
+) -> None:
+    with smtp_server(running=False) as smtp:
+        app = create_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog)
+        with TestClient(app):
+            sign_up_with_a_taken_address(app, web)
+            assert eventually(lambda: statuses(engine)[0][1] >= 2)  # the worker tried, failed, and tried again
+            assert statuses(engine)[0][0] == "pending"
+            smtp.start()  # the server is back
+            [message] = smtp.inbox.wait_for(1)
+            assert message["Subject"] == "Someone tried to sign up with your email address"
+    assert statuses(engine)[0][0] == "sent"
+    assert len(smtp.inbox.messages) == 1
+
+
+def test_two_apps_over_one_database_send_each_mail_once(
+    settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered, smtp: SmtpServer
+) -> None:
+    nodes = [create_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog) for _ in range(2)]
+    with TestClient(nodes[0]), TestClient(nodes[1]):
+        for n in range(6):
+            sign_up_with_a_taken_address(nodes[n % 2], web)
+        smtp.inbox.wait_for(6)
+        assert eventually(lambda: [status for status, _ in statuses(engine)] == ["sent"] * 6)
+    ids = [message["Message-ID"] for message in smtp.inbox.messages]
+    assert len(ids) == 6 and len(set(ids)) == 6
+
+
+def test_without_an_smtp_server_mail_is_written_as_eml_files_beside_the_database(
+    settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered
+) -> None:
+    app = create_app(settings.with_changes(**FAST), catalog=catalog)
+    folder = outbox_folder(settings.database_url)
+    assert folder == Path(sa.make_url(settings.database_url).database or "").parent / "outbox"
+    with TestClient(app):
+        sign_up_with_a_taken_address(app, web)
+        assert eventually(lambda: bool(list(folder.glob("*.eml"))))
+    [written] = list(folder.glob("*.eml"))
+    message = message_from_bytes(written.read_bytes(), policy=default)
+    assert isinstance(message, EmailMessage)
+    assert message["To"] == EMAIL
+    assert "nothing was created and nothing changed" in parts(message)[0]
+    assert not list(folder.glob("*.part"))
+
+
+class _Remote(TransportServer):
+    loopback = False  # the server the test runs, as if it were across a network
+
+
+def test_smtp_off_loopback_without_starttls_is_never_sent_in_the_clear(smtp: SmtpServer) -> None:
+    """RFC 3207 §4: a server that offers no STARTTLS is refused off loopback; the mail stays in the outbox."""
+    server = _Remote("127.0.0.1", smtp.port, implicit_tls=False, username=None, password=None)
+    transport = SmtpTransport(server, Letters("menus@example.com").compose, timeout=5)
+    with pytest.raises(ConnectionError, match="offers no STARTTLS"):
+        transport(Claimed("mail_1", Mail("account_exists", EMAIL, {}), 1, "token"))
+    assert smtp.inbox.messages == []
+
+
+def test_serve_demo_says_where_mail_goes(settings: Settings, engine: Engine) -> None:
+    folder = outbox_folder(settings.database_url).absolute()
+    assert f"Mail: written as .eml files to {folder}" in prepare_demo(engine, settings).instructions
+    relayed = settings.with_changes(smtp_url="smtp://mailer:secret@mail.example.com")
+    instructions = prepare_demo(engine, relayed).instructions
+    assert "Mail: sent to smtp://mail.example.com:587" in instructions and "secret@" not in instructions

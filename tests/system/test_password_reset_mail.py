@@ -1,0 +1,80 @@
+"""Forgot password through the pages and a real SMTP server on loopback: mail, link, new password, and the
+tokens of the old one refused."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from data.catalog import Catalog
+from identity.users import User, UserStore
+from service.app import create_app
+from service.settings import Settings
+from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
+from tests.support.identity_pages import (
+    assert_error_page,
+    authorize,
+    code_of,
+    hidden_fields,
+    refresh,
+    sign_in,
+    submit,
+    to_page,
+    tokens,
+)
+from tests.support.smtp import SmtpServer, smtp_server
+
+NEW_PASSWORD = "a brand new kitchen password"
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpServer]:
+    with smtp_server() as server:
+        yield server
+
+
+@pytest.fixture
+def mailing_app(settings: Settings, engine: Engine, catalog: Catalog, smtp: SmtpServer) -> object:
+    return create_app(settings.with_changes(smtp_url=smtp.url, mail_poll_interval=0.1), catalog=catalog)
+
+
+def forgot(browser: TestClient, web: Registered, email: str) -> str:
+    sign_in_page = to_page(authorize(browser, web.id, prompt="login"), "sign-in")
+    html = browser.get(sign_in_page).text
+    found = re.search(r'href="([^"]*/forgot-password\?interaction=[^"]+)"', html)
+    assert found, "no Forgot your password? link on the sign-in page"
+    page = submit(browser, found.group(1).replace("&amp;", "&"), {"email": email}).text
+    return re.sub(r"int_[\w-]+", "int_…", page)  # the page without its interaction id
+
+
+def test_forgot_password_mails_a_link_whose_new_password_revokes_the_old_tokens(
+    mailing_app: object, web: Registered, user: User, engine: Engine, smtp: SmtpServer
+) -> None:
+    with TestClient(mailing_app, follow_redirects=False) as browser:  # type: ignore[arg-type]
+        offline = authorize(browser, web.id, scope="openid email offline_access")
+        before = tokens(browser, web, code_of(sign_in(browser, to_page(offline, "sign-in"))))
+        answer = forgot(browser, web, EMAIL.upper())
+        assert answer == forgot(browser, web, "nobody@example.com").replace("nobody@example.com", EMAIL.upper())
+        [message] = smtp.inbox.wait_for(1)
+        assert message["To"] == EMAIL and message["Subject"] == "Reset your password"
+        text = message.get_body(("plain",))
+        assert text is not None
+        link = re.search(r"https?://\S+/reset-password\?token=\S+", text.get_content())
+        assert link
+        parts = urlsplit(link.group(0))
+        form = browser.get(f"{parts.path}?{parts.query}")
+        assert form.status_code == 200 and "Choose a new password" in form.text
+        token = hidden_fields(form.text)["token"]
+        done = browser.post(parts.path, data={"token": token, "password": NEW_PASSWORD})
+        assert done.status_code == 200 and "Password changed" in done.text
+        assert refresh(browser, web, before["refresh_token"]).status_code == 400  # invalid_grant
+        again = browser.post(parts.path, data={"token": token, "password": "yet another password"})
+        assert_error_page(again, status=400)
+    users = UserStore(engine)
+    assert users.authenticate(EMAIL, PASSWORD) is None and users.authenticate(EMAIL, NEW_PASSWORD) is not None
+    assert len(smtp.inbox.messages) == 1  # the unknown address got nothing
