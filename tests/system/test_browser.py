@@ -253,14 +253,20 @@ def test_keyboard_alone_signs_in_through_labelled_fields_in_order(page: Page, pr
     assert focused(page) == "input#email"  # autofocus
     page.keyboard.press("Shift+Tab")  # nothing focusable comes before it: focus leaves the page
     assert focused(page) == "body"
-    # From the start of the page, Tab walks email, password, the submit button, then the sign-up link.
+    # From the start of the page, Tab walks email, password, the submit button, then the two links.
     order = []
-    for _ in range(4):
+    for _ in range(5):
         page.keyboard.press("Tab")
         order.append(focused(page))
-    assert order == ["input#email", "input#password", "button:Sign in", "a:Create an account"]
+    assert order == [
+        "input#email",
+        "input#password",
+        "button:Sign in",
+        "a:Forgot your password?",
+        "a:Create an account",
+    ]
 
-    for _ in range(3):
+    for _ in range(4):
         page.keyboard.press("Shift+Tab")
     assert focused(page) == "input#email"
     page.keyboard.type(p.ana["email"])
