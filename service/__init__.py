@@ -3,7 +3,7 @@ menus_api, identity_api, console_api, ops, cli)."""
 
 import warnings
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Connexion imports starlette.testclient at start-up, which warns about its own test
 # dependency; it concerns neither the service nor its users.
