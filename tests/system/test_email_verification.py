@@ -4,17 +4,12 @@ server on loopback; following it makes ``email_verified`` true in ID tokens and 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from email.message import EmailMessage
 from urllib.parse import urlsplit
 
 import pytest
-from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from data.catalog import Catalog
-from service.app import create_app
-from service.settings import Settings
 from tests.support.identity_fixtures import Registered
 from tests.support.identity_pages import (
     SIGN_UP,
@@ -27,20 +22,7 @@ from tests.support.identity_pages import (
     tokens,
     verified,
 )
-from tests.support.smtp import SmtpServer, smtp_server
-
-FAST = {"mail_poll_interval": 0.1}
-
-
-@pytest.fixture
-def smtp() -> Iterator[SmtpServer]:
-    with smtp_server() as server:
-        yield server
-
-
-@pytest.fixture
-def mailing_app(settings: Settings, engine: Engine, catalog: Catalog, smtp: SmtpServer) -> object:
-    return create_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog)
+from tests.support.smtp import SmtpServer
 
 
 def link_in(message: EmailMessage) -> str:

@@ -4,17 +4,12 @@ tokens of the old one refused."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from data.catalog import Catalog
 from identity.users import User, UserStore
-from service.app import create_app
-from service.settings import Settings
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.support.identity_pages import (
     assert_error_page,
@@ -27,20 +22,9 @@ from tests.support.identity_pages import (
     to_page,
     tokens,
 )
-from tests.support.smtp import SmtpServer, smtp_server
+from tests.support.smtp import SmtpServer
 
 NEW_PASSWORD = "a brand new kitchen password"
-
-
-@pytest.fixture
-def smtp() -> Iterator[SmtpServer]:
-    with smtp_server() as server:
-        yield server
-
-
-@pytest.fixture
-def mailing_app(settings: Settings, engine: Engine, catalog: Catalog, smtp: SmtpServer) -> object:
-    return create_app(settings.with_changes(smtp_url=smtp.url, mail_poll_interval=0.1), catalog=catalog)
 
 
 def forgot(browser: TestClient, web: Registered, email: str) -> str:
