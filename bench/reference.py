@@ -2,9 +2,10 @@
 
 What it does on every request, and why that is the same work as the service:
 
-- the API key: the same ``ApiKeyStore.authenticate`` (one indexed SQL lookup of
-  the key's SHA-256 on the same database; the service caches no key either, so a
-  revoked key stops working at once in both);
+- the API key: ``ApiKeyStore.authenticate``, one indexed SQL lookup of the key's
+  SHA-256 on the same database, on every request (the service answers keys it has
+  seen live from memory, ``service/menus_api/key_cache.py``, so part of its lead on
+  repeated queries is that cache);
 - the same per-key rate limit (``RateLimiter.take``, a sliding window counter in memory), with its three headers;
 - strict validation by hand: unknown or repeated parameters, enums, integer
   ranges, lengths and patterns of ``/dishes`` as the contract states them;
