@@ -16,13 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from bench import report
 from bench.load import Run, wrk
-from bench.servers import Server, Workspace, free_port, reference_command, service_command
+from bench.servers import Server, Workspace, ceiling_command, free_port, reference_command, service_command
 from bench.signins import SignInTarget, measure
 from bench.workload import TYPICAL, region_paths, unique_mix, write_lines
 from data.catalog import load_catalog
@@ -152,7 +153,7 @@ def menus_runs(
     headers = {"Authorization": f"Bearer {api_key}"}
     out: dict[str, Any] = {}
     with ExitStack() as stack:
-        service_port, reference_port = free_port(), free_port()
+        service_port, reference_port, ceiling_port = free_port(), free_port(), free_port()
         service = stack.enter_context(
             Server(
                 "service",
@@ -175,6 +176,19 @@ def menus_runs(
                 headers,
             )
         )
+        # The ceiling answers the service's own answer to scenario 1's query, as constant bytes.
+        body_file = workspace.folder / "ceiling-body.json"
+        body_file.write_bytes(_get(service.url + TYPICAL, headers))
+        ceiling = stack.enter_context(
+            Server(
+                "ceiling",
+                ceiling_command(ceiling_port, body_file, workers, server_cpus),
+                ceiling_port,
+                {**workspace.env(), "PYTHONPATH": str(ROOT)},
+                workspace.folder,
+                "/",
+            )
+        )
         for scenario, (_title, kind) in MENUS.items():
 
             def load(server: Server, slice_number: int, seconds: float, kind: str = kind) -> Run:
@@ -190,19 +204,28 @@ def menus_runs(
                     cpus=load_cpus,
                 )
 
-            for server in (service, reference):
+            for server in (service, reference, ceiling):
                 load(server, 0, args.warmup)
-            runs: dict[str, list[dict[str, Any]]] = {"service": [], "reference": []}
+            runs: dict[str, list[dict[str, Any]]] = {"service": [], "reference": [], "ceiling": []}
             for repeat in range(1, args.repeats + 1):
-                # Interleaved, and which goes first alternates, so drift in the machine's load hits both.
-                order = (service, reference) if repeat % 2 else (reference, service)
+                # Interleaved, and which goes first alternates, so drift in the machine's load hits all three.
+                order = (service, reference, ceiling) if repeat % 2 else (ceiling, reference, service)
                 for server in order:
                     runs[server.name].append(load(server, repeat, args.seconds).as_dict())
             out[scenario] = summarise(runs)
-            print(f"[{workers} worker(s)] {scenario}: {ratio_line(out[scenario])}", file=sys.stderr)
+            out[scenario]["of_ceiling"] = {
+                name: _ratios(runs[name], runs["ceiling"]) for name in ("service", "reference")
+            }
+            shares = out[scenario]["of_ceiling"]
+            print(
+                f"[{workers} worker(s)] {scenario}: {ratio_line(out[scenario])}; of the ceiling "
+                f"({out[scenario]['ceiling']['rps_median']:.0f}/s): service {shares['service']['median']:.2f}, "
+                f"reference {shares['reference']['median']:.2f}",
+                file=sys.stderr,
+            )
         out["processes"] = {
             name: {"startup_seconds": round(server.startup_seconds, 3), "rss_mib": round(server.rss_mib(), 1)}
-            for name, server in (("service", service), ("reference", reference))
+            for name, server in (("service", service), ("reference", reference), ("ceiling", ceiling))
         }
     return out
 
@@ -457,6 +480,18 @@ def summarise(
     summary["min"] = summary[numerator]["rps_min"]
     summary["max"] = summary[numerator]["rps_max"]
     return summary
+
+
+def _ratios(numerator: list[dict[str, Any]], denominator: list[dict[str, Any]]) -> dict[str, float]:
+    """Median and min–max of the per-repeat ratio of two sides' requests a second."""
+    ratios = [n["requests_per_second"] / d["requests_per_second"] for n, d in zip(numerator, denominator, strict=True)]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+
+
+def _get(url: str, headers: dict[str, str]) -> bytes:
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return bytes(response.read())
 
 
 def ratio_line(summary: dict[str, Any], numerator: str = "service", denominator: str = "reference") -> str:

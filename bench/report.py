@@ -47,8 +47,8 @@ def table(results: dict[str, Any]) -> str:
     settings, box = results["settings"], results["machine"]
     lines = [
         "| scenario | workers | service req/s | reference req/s | ratio median (min–max) | "
-        "p99 ms, service (reference) | target | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "p99 ms, service (reference) | share of the ceiling, service (reference) | target | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for config, scenarios in results["menus"].items():
         workers = "1, pinned" if config.startswith("one") else "2"
@@ -62,12 +62,19 @@ def table(results: dict[str, Any]) -> str:
             note = f" ({errors} errors)" if errors else ""
             note += f" (list wrapped {service['wrapped']}×)" if service["wrapped"] and key == "s2" else ""
             served = _range(service["rps_min"], service["rps_median"], service["rps_max"], 0)
+            shares = summary.get("of_ceiling")
+            ceiling = (
+                f"{shares['service']['median']:.2f} ({shares['reference']['median']:.2f}) "
+                f"of {summary['ceiling']['rps_median']:.0f}/s"
+                if shares
+                else "–"
+            )
             lines.append(
                 f"| {TITLES[key]} | {workers} | {served}"
                 f" | {_range(reference['rps_min'], reference['rps_median'], reference['rps_max'], 0)}"
                 f" | {_range(ratio['min'], ratio['median'], ratio['max'])}{note}"
                 f" | {service['p99_ms_median']:.1f} ({reference['p99_ms_median']:.1f})"
-                f" | {', '.join(goals)} | {', '.join(verdicts)} |"
+                f" | {ceiling} | {', '.join(goals)} | {', '.join(verdicts)} |"
             )
     for key, summary in results.get("identity", {}).items():
         target = RATE_TARGETS[key]

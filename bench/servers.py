@@ -150,6 +150,13 @@ def service_command(port: int, workers: int, cpus: str | None) -> list[str]:
     return ["taskset", "-c", cpus, *command] if cpus is not None else command
 
 
+def ceiling_command(port: int, body_file: Path, workers: int, cpus: str | None) -> list[str]:
+    """``bench.ceiling``: the same constant bytes from a bare Starlette route, on the same server (uvicorn)."""
+    command = [sys.executable, "-m", "bench.ceiling", "--port", str(port), "--body-file", str(body_file)]
+    command += ["--workers", str(workers)]
+    return ["taskset", "-c", cpus, *command] if cpus is not None else command
+
+
 def reference_command(port: int, database_url: str, workers: int, cpus: str | None) -> list[str]:
     command = [sys.executable, "-m", "bench.reference", "--port", str(port), "--database-url", database_url]
     command += ["--rate-limit", str(UNTHROTTLED), "--workers", str(workers)]
