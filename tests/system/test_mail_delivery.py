@@ -3,8 +3,7 @@ the request only writes the row, the app's mail worker sends it, an outage delay
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from email import message_from_bytes
 from email.message import EmailMessage
 from email.policy import default
@@ -28,6 +27,7 @@ from service.settings import Settings
 from tests.support.identity_fixtures import EMAIL, Registered
 from tests.support.identity_pages import SIGN_UP, authorize, submit, to_page
 from tests.support.smtp import SmtpServer, smtp_server
+from tests.support.waiting import eventually
 
 FAST = {"mail_poll_interval": 0.1, "mail_first_retry": 0.3, "mail_longest_retry": 0.3}
 
@@ -49,15 +49,6 @@ def parts(message: EmailMessage) -> tuple[str, str]:
     text, html = message.get_body(("plain",)), message.get_body(("html",))
     assert text is not None and html is not None
     return text.get_content(), html.get_content()
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def statuses(engine: Engine) -> list[tuple[str, int]]:
@@ -91,7 +82,9 @@ def test_an_smtp_outage_delays_the_mail_and_loses_none(
         app = create_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog)
         with TestClient(app):
             sign_up_with_a_taken_address(app, web)
-            assert eventually(lambda: statuses(engine)[0][1] >= 2)  # the worker tried, failed, and tried again
+            assert eventually(
+                lambda: statuses(engine)[0][1] >= 2, timeout=10
+            )  # the worker tried, failed, and tried again
             assert statuses(engine)[0][0] == "pending"
             smtp.start()  # the server is back
             [message] = smtp.inbox.wait_for(1)
@@ -108,7 +101,7 @@ def test_two_apps_over_one_database_send_each_mail_once(
         for n in range(6):
             sign_up_with_a_taken_address(nodes[n % 2], web)
         smtp.inbox.wait_for(6)
-        assert eventually(lambda: [status for status, _ in statuses(engine)] == ["sent"] * 6)
+        assert eventually(lambda: [status for status, _ in statuses(engine)] == ["sent"] * 6, timeout=10)
     ids = [message["Message-ID"] for message in smtp.inbox.messages]
     assert len(ids) == 6 and len(set(ids)) == 6
 
@@ -121,7 +114,7 @@ def test_without_an_smtp_server_mail_is_written_as_eml_files_beside_the_database
     assert folder == Path(sa.make_url(settings.database_url).database or "").parent / "outbox"
     with TestClient(app):
         sign_up_with_a_taken_address(app, web)
-        assert eventually(lambda: bool(list(folder.glob("*.eml"))))
+        assert eventually(lambda: bool(list(folder.glob("*.eml"))), timeout=10)
     [written] = list(folder.glob("*.eml"))
     message = message_from_bytes(written.read_bytes(), policy=default)
     assert isinstance(message, EmailMessage)

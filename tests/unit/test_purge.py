@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections import Counter
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,6 +31,7 @@ from identity.users import UserStore
 from service.app import create_app
 from service.settings import Settings
 from tests.support.defaults import PURGE_GRACE, SIGN_IN_WINDOW
+from tests.support.waiting import eventually
 
 REFRESH_LIFETIME = timedelta(days=30)
 _serial = itertools.count()
@@ -128,15 +127,6 @@ def test_the_running_service_purges_at_start_and_then_on_its_interval(settings: 
     expired = {"expires_at": SYSTEM_CLOCK.now() - timedelta(minutes=1)}
     insert(engine, interactions, **expired)
     with TestClient(create_app(settings.with_changes(purge_interval=1))):
-        assert eventually(lambda: count(engine, interactions) == 0), "not purged at start"
+        assert eventually(lambda: count(engine, interactions) == 0, timeout=5), "not purged at start"
         insert(engine, interactions, **expired)
-        assert eventually(lambda: count(engine, interactions) == 0), "not purged on the interval"
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 5) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+        assert eventually(lambda: count(engine, interactions) == 0, timeout=5), "not purged on the interval"
