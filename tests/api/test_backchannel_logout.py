@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
+from identity import backchannel_logout
 from identity.backchannel_logout import CHANNEL, LOGOUT_TOKEN_TTL, LogoutTokens
 from identity.clients import ClientStore
 from identity.errors import InvalidInput
@@ -27,13 +28,14 @@ from identity.outbox import Mail, Outbox, Undeliverable
 from identity.password_reset import replace_password
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
-from identity.tables import mail_outbox
+from identity.tables import browser_sessions, mail_outbox
 from identity.users import UserStore
 from service.app import create_app
 from service.cli.commands import run
 from service.settings import Settings
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DELIVERY, SIGNING_KEYS_MAX_AGE
+from tests.support.identity_fixtures import PASSWORD
 from tests.support.postgres import empty_every_table
 from tests.support.token_flows import ISSUER, Registered, World, end_session, sign_in_client, user_tokens
 from tests.support.token_services import token_services
@@ -94,6 +96,18 @@ def test_end_session_queues_a_logout_token_with_the_sid_for_each_client_holding_
     assert bystander.id not in {client for client, _ in logout_messages(engine)}  # it never redeemed a code
     Revoker(engine).revoke_session(sid)  # signed out again: the holders were told already
     assert len(logout_messages(engine)) == 1
+
+
+def test_signing_in_as_someone_else_tells_the_clients_holding_the_previous_session(
+    http: TestClient, world: World, engine: Engine
+) -> None:
+    with_uri(engine, world.planner)
+    UserStore(engine).create("bea@example.com", "Bea Costa", PASSWORD, [(world.acme.id, "member")])
+    anas = sid_of(user_tokens(http, world.planner))
+    renewed = sid_of(user_tokens(http, world.planner, prompt="login"))  # the same user: no sign-out
+    assert renewed == anas and logout_messages(engine) == []
+    user_tokens(http, world.companion, prompt="login", email="bea@example.com")
+    assert logout_messages(engine) == [(world.planner.id, {"sub": world.ana.id, "sid": anas})]
 
 
 def test_a_password_reset_tells_each_client_holding_a_session_of_the_user(
@@ -232,6 +246,15 @@ def test_a_logout_token_is_signed_at_delivery_with_a_fresh_exp_and_the_message_i
     ClientStore(engine).update(world.planner.id, backchannel_logout_uri="")
     with pytest.raises(Undeliverable):
         logouts.prepare(claimed)  # its URI removed meanwhile: nothing is posted
+
+
+def test_the_holders_of_a_session_are_purged_with_its_row(http: TestClient, world: World, engine: Engine) -> None:
+    sid = sid_of(user_tokens(http, world.planner))
+    user_tokens(http, world.companion)
+    with engine.begin() as connection:
+        assert backchannel_logout.purge(connection) == 0  # the session's row is there
+        connection.execute(browser_sessions.delete().where(browser_sessions.c.id == sid))
+        assert backchannel_logout.purge(connection) == 2
 
 
 def test_mail_and_logout_tokens_are_claimed_by_their_own_workers(world: World, engine: Engine) -> None:
