@@ -352,7 +352,7 @@ class ClientStore:
         backchannel_logout_session_required: bool | None = None,
     ) -> Client:
         """Replace the lists given (None: keep), under the same id and secret; checked as at registration. A
-        back-channel logout URI ``""`` removes it."""
+        back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of ``sid``)."""
         with self._engine.begin() as connection:
             row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
             if row is None:
@@ -371,6 +371,8 @@ class ClientStore:
                 changes["web_origins"] = check_web_origins(web_origins, client.auth_method)
             if backchannel_logout_uri is not None:
                 changes["backchannel_logout_uri"] = backchannel_logout_uri or None
+                if not backchannel_logout_uri and backchannel_logout_session_required is None:
+                    changes["backchannel_logout_session_required"] = False  # removing the URI removes what needs it
             if backchannel_logout_session_required is not None:
                 changes["backchannel_logout_session_required"] = backchannel_logout_session_required
             if "backchannel_logout_uri" in changes or "backchannel_logout_session_required" in changes:

@@ -200,8 +200,7 @@ def test_the_cli_registers_updates_and_removes_a_backchannel_logout_uri_and_refu
          "--backchannel-logout-session-required", *common])  # fmt: skip
     created = json.loads(capsys.readouterr().out)
     assert created["backchannel_logout_uri"] == RP_URI and created["backchannel_logout_session_required"] is True
-    run(["clients", "update", created["client_id"], "--no-backchannel-logout-uri",
-         "--no-backchannel-logout-session-required", *common])  # fmt: skip
+    run(["clients", "update", created["client_id"], "--no-backchannel-logout-uri", *common])  # fmt: skip
     updated = json.loads(capsys.readouterr().out)
     assert updated["backchannel_logout_uri"] is None and updated["backchannel_logout_session_required"] is False
 
