@@ -11,6 +11,10 @@ secret, RFC 8252 §8.5) has no secret, always uses PKCE S256 (RFC 9700 §2.1.1),
 ``client_credentials`` grant, and may register web origins: the origins (scheme, host, port)
 whose pages may call the token, revocation and userinfo endpoints. Only nodes with
 ``MENUS_PUBLIC_CLIENTS`` on accept one (``identity/client_auth.py``, ``identity/authorization.py``).
+
+A client may register a back-channel logout URI (OpenID Connect Back-Channel Logout 1.0 §2.2), where logout
+tokens are posted when a session it holds ends (``identity/backchannel_logout.py``), and whether it requires
+the ``sid`` claim in them (``backchannel_logout_session_required``; false when omitted).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from identity.access_tokens import AccessTokenStore
+from identity.backchannel_logout import check_backchannel_logout_uri
 from identity.clock import SYSTEM_CLOCK, Clock, new_id
 from identity.errors import InvalidInput, UnknownRecord
 from identity.refresh_tokens import RefreshTokenStore
@@ -68,6 +73,8 @@ class Client:
     jwks: dict[str, Any] | None
     secret_hash: str | None
     web_origins: tuple[str, ...] = ()
+    backchannel_logout_uri: str | None = None  # Back-Channel Logout 1.0 §2.2: None, no logout token is posted
+    backchannel_logout_session_required: bool = False  # §2.2: the logout tokens must carry sid
 
     @property
     def public(self) -> bool:
@@ -93,6 +100,8 @@ class Client:
             "first_party": self.first_party,
             "pkce": "required" if self.pkce_required else "optional",
             "web_origins": list(self.web_origins),
+            "backchannel_logout_uri": self.backchannel_logout_uri,
+            "backchannel_logout_session_required": self.backchannel_logout_session_required,
         }
 
 
@@ -227,6 +236,8 @@ class ClientStore:
         pkce_required: bool = True,
         jwks: Any = None,
         web_origins: Sequence[str] = (),
+        backchannel_logout_uri: str | None = None,
+        backchannel_logout_session_required: bool = False,
     ) -> tuple[Client, str | None]:
         """Register a client; return it and its secret (None for private_key_jwt and public clients), shown once."""
         name = display_name(name, "the client's name")
@@ -249,6 +260,7 @@ class ClientStore:
         if "authorization_code" in grants and not redirects:
             raise InvalidInput("the authorization_code grant needs at least one redirect URI")
         origins = check_web_origins(web_origins, auth_method)
+        backchannel = _check_backchannel(backchannel_logout_uri, backchannel_logout_session_required)
         if auth_method == "private_key_jwt":
             jwks, secret = check_jwks(jwks), None
         elif jwks is not None:
@@ -271,6 +283,8 @@ class ClientStore:
             jwks=jwks,
             secret_hash=hash_secret(secret) if secret else None,
             web_origins=origins,
+            backchannel_logout_uri=backchannel,
+            backchannel_logout_session_required=backchannel_logout_session_required,
         )
         with self._engine.begin() as connection:
             if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
@@ -334,8 +348,11 @@ class ClientStore:
         redirect_uris: Sequence[str] | None = None,
         post_logout_redirect_uris: Sequence[str] | None = None,
         web_origins: Sequence[str] | None = None,
+        backchannel_logout_uri: str | None = None,
+        backchannel_logout_session_required: bool | None = None,
     ) -> Client:
-        """Replace the lists given (None: keep), under the same id and secret; checked as at registration."""
+        """Replace the lists given (None: keep), under the same id and secret; checked as at registration. A
+        back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of ``sid``)."""
         with self._engine.begin() as connection:
             row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
             if row is None:
@@ -352,11 +369,22 @@ class ClientStore:
                 )
             if web_origins is not None:
                 changes["web_origins"] = check_web_origins(web_origins, client.auth_method)
+            if backchannel_logout_uri is not None:
+                changes["backchannel_logout_uri"] = backchannel_logout_uri or None
+                if not backchannel_logout_uri and backchannel_logout_session_required is None:
+                    changes["backchannel_logout_session_required"] = False  # removing the URI removes what needs it
+            if backchannel_logout_session_required is not None:
+                changes["backchannel_logout_session_required"] = backchannel_logout_session_required
+            if "backchannel_logout_uri" in changes or "backchannel_logout_session_required" in changes:
+                merged = replace(client, **changes)
+                changes["backchannel_logout_uri"] = _check_backchannel(
+                    merged.backchannel_logout_uri, merged.backchannel_logout_session_required
+                )
             if changes:
                 connection.execute(
                     clients.update()
                     .where(clients.c.id == client_id)
-                    .values({name: list(value) for name, value in changes.items()})
+                    .values({name: _stored(value) for name, value in changes.items()})
                 )
         self._forget(client_id)
         return replace(client, **changes)
@@ -412,6 +440,20 @@ def _check_public(grants: Sequence[str], pkce_required: bool) -> None:
         raise InvalidInput("a public client (--auth-method none) must use PKCE (--pkce required)")
 
 
+def _check_backchannel(uri: str | None, session_required: bool) -> str | None:
+    """Back-Channel Logout 1.0 §2.2: the URI checked; requiring sid means nothing without a URI."""
+    if uri is None:
+        if session_required:
+            raise InvalidInput("--backchannel-logout-session-required needs a back-channel logout URI")
+        return None
+    return check_backchannel_logout_uri(uri)
+
+
+def _stored(value: Any) -> Any:
+    """A column's value as written: lists (JSON) from tuples, anything else as it is."""
+    return list(value) if isinstance(value, tuple) else value
+
+
 def _default_scopes(grants: Sequence[str]) -> tuple[str, ...]:
     """Least privilege: a sign-in client gets the user scopes; no client gets an application scope
     (``members:read``, every member's email) unless it is registered with it."""
@@ -433,6 +475,8 @@ def _row(client: Client) -> dict[str, Any]:
         "first_party": client.first_party,
         "pkce_required": client.pkce_required,
         "web_origins": list(client.web_origins),
+        "backchannel_logout_uri": client.backchannel_logout_uri,
+        "backchannel_logout_session_required": client.backchannel_logout_session_required,
     }
 
 
@@ -451,4 +495,6 @@ def _client(row: Any) -> Client:
         jwks=row.jwks,
         secret_hash=row.secret_hash,
         web_origins=tuple(row.web_origins or ()),
+        backchannel_logout_uri=row.backchannel_logout_uri,
+        backchannel_logout_session_required=bool(row.backchannel_logout_session_required),
     )

@@ -2,7 +2,9 @@
 
 RFC 6749 §4.1.2: the code is single-use; a replay is refused and every token
 issued from it is revoked. Consuming a code is one atomic UPDATE, so two
-concurrent exchanges cannot both succeed, on SQLite or PostgreSQL.
+concurrent exchanges cannot both succeed, on SQLite or PostgreSQL. In the same transaction, the client is
+recorded as holding the code's browser session (identity/backchannel_logout.py: it gets an ID token with
+that ``sid``, so signing out tells it).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from identity.backchannel_logout import record_holder
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.tables import authorization_codes
 
@@ -107,6 +110,8 @@ class CodeStore:
                 .values(used_at=at)
             ).rowcount
             row = connection.execute(sa.select(table).where(table.c.code_hash == code_hash)).first()
+            if claimed and row is not None:
+                record_holder(connection, row.session_id, row.client_id, row.user_id, at)
         if row is None or row.client_id != client_id:
             return Consumed(None)
         if not claimed:

@@ -60,4 +60,7 @@ def metadata(issuer: Issuer, grant_types: Sequence[str], *, public_clients: bool
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
         "authorization_response_iss_parameter_supported": True,
+        # Back-Channel Logout 1.0 §2.1: logout tokens are posted, with sid (identity/backchannel_logout.py)
+        "backchannel_logout_supported": True,
+        "backchannel_logout_session_supported": True,
     }

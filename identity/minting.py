@@ -28,6 +28,9 @@ from identity.stores import AccessTokens, RefreshTokens
 from identity.users import User
 from identity.verification import ACCESS_TOKEN_TYPE, PublicKeys
 
+LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"  # Back-Channel Logout 1.0 §2.4
+LOGOUT_TOKEN_TYPE = "logout+jwt"  # Back-Channel Logout 1.0 §2.4: the typ header of a logout token
+
 
 @dataclass(frozen=True, slots=True)
 class Issued:
@@ -158,6 +161,26 @@ class TokenMinter:
             claims["nonce"] = nonce
         claims.update(profile_claims(user, scope))
         return self._sign(claims, "JWT")
+
+    def logout_token(
+        self, *, client_id: str, jti: str, subject: str | None, session_id: str | None, lifetime: timedelta
+    ) -> str:
+        """OpenID Connect Back-Channel Logout 1.0 §2.4: iss, aud, iat, exp, jti, the logout event, ``sub`` and/or
+        ``sid``, never a nonce; ``typ`` logout+jwt (§2.4, RFC 8725 §3.11: no other JWT of ours can pass for it)."""
+        at = self._clock.now()
+        claims: dict[str, Any] = {
+            "iss": self._issuer.url,
+            "aud": client_id,
+            "iat": epoch(at),
+            "exp": epoch(at + lifetime),
+            "jti": jti,
+            "events": {LOGOUT_EVENT: {}},
+        }
+        if subject is not None:
+            claims["sub"] = subject
+        if session_id is not None:
+            claims["sid"] = session_id
+        return self._sign(claims, LOGOUT_TOKEN_TYPE)
 
     def refresh_token(
         self,

@@ -1,4 +1,10 @@
-"""The mail outbox: mail leaves through the state database, never from the request that causes it.
+"""The outbox: mail, and logout tokens posted to clients, leave through the state database, never from the
+request that causes them.
+
+Each message belongs to a channel, the worker that delivers it: ``mail`` (service/mail/) or
+``backchannel_logout`` (OpenID Connect Back-Channel Logout 1.0: identity/backchannel_logout.py, posted by
+service/outbound/). An ``Outbox`` claims its own channel's messages only, so a client's endpoint that is away
+never holds up mail, nor the reverse; both share the claim, retry and backoff rules below.
 
 A request inserts one row (``Outbox.enqueue``, in the transaction of what it records when it has one).
 A background worker on every node runs ``Outbox.deliver``: it claims one due row at a time with a
@@ -22,7 +28,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -32,6 +38,7 @@ from identity.sealing import Sealer, SealingError
 from identity.tables import mail_outbox
 
 PENDING, SENT, FAILED = "pending", "sent", "failed"
+MAIL = "mail"  # the channel of mail (the default)
 
 
 class Undeliverable(Exception):
@@ -40,7 +47,8 @@ class Undeliverable(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Mail:
-    """One mail to send: its template (``kind``), its one recipient and what the template shows."""
+    """One message to send: its template (``kind``), its one recipient and what the template shows. A mail's
+    recipient is an address; a logout token's, the client it is for (identity/backchannel_logout.py)."""
 
     kind: str
     recipient: str
@@ -76,12 +84,19 @@ class DeliveryPolicy:
 
 class Outbox:
     def __init__(
-        self, engine: Engine, policy: DeliveryPolicy, clock: Clock = SYSTEM_CLOCK, sealer: Sealer | None = None
+        self,
+        engine: Engine,
+        policy: DeliveryPolicy,
+        clock: Clock = SYSTEM_CLOCK,
+        sealer: Sealer | None = None,
+        *,
+        channel: str = MAIL,
     ) -> None:
         self._engine = engine
         self.policy = policy
         self._clock = clock
         self._sealer = sealer  # seals what the templates show (links carry tokens)
+        self.channel = channel  # the messages this outbox enqueues, claims and delivers
 
     def _stored(self, params: Mapping[str, str]) -> dict[str, str]:
         if self._sealer is None:
@@ -100,32 +115,41 @@ class Outbox:
 
     def enqueue(self, mail: Mail, connection: Connection | None = None) -> str:
         """Write ``mail`` to the outbox (in ``connection``'s transaction when given); its id."""
-        at = self._clock.now()
-        values = {
-            "id": new_id("mail"),
-            "kind": mail.kind,
-            "recipient": mail.recipient,
-            "params": self._stored(mail.params),
-            "status": PENDING,
-            "attempts": 0,
-            "next_attempt_at": at,
-            "claimed_until": at,
-            "created_at": at,
-        }
+        stored = Mail(mail.kind, mail.recipient, self._stored(mail.params))
         if connection is not None:
-            connection.execute(mail_outbox.insert().values(**values))
-        else:
-            with self._engine.begin() as own:
-                own.execute(mail_outbox.insert().values(**values))
-        return str(values["id"])
+            return self.write(connection, self.channel, stored, self._clock.now())
+        with self._engine.begin() as own:
+            return self.write(own, self.channel, stored, self._clock.now())
+
+    @staticmethod
+    def write(connection: Connection, channel: str, message: Mail, at: datetime) -> str:
+        """Write ``message`` as it is (unsealed) to ``channel``, due at once, in ``connection``'s transaction; its
+        id. For what holds no secret, written where no ``Outbox`` is at hand (a revocation's logout tokens)."""
+        message_id = new_id("mail" if channel == MAIL else "msg")
+        connection.execute(
+            mail_outbox.insert().values(
+                id=message_id,
+                channel=channel,
+                kind=message.kind,
+                recipient=message.recipient,
+                params=dict(message.params),
+                status=PENDING,
+                attempts=0,
+                next_attempt_at=at,
+                claimed_until=at,
+                created_at=at,
+            )
+        )
+        return message_id
 
     def claim(self) -> Claimed | None:
-        """Claim the oldest due mail no other node holds, or None when none is due.
+        """Claim the oldest due mail of this channel no other node holds, or None when none is due.
 
         One conditional UPDATE per candidate: it changes the row only while the row is pending and no
         lease on it runs, so of two nodes reading the same candidate exactly one sees a row changed."""
         at = self._clock.now()
         due = sa.and_(
+            mail_outbox.c.channel == self.channel,
             mail_outbox.c.status == PENDING,
             mail_outbox.c.next_attempt_at <= at,
             mail_outbox.c.claimed_until <= at,

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 from sqlalchemy.engine import Engine
 
+from identity import backchannel_logout
 from identity.access_tokens import AccessTokenStore
 from identity.client_auth import ClientAuthenticator
 from identity.clients import ClientStore
@@ -134,6 +135,10 @@ class Provider:
             clock,
             public_refresh_ttl=lifetimes.public_refresh_token,
         )
+        # Back-Channel Logout 1.0: revocations write logout tokens to their own outbox channel (Revoker); the
+        # service's worker posts them, signed at delivery (identity/backchannel_logout.py)
+        self.logout_outbox = Outbox(engine, tuning.delivery, clock, channel=backchannel_logout.CHANNEL)
+        self.logout_tokens = backchannel_logout.LogoutTokens(self.clients, self.minter)
         self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
         self.flow = SignInFlow(
             issuer=issuer,

@@ -16,7 +16,8 @@ Each rule deletes a row only once it can no longer change an answer:
 - sign-in failure counters, once their window is over;
 - signing keys, a day after they stopped being published;
 - mails sent or given up, a day after they were written (their links have expired by then);
-- mailed links (email verification, password reset), a day after they expired.
+- mailed links (email verification, password reset), a day after they expired;
+- the clients holding a browser session (back-channel logout), with the session's row.
 
 Deletes are idempotent, so every node of a deployment may purge on its own schedule.
 """
@@ -29,6 +30,7 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from identity import backchannel_logout
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.codes import CodeStore
@@ -96,6 +98,7 @@ class Purger:
             "signing_keys": _deleting(signing_keys.delete().where(signing_keys.c.expires_at < at - self._grace)),
             "mail_outbox": lambda connection: Outbox.purge(connection, at - self._grace),
             "email_links": lambda connection: EmailLinks.purge(connection, at - self._grace),
+            "session_clients": backchannel_logout.purge,  # after browser_sessions
         }
         deleted = {}
         for table, rule in rules.items():

@@ -5,6 +5,10 @@ RFC 6749 §4.1.2: a replayed authorization code revokes the tokens issued from i
 reused refresh token revokes its family; RFC 7009 §2.1: revoking a refresh token revokes the access
 tokens of the same authorization. The grant is marked revoked, so that a token being issued from it at
 this very moment is revoked too (``revoked``, checked after issuing).
+
+Ending a browser session or every session of a user also tells the clients that hold them (OpenID Connect
+Back-Channel Logout 1.0, identity/backchannel_logout.py): their logout tokens enter the outbox in the
+transaction of the revocation, whoever calls it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from identity import backchannel_logout
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.refresh_tokens import RefreshTokenStore
@@ -49,20 +54,23 @@ class Revoker:
 
     def revoke_session(self, session_id: str) -> None:
         """Sign-out: revoke the tokens issued in a browser session: refresh tokens, and access tokens
-        issued in it or from its refresh tokens."""
+        issued in it or from its refresh tokens; and a logout token to each client holding it."""
         at = self._clock.now()
         with self._engine.begin() as connection:
             grant_ids = RefreshTokenStore.revoke_session(connection, session_id, at)
             AccessTokenStore.revoke_session(connection, session_id, grant_ids, at)
+            backchannel_logout.notify_session(connection, session_id, at)
 
     def revoke_user(self, user_id: str) -> None:
         """Everything a user is signed in with ends, in one transaction: browser sessions, refresh tokens and
-        access tokens (a password reset; RFC 9700 §4.14: a credential change revokes the grants it backed)."""
+        access tokens (a password reset; RFC 9700 §4.14: a credential change revokes the grants it backed), and
+        the clients holding its sessions get logout tokens."""
         at = self._clock.now()
         with self._engine.begin() as connection:
             SessionStore.end_all_of(connection, user_id, at)
             RefreshTokenStore.revoke_user(connection, user_id, at)
             AccessTokenStore.revoke_user(connection, user_id, at)
+            backchannel_logout.notify_user(connection, user_id, at)
 
     @staticmethod
     def purge(connection: Connection, revoked_before: datetime) -> int:

@@ -4,7 +4,8 @@ The browser holds a 256-bit random secret in a cookie; the database keeps only
 its SHA-256 hash and a public id, the ``sid`` claim of the tokens issued in the
 session. Every sign-in gives the browser a new secret (no session fixation). Signing
 in again as the same user renews the browser's session (same ``sid``, new
-``auth_time``); signing in as someone else ends it and starts a new one.
+``auth_time``); signing in as someone else ends it, telling the clients that hold
+it as a sign-out does (identity/backchannel_logout.py), and starts a new one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from identity import backchannel_logout
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.tables import browser_sessions
 
@@ -70,12 +72,14 @@ class SessionStore:
                     if renewed.rowcount == 1:  # else a concurrent sign-in renewed it first: start another
                         return BrowserSession(previous.id, user_id, org_id, at, expires_at), secret
                 else:
-                    connection.execute(
+                    ended = connection.execute(
                         browser_sessions.update()
                         .where(browser_sessions.c.secret_hash == old_hash)
                         .where(browser_sessions.c.ended_at.is_(None))
                         .values(ended_at=at)
-                    )
+                    ).rowcount
+                    if previous is not None and ended:  # as a sign-out: its clients are told (back-channel logout)
+                        backchannel_logout.notify_session(connection, previous.id, at)
             session = BrowserSession(new_id("ses"), user_id, org_id, at, expires_at)
             connection.execute(
                 browser_sessions.insert().values(

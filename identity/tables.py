@@ -60,6 +60,10 @@ clients = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     # a public client's origins (scheme://host[:port]) whose pages may call the token, revocation and userinfo
     sa.Column("web_origins", sa.JSON, nullable=False, server_default="[]"),
+    # OpenID Connect Back-Channel Logout 1.0 §2.2: where logout tokens are posted (None: none are), and whether
+    # the client needs the sid claim in them (migration 0007)
+    sa.Column("backchannel_logout_uri", sa.String(2000), nullable=True),
+    sa.Column("backchannel_logout_session_required", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 signing_keys = sa.Table(
@@ -217,6 +221,8 @@ mail_outbox = sa.Table(
     sa.Column("last_error", sa.String(200), nullable=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("sent_at", Timestamp, nullable=True),
+    # which worker delivers it: "mail" (service/mail/) or "backchannel_logout" (service/outbound/); migration 0007
+    sa.Column("channel", sa.String(20), nullable=False, server_default="mail"),
     sa.Index("ix_mail_outbox_due", "status", "next_attempt_at"),
 )
 
@@ -231,4 +237,16 @@ email_links = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("used_at", Timestamp, nullable=True),
+)
+
+session_clients = sa.Table(
+    "session_clients",
+    metadata,
+    # The clients that hold a browser session (identity/backchannel_logout.py): a code issued in the session was
+    # redeemed by the client, so it got an ID token with that sid. Signing out tells them (back-channel logout).
+    # Rows live as long as their session's row (the purge deletes them with it); migration 0007.
+    sa.Column("session_id", sa.String(40), primary_key=True),
+    sa.Column("client_id", sa.String(32), primary_key=True),
+    sa.Column("user_id", sa.String(32), nullable=False, index=True),
+    sa.Column("held_since", Timestamp, nullable=False),
 )

@@ -48,6 +48,7 @@ from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
 from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
+from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
 from service.web.body_limit import NO_BODY, BodyLimit, describe
 from service.web.contracts import contract
@@ -83,6 +84,7 @@ class Dispatcher:
     keys_interval: float = 0  # given with refresh_keys
     deliver_mail: Callable[[], object] | None = None  # the mail worker's round, in a thread every mail_interval s
     mail_interval: float = 0  # given with deliver_mail
+    deliver_logouts: Callable[[], object] | None = None  # the back-channel logout worker's round, every mail_interval s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -123,6 +125,9 @@ class Dispatcher:
                 if self.deliver_mail is not None:
                     mail = _every(self.deliver_mail, self.mail_interval, stopping, "sending mail from the outbox")
                     tasks.append(asyncio.create_task(mail))
+                if self.deliver_logouts is not None:
+                    logouts = _every(self.deliver_logouts, self.mail_interval, stopping, "posting logout tokens")
+                    tasks.append(asyncio.create_task(logouts))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 stopping.set()
@@ -292,6 +297,10 @@ def create_app(
             database_url=settings.database_url,
         ),
         mail_interval=settings.mail_poll_interval,
+        deliver_logouts=LogoutCourier(
+            provider.logout_outbox,
+            LogoutPoster(provider.logout_tokens, timeout=settings.backchannel_logout_timeout),
+        ),
     )
     routes = RouteTemplates(
         [

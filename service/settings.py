@@ -119,6 +119,9 @@ MAIL_MAX_ATTEMPTS = 10  # sends of one mail before it is given up (about nine ho
 MAIL_FIRST_RETRY = 30  # seconds before a failed mail is tried again; the wait doubles at each failure
 MAIL_LONGEST_RETRY = 3600  # seconds a failed mail waits at most before its next attempt
 MAIL_BATCH = 20  # mails one worker round sends at most before looking again
+# Back-channel logout (identity/backchannel_logout.py, service/outbound/): logout tokens leave through the same
+# outbox, claimed and retried as mail (the MAIL_* lease, attempts, waits and batch; MAIL_POLL_INTERVAL)
+BACKCHANNEL_LOGOUT_TIMEOUT = 5  # seconds a client's back-channel logout endpoint has to answer a POST (else retried)
 
 
 class ConfigurationError(ValueError):
@@ -242,6 +245,7 @@ class Settings:
     mail_first_retry: float = MAIL_FIRST_RETRY
     mail_longest_retry: float = MAIL_LONGEST_RETRY
     mail_batch: int = MAIL_BATCH
+    backchannel_logout_timeout: float = BACKCHANNEL_LOGOUT_TIMEOUT
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:

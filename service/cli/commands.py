@@ -467,6 +467,17 @@ def clients_group() -> None:
     help="Origin (scheme://host[:port]) whose pages may call the token, revocation and userinfo endpoints; "
     "public clients only; repeat for several.",
 )
+@click.option(
+    "--backchannel-logout-uri",
+    help="URL where logout tokens are posted when a session the client holds ends (OpenID Connect Back-Channel "
+    "Logout 1.0); https, or http on a loopback address; no fragment.",
+)
+@click.option(
+    "--backchannel-logout-session-required",
+    "session_required",
+    is_flag=True,
+    help="The client needs the sid claim in every logout token (one token per session it holds).",
+)
 @_json_option
 @_database_option
 def clients_create(
@@ -481,6 +492,8 @@ def clients_create(
     first_party: bool,
     pkce: str,
     web_origins: tuple[str, ...],
+    backchannel_logout_uri: str | None,
+    session_required: bool,
     as_json: bool,
     engine: Engine,
 ) -> None:
@@ -505,6 +518,8 @@ def clients_create(
         pkce_required=pkce == "required",
         jwks=jwks,
         web_origins=web_origins,
+        backchannel_logout_uri=backchannel_logout_uri,
+        backchannel_logout_session_required=session_required,
     )
     document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
     text = _table(
@@ -534,6 +549,14 @@ def clients_list(as_json: bool, engine: Engine) -> None:
 @click.option("--web-origin", "web_origins", multiple=True, help="The web origins (public clients), replacing.")
 @click.option("--no-post-logout-redirect-uris", "no_logout_uris", is_flag=True, help="Remove every sign-out URI.")
 @click.option("--no-web-origins", is_flag=True, help="Remove every web origin.")
+@click.option("--backchannel-logout-uri", help="The back-channel logout URI, replacing.")
+@click.option(
+    "--backchannel-logout-session-required/--no-backchannel-logout-session-required",
+    "session_required",
+    default=None,
+    help="Whether the client needs the sid claim in its logout tokens.",
+)
+@click.option("--no-backchannel-logout-uri", is_flag=True, help="Remove the back-channel logout URI.")
 @_json_option
 @_database_option
 def clients_update(
@@ -543,22 +566,37 @@ def clients_update(
     web_origins: tuple[str, ...],
     no_logout_uris: bool,
     no_web_origins: bool,
+    backchannel_logout_uri: str | None,
+    session_required: bool | None,
+    no_backchannel_logout_uri: bool,
     as_json: bool,
     engine: Engine,
 ) -> None:
     """Replace a client's redirect URIs, sign-out redirect URIs or web origins; the id and secret stay."""
     from identity.clients import ClientStore
 
-    if (logout_uris and no_logout_uris) or (web_origins and no_web_origins):
+    if (
+        (logout_uris and no_logout_uris)
+        or (web_origins and no_web_origins)
+        or (backchannel_logout_uri and no_backchannel_logout_uri)
+    ):
         _fail("give either the values or the --no-… flag of the same list, not both")
-    if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins):
-        _fail("nothing to change: give --redirect-uri, --post-logout-redirect-uri or --web-origin (or a --no-… flag)")
+    backchannel = "" if no_backchannel_logout_uri else backchannel_logout_uri
+    if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins) and (
+        backchannel is None and session_required is None
+    ):
+        _fail(
+            "nothing to change: give --redirect-uri, --post-logout-redirect-uri, --web-origin or "
+            "--backchannel-logout-uri (or a --no-… flag), or --[no-]backchannel-logout-session-required"
+        )
     try:
         client = ClientStore(engine).update(
             client_id,
             redirect_uris=redirect_uris or None,
             post_logout_redirect_uris=() if no_logout_uris else logout_uris or None,
             web_origins=() if no_web_origins else web_origins or None,
+            backchannel_logout_uri=backchannel,
+            backchannel_logout_session_required=session_required,
         )
     except UnknownRecord:
         _fail(f"no client has the id {client_id!r}")
