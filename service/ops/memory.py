@@ -17,7 +17,6 @@ is built, so a full collection walks only what was made since.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 
 M_MMAP_THRESHOLD = -3  # glibc's malloc.h
@@ -25,11 +24,11 @@ MMAP_THRESHOLD = 128 * 1024  # glibc's default, kept fixed instead of raised as 
 
 
 def return_large_blocks() -> bool:
-    """Fix glibc's mmap threshold. Returns True when it was set, False where the C library is not glibc."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    mallopt = getattr(ctypes.CDLL(name), "mallopt", None)
+    """Fix glibc's mmap threshold. Returns True when it was set, False where the C library is not glibc.
+
+    ``mallopt`` is looked up among the symbols the process has loaded (dlopen(3) of NULL: the C library is one
+    of them), not by ``ctypes.util.find_library``, which runs ldconfig in a subprocess: 0.2 s of every start."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
     if mallopt is None:
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
