@@ -66,8 +66,8 @@ def test_a_database_command_imports_sqlalchemy_and_not_the_app(tmp_path: Path) -
 def test_one_worker_loads_neither_gunicorn_nor_the_demo_nor_an_unused_database_dialect(tmp_path: Path) -> None:
     """What ``serve`` without ``--workers`` imports to build the app: gunicorn and its worker class only under
     ``--workers``, the demo's modules only under ``--demo``, Alembic only to migrate, SQLAlchemy's PostgreSQL
-    dialect only on PostgreSQL (start-up time and memory)."""
-    lazy = ("gunicorn", "uvicorn_worker", "service.cli.demo", "alembic", "sqlalchemy.dialects.postgresql")
+    dialect only on PostgreSQL, redis-py only for limits kept in Redis (start-up time and memory)."""
+    lazy = ("gunicorn", "uvicorn_worker", "service.cli.demo", "alembic", "sqlalchemy.dialects.postgresql", "redis")
     probe = (
         "import json, sys, service.ops.server, service.app\n"
         f"print(json.dumps(sorted({{h for h in {lazy!r} for n in sys.modules if n == h or n.startswith(h + '.')}})))"
