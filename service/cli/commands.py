@@ -188,6 +188,9 @@ def main() -> None:
 @_database_url_option
 def serve(host: str, port: int, workers: int | None, demo: bool, database_url: str) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
+    from service.ops.memory import pause_collection
+
+    pause_collection()  # until the app is built and frozen (service.ops.memory)
     from service.database.schema import require_current
     from service.ops import multiprocess
     from service.ops.bounded_http import HeadLimits

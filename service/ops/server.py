@@ -23,7 +23,7 @@ from starlette.types import ASGIApp
 
 from service.ops import logs, multiprocess
 from service.ops.bounded_http import HeadLimits, bounded_protocol
-from service.ops.memory import freeze_startup_objects, return_large_blocks
+from service.ops.memory import freeze_startup_objects, pause_collection, resume_collection, return_large_blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,7 @@ def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -
     """
     multiprocess.prepare_directory()
     return_large_blocks()  # before the fork: the workers inherit it
+    resume_collection()  # the master builds no app; each worker pauses it while it builds its own
     _gunicorn_app(make_app, listen, workers).run()
 
 
@@ -125,8 +126,9 @@ def _gunicorn_app(make_app: Callable[[], ASGIApp], listen: Listen, workers: int)
                 self.cfg.set(name, value)
 
         def load(self) -> ASGIApp:
+            pause_collection()
             app = self.make_app()
-            freeze_startup_objects()
+            freeze_startup_objects()  # and collects again
             return app
 
     return Gunicorn()
