@@ -19,7 +19,6 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from identity.api_keys import api_keys, record_last_used
@@ -114,7 +113,7 @@ class UsageCounter:
                 {"key_id": key_id, "day": day, "status_class": status_class, "requests": n}
                 for (key_id, day, status_class), n in counts.items()
             ]
-            insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert(api_key_usage)
+            insert = _dialect_insert(connection.dialect.name)(api_key_usage)
             upsert = insert.on_conflict_do_update(
                 index_elements=["key_id", "day", "status_class"],
                 set_={"requests": api_key_usage.c.requests + insert.excluded.requests},
@@ -195,3 +194,15 @@ class UsageReport:
                 if day in found:
                     found[day][int(status_class)] = int(requests)
         return [DailyUsage(day, found[day]) for day in days]
+
+
+def _dialect_insert(dialect: str) -> Any:
+    """The ``insert`` of ``dialect`` (its ``ON CONFLICT``): the dialect's module is imported when first needed, so
+    a process on SQLite never loads SQLAlchemy's PostgreSQL dialect (start-up time)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert

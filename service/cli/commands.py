@@ -188,8 +188,10 @@ def main() -> None:
 @_database_url_option
 def serve(host: str, port: int, workers: int | None, demo: bool, database_url: str) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
-    from service.cli.demo import prepare as prepare_demo
-    from service.database.schema import require_current, upgrade
+    from service.ops.memory import pause_collection
+
+    pause_collection()  # until the app is built and frozen (service.ops.memory)
+    from service.database.schema import require_current
     from service.ops import multiprocess
     from service.ops.bounded_http import HeadLimits
     from service.ops.logs import configure as configure_logging
@@ -198,7 +200,10 @@ def serve(host: str, port: int, workers: int | None, demo: bool, database_url: s
     _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
     with _opened(database_url, schema_current=False) as engine:
         settings = _settings(port=port).with_changes(database_url=engine.url.render_as_string(False))
-        if demo:
+        if demo:  # the demo's modules (mail, passwords, Alembic) are loaded for it alone
+            from service.cli.demo import prepare as prepare_demo
+            from service.database.schema import upgrade
+
             upgrade(engine)
             click.echo(prepare_demo(engine, settings).instructions)
         require_current(engine)

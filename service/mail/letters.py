@@ -8,20 +8,33 @@ from __future__ import annotations
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import make_msgid
-
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from functools import cache
+from typing import TYPE_CHECKING
 
 from identity.outbox import Claimed, Undeliverable
 
-_PLAIN = Environment(
-    loader=PackageLoader("service.mail", "templates"),
-    autoescape=False,
-    undefined=StrictUndefined,
-    keep_trailing_newline=True,
-)
-_HTML = Environment(
-    loader=PackageLoader("service.mail", "templates"), autoescape=select_autoescape(["html"]), undefined=StrictUndefined
-)
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+
+@cache
+def _environments() -> tuple[Environment, Environment]:
+    """The plain-text and the HTML templates' environments, made (and Jinja imported) for the first mail composed:
+    a node that sends no mail never loads them (start-up time and memory)."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    plain = Environment(
+        loader=PackageLoader("service.mail", "templates"),
+        autoescape=False,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    html = Environment(
+        loader=PackageLoader("service.mail", "templates"),
+        autoescape=select_autoescape(["html"]),
+        undefined=StrictUndefined,
+    )
+    return plain, html
 
 
 class Letters:
@@ -34,8 +47,9 @@ class Letters:
         mail = claimed.mail
         values = {"service": self.service_name, "recipient": mail.recipient, **mail.params}
         try:
-            subject, _, text = _PLAIN.get_template(f"{mail.kind}.txt").render(values).partition("\n")
-            html = _HTML.get_template(f"{mail.kind}.html").render(values)
+            plain_templates, html_templates = _environments()
+            subject, _, text = plain_templates.get_template(f"{mail.kind}.txt").render(values).partition("\n")
+            html = html_templates.get_template(f"{mail.kind}.html").render(values)
         except Exception as error:  # an unknown kind or a missing value: no retry will change that
             raise Undeliverable(f"cannot compose {mail.kind!r} ({type(error).__name__})") from None
         message = EmailMessage()

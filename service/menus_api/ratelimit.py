@@ -41,9 +41,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis.asyncio
 from limits import RateLimitItem, RateLimitItemPerSecond
 from limits.aio.storage import RedisStorage as AsyncRedisStorage
 from limits.aio.storage.redis.bridge import RedisBridge
@@ -51,10 +50,12 @@ from limits.errors import StorageError
 from limits.storage import storage_from_string
 from limits.strategies import SlidingWindowCounterRateLimiter as SlidingWindowCounter
 from prometheus_client import Counter
-from redis.exceptions import NoScriptError, RedisError
 
 from service.settings import DEFAULT_RATE_LIMIT_STORAGE as MEMORY
 from service.settings import Settings, check_storage_url
+
+if TYPE_CHECKING:  # redis-py is imported where Redis is used: a process whose limits are in memory never loads it
+    import redis.asyncio
 
 log = logging.getLogger("service.ratelimit")  # the name operators filter on (kept from before the re-layout)
 
@@ -111,6 +112,8 @@ def sync_storage(url: str, timeout: float) -> Any:
 def async_storage(url: str, timeout: float) -> tuple[Any, Any]:
     """The asyncio ``limits`` storage of a Redis ``url`` (the menus gate runs on the event loop), over redis-py,
     and its connection pool (ours, so that shutting down can close it)."""
+    import redis.asyncio
+
     url = check_storage_url(url)
     options = redis_options(timeout)
     pool = redis.asyncio.ConnectionPool.from_url(
@@ -239,6 +242,8 @@ class RedisWindows:
         health: StorageHealth,
         max_batch: int,
     ) -> None:
+        import redis.asyncio
+
         self._bridge = storage.bridge
         self._storage = storage
         self._max_batch = max_batch
@@ -309,6 +314,8 @@ class RedisWindows:
         return prefixed(storage._previous_window_key(key)), prefixed(storage._current_window_key(key))
 
     async def _count(self, keys: list[tuple[str, str]]) -> list[Counted | None]:
+        from redis.exceptions import RedisError
+
         limit, expiry = self._item.amount, self._item.get_expiry()
         commands: list[Command] = []
         for last_minute, this_minute in keys:
@@ -337,6 +344,8 @@ class RedisWindows:
 
     async def _pipeline(self, commands: list[Command]) -> list[Reply]:
         """The replies to ``commands``, sent in one round trip; ``EVAL`` again those whose script was unknown."""
+        from redis.exceptions import NoScriptError
+
         replies = await self._run(commands)
         unknown = [index for index, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
         if unknown:  # Redis restarted or its scripts were flushed: EVAL sends the script and caches it again

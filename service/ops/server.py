@@ -17,15 +17,13 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gunicorn.app.base import BaseApplication
 from starlette.types import ASGIApp
-from uvicorn_worker import UvicornWorker
 
 from service.ops import logs, multiprocess
 from service.ops.bounded_http import HeadLimits, bounded_protocol
-from service.ops.memory import freeze_startup_objects, return_large_blocks
+from service.ops.memory import freeze_startup_objects, pause_collection, resume_collection, return_large_blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,21 +39,27 @@ class Listen:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
-class Worker(UvicornWorker):  # type: ignore[misc]  # uvicorn-worker ships no type hints
-    """A uvicorn worker that runs the app's lifespan (start-up checks, purge task, clean shutdown)."""
+if TYPE_CHECKING:
+    from uvicorn_worker import UvicornWorker
 
-    # access_log off: service.web.observe writes one JSON line per request. http: set by worker_class().
-    CONFIG_KWARGS: dict[str, Any] = {
-        "loop": "auto",
-        "lifespan": "on",
-        "access_log": False,
-        "proxy_headers": False,
-    }
+# The worker's uvicorn settings. access_log off: service.web.observe writes one JSON line per request.
+WORKER_CONFIG: dict[str, Any] = {
+    "loop": "auto",
+    "lifespan": "on",
+    "access_log": False,
+    "proxy_headers": False,
+}
 
 
-def worker_class(limits: HeadLimits) -> type[Worker]:
-    """The worker class given to gunicorn, serving with the bounded protocol of ``limits``."""
-    return type("Worker", (Worker,), {"CONFIG_KWARGS": {**Worker.CONFIG_KWARGS, "http": bounded_protocol(limits)}})
+def worker_class(limits: HeadLimits) -> type[UvicornWorker]:
+    """The worker class given to gunicorn: a uvicorn worker that runs the app's lifespan (start-up checks, purge
+    task, clean shutdown), serving with the bounded protocol of ``limits``. uvicorn-worker and gunicorn are
+    imported here, under ``--workers`` only: one uvicorn process never loads them (start-up time and memory)."""
+    from uvicorn_worker import UvicornWorker
+
+    config = {**WORKER_CONFIG, "http": bounded_protocol(limits)}
+    worker: type[UvicornWorker] = type("Worker", (UvicornWorker,), {"CONFIG_KWARGS": config})
+    return worker
 
 
 def run_single(app: ASGIApp, listen: Listen) -> None:
@@ -90,33 +94,41 @@ def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -
     """
     multiprocess.prepare_directory()
     return_large_blocks()  # before the fork: the workers inherit it
-    _Gunicorn(make_app, listen, workers).run()
+    resume_collection()  # the master builds no app; each worker pauses it while it builds its own
+    _gunicorn_app(make_app, listen, workers).run()
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
-    def __init__(self, make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -> None:
-        self.make_app = make_app
-        self.options = {
-            "bind": [listen.bind],
-            "workers": workers,
-            "worker_class": worker_class(listen.head_limits),
-            "graceful_timeout": listen.graceful_timeout,
-            "keepalive": listen.keep_alive,
-            "preload_app": False,  # each worker opens its own database connections
-            "errorlog": "-",
-            "loglevel": "info",
-            "logconfig_dict": logs.dict_config(),  # JSON lines from the master and the workers
-            "child_exit": multiprocess.child_exit,  # metrics: a worker has exited
-            "proc_name": "regional-menus",
-            "control_socket_disable": True,  # no gunicornc socket in the home directory, shared by every node
-        }
-        super().__init__()
+def _gunicorn_app(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -> Any:
+    """gunicorn's application for ``run_workers``: gunicorn is imported here, never by one uvicorn process."""
+    from gunicorn.app.base import BaseApplication
 
-    def load_config(self) -> None:
-        for name, value in self.options.items():
-            self.cfg.set(name, value)
+    class Gunicorn(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
+        def __init__(self) -> None:
+            self.make_app = make_app
+            self.options = {
+                "bind": [listen.bind],
+                "workers": workers,
+                "worker_class": worker_class(listen.head_limits),
+                "graceful_timeout": listen.graceful_timeout,
+                "keepalive": listen.keep_alive,
+                "preload_app": False,  # each worker opens its own database connections
+                "errorlog": "-",
+                "loglevel": "info",
+                "logconfig_dict": logs.dict_config(),  # JSON lines from the master and the workers
+                "child_exit": multiprocess.child_exit,  # metrics: a worker has exited
+                "proc_name": "regional-menus",
+                "control_socket_disable": True,  # no gunicornc socket in the home directory, shared by every node
+            }
+            super().__init__()
 
-    def load(self) -> ASGIApp:
-        app = self.make_app()
-        freeze_startup_objects()
-        return app
+        def load_config(self) -> None:
+            for name, value in self.options.items():
+                self.cfg.set(name, value)
+
+        def load(self) -> ASGIApp:
+            pause_collection()
+            app = self.make_app()
+            freeze_startup_objects()  # and collects again
+            return app
+
+    return Gunicorn()

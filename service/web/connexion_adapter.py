@@ -21,6 +21,12 @@ found by operationId, response validation when asked for. What it changes, and w
   Connexion's copy of the document leaves them out (``Contract.specification(without_response_headers=
   ...)``); the tests check them end to end. No Connexion class is changed for it, and Connexion never
   serves its copy (``Documentation`` answers the document paths with the document as written).
+- **No second validation of the document at start.** Connexion checks every document it is given against the
+  OpenAPI 3.0 schema (``Specification._validate_spec``, with jsonschema): a fifth of a worker's start-up. The
+  documents are checked before they ship (``openapi-spec-validator`` and ``redocly lint`` in CI, and
+  tests/api/test_contract.py runs Connexion's own check on each), and a worker reads them from its package,
+  never from a user; so ``connexion_app`` builds Connexion's specification without it
+  (``_validated_before_shipping``).
 - **The contract's form rules** (``service.web.validation.body_errors``) in place of Connexion's form
   validation: a missing body names its required fields, every refused field is named, in words, and no
   value or validator text is repeated (Connexion answers ``RequestBody is required`` and jsonschema's
@@ -36,7 +42,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from connexion.apps.asynchronous import AsyncApi, AsyncASGIApp, AsyncOperation
@@ -50,6 +57,7 @@ from connexion.middleware.security import SecurityMiddleware
 from connexion.operations import AbstractOperation
 from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
+from connexion.spec import OpenAPISpecification
 from connexion.uri_parsing import AbstractURIParser
 from connexion.validators import VALIDATOR_MAP, FormDataValidator
 from starlette.datastructures import Headers
@@ -96,18 +104,39 @@ def connexion_app(
     validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS}
     if contract_parameters:
         validator_map["parameter"] = ContractParameters()
-    app.add_api(
-        contract.specification(without_response_headers=without_response_headers),
-        base_path=base_path,
-        strict_validation=strict_validation,
-        validate_responses=validate_responses,
-        validator_map=validator_map,
-        resolver=resolver,
-        swagger_ui_options=swagger_ui_options,
-    )
+    with _validated_before_shipping():
+        app.add_api(
+            contract.specification(without_response_headers=without_response_headers),
+            base_path=base_path,
+            strict_validation=strict_validation,
+            validate_responses=validate_responses,
+            validator_map=validator_map,
+            resolver=resolver,
+            swagger_ui_options=swagger_ui_options,
+        )
     for error, handler in errors:
         app.add_error_handler(error, handler)
     return app
+
+
+@contextmanager
+def _validated_before_shipping() -> Iterator[None]:
+    """Within: Connexion makes its specification of a document without checking it against the OpenAPI schema.
+
+    Private hook: ``OpenAPISpecification._validate_spec``, the class method ``Specification.__init__`` calls
+    (Connexion 3.3 has no option to skip it; upstream, an ``add_api`` argument to skip it, or accepting a
+    ready ``Specification``, would remove this; the start-up cost of Connexion 3 is spec-first/connexion#1801,
+    closed without one). Changed for the duration of one ``add_api`` on the event loop's thread, at app
+    building, and put back even if it raises; tests/api/test_contract.py runs the check on every document."""
+    own = OpenAPISpecification.__dict__.get("_validate_spec")  # None: it inherits Specification's
+    OpenAPISpecification._validate_spec = classmethod(lambda cls, spec: None)
+    try:
+        yield
+    finally:
+        if own is None:
+            del OpenAPISpecification._validate_spec
+        else:
+            OpenAPISpecification._validate_spec = own
 
 
 class ContractParameters:

@@ -61,3 +61,17 @@ def test_a_database_command_imports_sqlalchemy_and_not_the_app(tmp_path: Path) -
     loaded = imported_by(tmp_path, "db", "current", "--database-url", f"sqlite:///{tmp_path / 'state.sqlite3'}")
     assert "sqlalchemy" in loaded
     assert not {"connexion", "jinja2", "service.app"} & set(loaded)
+
+
+def test_one_worker_loads_neither_gunicorn_nor_the_demo_nor_an_unused_database_dialect(tmp_path: Path) -> None:
+    """What ``serve`` without ``--workers`` imports to build the app: gunicorn and its worker class only under
+    ``--workers``, the demo's modules only under ``--demo``, Alembic only to migrate, SQLAlchemy's PostgreSQL
+    dialect only on PostgreSQL, redis-py only for limits kept in Redis (start-up time and memory)."""
+    lazy = ("gunicorn", "uvicorn_worker", "service.cli.demo", "alembic", "sqlalchemy.dialects.postgresql", "redis")
+    probe = (
+        "import json, sys, service.ops.server, service.app\n"
+        f"print(json.dumps(sorted({{h for h in {lazy!r} for n in sys.modules if n == h or n.startswith(h + '.')}})))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity import keys as keys_module
+from identity import passwords
 from identity.clients import ClientStore, check_redirect_uri
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidClient, InvalidInput, InvalidToken, UnknownRecord
@@ -50,6 +51,14 @@ def test_user_password_is_stored_as_argon2id_hash(engine: Engine, org) -> None: 
         stored = connection.scalar(sa.select(users.c.password_hash).where(users.c.id == user.id))
     assert stored.startswith("$argon2id$v=19$m=19456,t=2,p=1$") and PASSWORD not in stored
     assert verify_password(stored, PASSWORD)
+
+
+@pytest.mark.usefixtures("production_password_hashing")
+def test_an_unknown_account_costs_one_verification_at_the_production_parameters() -> None:
+    """The dummy hash verified against when no account has the e-mail is written out in identity/passwords.py, not
+    computed at import: it must be of the hasher's own parameters, so that the work is the same either way."""
+    assert passwords._hasher.verify(passwords._DUMMY_HASH, "not a real password")
+    assert not passwords._hasher.check_needs_rehash(passwords._DUMMY_HASH)
 
 
 def test_email_is_unique_without_regard_to_case(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]

@@ -37,3 +37,16 @@ def test_a_slot_gives_back_what_was_put_in_the_request_state():
     scope: dict[str, object] = {"type": "http"}
     CATALOG.put(scope, "the catalog")
     assert CATALOG.get(scope) == "the catalog"
+
+
+def test_each_document_passes_connexions_own_check_which_a_worker_skips_at_start():
+    """Connexion's check of a document against the OpenAPI schema runs here, not in every worker's start-up
+    (service.web.connexion_adapter); building an app leaves Connexion's class as it was."""
+    from connexion.spec import OpenAPISpecification
+
+    from service.web.connexion_adapter import connexion_app
+
+    for name in ("menus.yaml", "identity.yaml", "operations.yaml", "console.yaml"):
+        OpenAPISpecification._validate_spec(contract(name).specification())  # raises InvalidSpecification
+    connexion_app(contract("operations.yaml"), base_path="", strict_validation=True)
+    assert "_validate_spec" not in OpenAPISpecification.__dict__
