@@ -50,6 +50,7 @@ from identity.users import User, UserStore, check_email, check_name
 INTERACTION_COOKIE_PREFIX = "rm_ia_"
 SESSION_COOKIE = "rm_session"  # the browser session's secret
 EXPIRED = datetime(1970, 1, 1, tzinfo=UTC)  # a cookie set to expire then is deleted
+DISABLED = "This account is disabled. Contact your organization's administrator."
 FIELDS = ("interaction", "csrf_token", "email", "password", "name", "organization", "org_id", "decision")
 
 
@@ -192,6 +193,11 @@ class SignInFlow:
             return Outcome(
                 page=self._sign_in_page(interaction, client, email=email, error="Invalid email or password.")
             )
+        if user.disabled:
+            # Said only to whoever gave the right password (a wrong one gets the answer above, whether or not
+            # the account is disabled): the account's state is not told to someone guessing.
+            audit.record(audit.SIGN_IN, audit.FAILURE, reason="disabled", user_id=user.id, client_id=client.id)
+            return Outcome(page=self._sign_in_page(interaction, client, email=email, error=DISABLED))
         audit.record(audit.SIGN_IN, user_id=user.id, client_id=client.id)
         self.throttle.succeeded(email, browser.address, known_device=known_device)
         return self._signed_in(interaction, client, browser, user, org_id=None)
@@ -453,9 +459,10 @@ class SignInFlow:
         if session is None or session.user_id != interaction.user_id:
             return None
         try:
-            return self.users.get(interaction.user_id)
+            user = self.users.get(interaction.user_id)
         except UnknownRecord:
             return None
+        return None if user.disabled else user
 
     # Loading the interaction behind a page
 

@@ -51,7 +51,9 @@ class PasswordReset:
         may_send = self.throttle.requesting_reset(email, address)
         account = self.users.account_id(email)
         if account is not None and may_send:
-            self.send(self.users.get(account))
+            user = self.users.get(account)
+            if not user.disabled:  # a disabled user signs in with no password: no link either
+                self.send(user)
 
     def send(self, user: User) -> None:
         """Mail ``user`` a new reset link (the link and its mail in one transaction)."""

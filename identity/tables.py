@@ -31,6 +31,8 @@ users = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     # the owner followed a verification link sent to this address (the email_verified claim; migration 0006)
     sa.Column("email_verified", sa.Boolean, nullable=False, server_default=sa.false()),
+    # set by `users disable`: no sign-in, no token issued or served (migration 0007)
+    sa.Column("disabled_at", Timestamp, nullable=True),
 )
 
 memberships = sa.Table(

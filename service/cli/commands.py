@@ -349,7 +349,7 @@ def orgs_list(as_json: bool, engine: Engine) -> None:
 
 @main.group("users")
 def users_group() -> None:
-    """Create and list users; mark an address verified."""
+    """Create and list users; reset a password, mark an address verified, disable and enable a user."""
 
 
 @users_group.command("create")
@@ -425,6 +425,45 @@ def users_verify_email(email: str, as_json: bool, engine: Engine) -> None:
     audit.record(audit.EMAIL_VERIFIED, user_id=user.id)
     document = {"id": user.id, "email": user.email, "email_verified": user.email_verified}
     _print(as_json, document, f"{user.email}: email address verified")
+
+
+@users_group.command("disable")
+@click.argument("email")
+@_json_option
+@_database_option
+def users_disable(email: str, as_json: bool, engine: Engine) -> None:
+    """Disable a user: no sign-in from now on, and every session and token of the user ends at once."""
+    from identity.disabled_users import disable
+    from identity.revoked_grants import Revoker
+    from identity.users import UserStore
+
+    users = UserStore(engine)
+    user_id = users.account_id(email)
+    if user_id is None:
+        _fail("no user has this email address")
+    disable(users, Revoker(engine), str(user_id))
+    user = users.get(str(user_id))
+    document = {"id": user.id, "email": user.email, "disabled": True, "sessions_ended": True}
+    _print(as_json, document, f"{user.email}: disabled; every session and token ended")
+
+
+@users_group.command("enable")
+@click.argument("email")
+@_json_option
+@_database_option
+def users_enable(email: str, as_json: bool, engine: Engine) -> None:
+    """Enable a disabled user: they may sign in again (the tokens revoked when they were disabled stay revoked)."""
+    from identity.disabled_users import enable
+    from identity.users import UserStore
+
+    users = UserStore(engine)
+    user_id = users.account_id(email)
+    if user_id is None:
+        _fail("no user has this email address")
+    enable(users, str(user_id))
+    user = users.get(str(user_id))
+    document = {"id": user.id, "email": user.email, "disabled": False}
+    _print(as_json, document, f"{user.email}: enabled; the user may sign in again")
 
 
 def _user_row(user: Any) -> list[str]:
