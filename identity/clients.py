@@ -68,6 +68,7 @@ class Client:
     jwks: dict[str, Any] | None
     secret_hash: str | None
     web_origins: tuple[str, ...] = ()
+    require_verified_email: bool = False  # no code until the user's address is verified (a "check your email" pause)
 
     @property
     def public(self) -> bool:
@@ -93,6 +94,7 @@ class Client:
             "first_party": self.first_party,
             "pkce": "required" if self.pkce_required else "optional",
             "web_origins": list(self.web_origins),
+            "require_verified_email": self.require_verified_email,
         }
 
 
@@ -227,6 +229,7 @@ class ClientStore:
         pkce_required: bool = True,
         jwks: Any = None,
         web_origins: Sequence[str] = (),
+        require_verified_email: bool = False,
     ) -> tuple[Client, str | None]:
         """Register a client; return it and its secret (None for private_key_jwt and public clients), shown once."""
         name = display_name(name, "the client's name")
@@ -271,6 +274,7 @@ class ClientStore:
             jwks=jwks,
             secret_hash=hash_secret(secret) if secret else None,
             web_origins=origins,
+            require_verified_email=require_verified_email,
         )
         with self._engine.begin() as connection:
             if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
@@ -334,8 +338,10 @@ class ClientStore:
         redirect_uris: Sequence[str] | None = None,
         post_logout_redirect_uris: Sequence[str] | None = None,
         web_origins: Sequence[str] | None = None,
+        require_verified_email: bool | None = None,
     ) -> Client:
-        """Replace the lists given (None: keep), under the same id and secret; checked as at registration."""
+        """Replace the lists and the flag given (None: keep), under the same id and secret; checked as at
+        registration."""
         with self._engine.begin() as connection:
             row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
             if row is None:
@@ -352,12 +358,11 @@ class ClientStore:
                 )
             if web_origins is not None:
                 changes["web_origins"] = check_web_origins(web_origins, client.auth_method)
-            if changes:
-                connection.execute(
-                    clients.update()
-                    .where(clients.c.id == client_id)
-                    .values({name: list(value) for name, value in changes.items()})
-                )
+            values: dict[str, Any] = {name: list(value) for name, value in changes.items()}
+            if require_verified_email is not None:
+                changes["require_verified_email"] = values["require_verified_email"] = require_verified_email
+            if values:
+                connection.execute(clients.update().where(clients.c.id == client_id).values(values))
         self._forget(client_id)
         return replace(client, **changes)
 
@@ -433,6 +438,7 @@ def _row(client: Client) -> dict[str, Any]:
         "first_party": client.first_party,
         "pkce_required": client.pkce_required,
         "web_origins": list(client.web_origins),
+        "require_verified_email": client.require_verified_email,
     }
 
 
@@ -451,4 +457,5 @@ def _client(row: Any) -> Client:
         jwks=row.jwks,
         secret_hash=row.secret_hash,
         web_origins=tuple(row.web_origins or ()),
+        require_verified_email=bool(row.require_verified_email),
     )

@@ -62,6 +62,8 @@ clients = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     # a public client's origins (scheme://host[:port]) whose pages may call the token, revocation and userinfo
     sa.Column("web_origins", sa.JSON, nullable=False, server_default="[]"),
+    # no code until the user's address is verified: the sign-in pauses on "check your email" (migration 0007)
+    sa.Column("require_verified_email", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 signing_keys = sa.Table(
@@ -103,6 +105,8 @@ interactions = sa.Table(
     sa.Column("org_chosen", sa.Boolean, nullable=False),
     sa.Column("consented", sa.Boolean, nullable=False),
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
+    # the pause for a verified address (a client's require_verified_email) mailed its link (migration 0007)
+    sa.Column("verification_sent", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 authorization_codes = sa.Table(
@@ -233,4 +237,6 @@ email_links = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("used_at", Timestamp, nullable=True),
+    # the sign-in a verification link resumes, in the browser that started it (migration 0007)
+    sa.Column("interaction_id", sa.String(64), nullable=True),
 )

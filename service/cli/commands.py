@@ -500,6 +500,11 @@ def clients_group() -> None:
 @click.option("--first-party", is_flag=True, help="Skip the consent page unless prompt=consent.")
 @click.option("--pkce", type=click.Choice(["required", "optional"]), default="required", show_default=True)
 @click.option(
+    "--require-verified-email",
+    is_flag=True,
+    help="Issue no code until the user's email address is verified: the sign-in pauses on a check-your-email page.",
+)
+@click.option(
     "--web-origin",
     "web_origins",
     multiple=True,
@@ -519,6 +524,7 @@ def clients_create(
     scopes: tuple[str, ...],
     first_party: bool,
     pkce: str,
+    require_verified_email: bool,
     web_origins: tuple[str, ...],
     as_json: bool,
     engine: Engine,
@@ -544,6 +550,7 @@ def clients_create(
         pkce_required=pkce == "required",
         jwks=jwks,
         web_origins=web_origins,
+        require_verified_email=require_verified_email,
     )
     document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
     text = _table(
@@ -573,6 +580,11 @@ def clients_list(as_json: bool, engine: Engine) -> None:
 @click.option("--web-origin", "web_origins", multiple=True, help="The web origins (public clients), replacing.")
 @click.option("--no-post-logout-redirect-uris", "no_logout_uris", is_flag=True, help="Remove every sign-out URI.")
 @click.option("--no-web-origins", is_flag=True, help="Remove every web origin.")
+@click.option(
+    "--require-verified-email/--no-require-verified-email",
+    default=None,
+    help="Whether the client gets codes only for users whose email address is verified.",
+)
 @_json_option
 @_database_option
 def clients_update(
@@ -582,22 +594,30 @@ def clients_update(
     web_origins: tuple[str, ...],
     no_logout_uris: bool,
     no_web_origins: bool,
+    require_verified_email: bool | None,
     as_json: bool,
     engine: Engine,
 ) -> None:
-    """Replace a client's redirect URIs, sign-out redirect URIs or web origins; the id and secret stay."""
+    """Replace a client's redirect URIs, sign-out redirect URIs or web origins, or whether it requires a verified
+    email address; the id and secret stay."""
     from identity.clients import ClientStore
 
     if (logout_uris and no_logout_uris) or (web_origins and no_web_origins):
         _fail("give either the values or the --no-… flag of the same list, not both")
-    if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins):
-        _fail("nothing to change: give --redirect-uri, --post-logout-redirect-uri or --web-origin (or a --no-… flag)")
+    if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins) and (
+        require_verified_email is None
+    ):
+        _fail(
+            "nothing to change: give --redirect-uri, --post-logout-redirect-uri, --web-origin or "
+            "--require-verified-email (or a --no-… flag)"
+        )
     try:
         client = ClientStore(engine).update(
             client_id,
             redirect_uris=redirect_uris or None,
             post_logout_redirect_uris=() if no_logout_uris else logout_uris or None,
             web_origins=() if no_web_origins else web_origins or None,
+            require_verified_email=require_verified_email,
         )
     except UnknownRecord:
         _fail(f"no client has the id {client_id!r}")
