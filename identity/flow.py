@@ -640,6 +640,7 @@ class SignInFlow:
                 "interaction": interaction.id,
                 "csrf_token": interaction.csrf_token,
                 "note": note,
+                "valid_for_hours": max(1, int(self.verification.lifetime.total_seconds() // 3600)),
             },
         )
 
