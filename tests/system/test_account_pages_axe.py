@@ -1,5 +1,5 @@
 """The account pages pass axe-core in Chromium: forgot-password, reset-password, verify-email, check-your-email and
-the sign-in page of a disabled account, each in the states a person sees.
+the sign-in page of a disabled account, and the console's account page, each in the states a person sees.
 
 The pages are rendered by the app in process (the API tests' TestClient) and shown to one Chromium with
 ``set_content``: the same HTML, CSS and DOM a served page has, without starting a server for them (what the
@@ -22,6 +22,7 @@ from identity.organizations import Organization
 from identity.revoked_grants import Revoker
 from identity.users import User, UserStore
 from tests.support.chromium import browser, check_page, context, page, playwright
+from tests.support.console_client import ConsoleBrowser
 from tests.support.identity_fixtures import PASSWORD, register
 from tests.support.identity_pages import authorize, hidden_fields, post_form, sign_in, to_page
 
@@ -69,6 +70,12 @@ def test_the_account_pages_pass_axe_core_in_chromium(
             f"/verify-email?token={link(engine, VERIFY_EMAIL, user, paused)}"
         ).text
         seen["verified"] = elsewhere.get(f"/verify-email?token={link(engine, VERIFY_EMAIL, user)}").text
+
+    with ConsoleBrowser(http.app) as console:
+        console.complete(console.sign_in(user.email))
+        seen["console_account"] = console.get("/console/account").text
+        wrong = {"csrf_token": console.csrf(), "current_password": "not it at all", "new_password": "short"}
+        seen["console_account_error"] = console.post("/console/account/password", wrong).text
 
     disable(UserStore(engine), Revoker(engine), user.id)
     http.cookies.clear()
