@@ -96,13 +96,9 @@ def claims(browser: TestClient, client: Registered, code: str) -> tuple[dict[str
     return verified(browser, answer["id_token"], client.id), userinfo
 
 
-def press(browser: TestClient, location: str, action: str) -> httpx.Response:
-    """Post the check-your-email form (its hidden fields read from the page at ``location`` once)."""
-    fields = _forms.get(location) or _forms.setdefault(location, hidden_fields(show(browser, location).text))
+def press(browser: TestClient, fields: dict[str, str], action: str) -> httpx.Response:
+    """Post the check-your-email form (``fields``: its hidden fields) with the button ``action``."""
     return post_form(browser, "/check-email", [*fields.items(), ("action", action)])
-
-
-_forms: dict[str, dict[str, str]] = {}  # each paused page's hidden fields (one interaction per location)
 
 
 def test_an_unverified_user_gets_no_code_but_a_pause_and_a_link_that_resumes_it_in_the_same_browser(
@@ -121,13 +117,13 @@ def test_an_unverified_user_gets_no_code_but_a_pause_and_a_link_that_resumes_it_
 def test_a_link_opened_in_another_browser_verifies_and_the_first_browser_continues(
     browser: TestClient, other_browser: TestClient, user: User, strict: Registered, mailed: list[Link]
 ) -> None:
-    location = paused(browser, strict)
-    waiting = press(browser, location, "continue")  # not verified yet: the page again, no code
+    form = hidden_fields(show(browser, paused(browser, strict)).text)
+    waiting = press(browser, form, "continue")  # not verified yet: the page again, no code
     assert waiting.status_code == 200 and "not verified yet" in waiting.text
     elsewhere = other_browser.get(f"/verify-email?token={mailed[0].token}")
     assert elsewhere.status_code == 200 and "Go back to the browser where you were signing in" in elsewhere.text
     assert "code=" not in elsewhere.text and "location" not in elsewhere.headers
-    id_token, _ = claims(browser, strict, code_of(press(browser, location, "continue")))
+    id_token, _ = claims(browser, strict, code_of(press(browser, form, "continue")))
     assert id_token["email_verified"] is True
 
 
@@ -152,8 +148,8 @@ def test_a_sign_up_mails_one_link_and_it_resumes_the_paused_sign_up(
 def test_sending_a_new_link_is_bounded_per_account_and_answers_the_same_page(
     browser: TestClient, user: User, strict: Registered, mailed: list[Link]
 ) -> None:
-    location = paused(browser, strict)
-    answers = {press(browser, location, "resend").text for _ in range(ACCOUNT_LIMIT + 2)}
+    form = hidden_fields(show(browser, paused(browser, strict)).text)
+    answers = {press(browser, form, "resend").text for _ in range(ACCOUNT_LIMIT + 2)}
     assert len(answers) == 1 and "a new link is on its way" in answers.pop()
     assert len(mailed) == ACCOUNT_LIMIT  # the pause's own mail, then the resends within the bound
     assert all(link.interaction_id == mailed[0].interaction_id for link in mailed)
