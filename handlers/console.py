@@ -40,5 +40,17 @@ async def revoke(key_id: str) -> Response:
     return await _console().revoke(current(), key_id)
 
 
+async def account() -> Response:
+    return await _console().account_page(current())
+
+
+async def change_password() -> Response:
+    return await _console().change_password(current())
+
+
+async def send_verification() -> Response:
+    return await _console().send_verification(current())
+
+
 async def sign_out() -> Response:
     return await _console().sign_out(current())

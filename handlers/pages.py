@@ -58,11 +58,19 @@ async def consent() -> Response:
 
 
 async def verify_email() -> Response:
-    """The email-verification link mailed at sign-up (identity/email_verification.py)."""
+    """The email-verification link (identity/email_verification.py); in the browser of a paused sign-in, that
+    sign-in goes on (identity/flow.py)."""
     identity, request = provider(), current()
     token = dict(query_pairs(request)).get("token")
-    page = await run_in_threadpool(identity.email_verification.follow, token)
-    return outcome(Outcome(page=page), identity.issuer)
+    return outcome(await run_in_threadpool(identity.flow.verify_email, token, browser(request)), identity.issuer)
+
+
+async def check_email_form() -> Response:
+    return await _show("check_email")
+
+
+async def check_email() -> Response:
+    return await _act("check_email")
 
 
 async def forgot_password_form() -> Response:

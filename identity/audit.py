@@ -21,7 +21,7 @@ log = logging.getLogger("regional_menus.audit")
 
 SUCCESS, FAILURE, DENIED = "success", "failure", "denied"
 
-SIGN_IN = "sign_in"  # failure reasons: unknown_account, wrong_password, throttled
+SIGN_IN = "sign_in"  # failure reasons: unknown_account, wrong_password, throttled, disabled
 SIGN_UP = "sign_up"  # failure reasons: throttled, account_exists
 CONSENT = "consent"  # success: granted; denied: the user refused
 TOKEN_ISSUED = "token_issued"
@@ -35,6 +35,8 @@ API_KEY_CREATED = "api_key_created"
 API_KEY_REVOKED = "api_key_revoked"
 EMAIL_VERIFIED = "email_verified"  # a verification link was followed (or users verify-email)
 PASSWORD_RESET = "password_reset"  # success: the password was replaced and every session and token ended
+USER_DISABLED = "user_disabled"  # `users disable`: every session and token of the user ended
+USER_ENABLED = "user_enabled"  # `users enable`: the user may sign in again
 EVENTS = (
     SIGN_IN,
     SIGN_UP,
@@ -50,6 +52,8 @@ EVENTS = (
     API_KEY_REVOKED,
     EMAIL_VERIFIED,
     PASSWORD_RESET,
+    USER_DISABLED,
+    USER_ENABLED,
 )
 FIELDS = frozenset(
     {

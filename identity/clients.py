@@ -75,6 +75,7 @@ class Client:
     web_origins: tuple[str, ...] = ()
     backchannel_logout_uri: str | None = None  # Back-Channel Logout 1.0 §2.2: None, no logout token is posted
     backchannel_logout_session_required: bool = False  # §2.2: the logout tokens must carry sid
+    require_verified_email: bool = False  # no code until the user's address is verified (a "check your email" pause)
 
     @property
     def public(self) -> bool:
@@ -102,6 +103,7 @@ class Client:
             "web_origins": list(self.web_origins),
             "backchannel_logout_uri": self.backchannel_logout_uri,
             "backchannel_logout_session_required": self.backchannel_logout_session_required,
+            "require_verified_email": self.require_verified_email,
         }
 
 
@@ -238,6 +240,7 @@ class ClientStore:
         web_origins: Sequence[str] = (),
         backchannel_logout_uri: str | None = None,
         backchannel_logout_session_required: bool = False,
+        require_verified_email: bool = False,
     ) -> tuple[Client, str | None]:
         """Register a client; return it and its secret (None for private_key_jwt and public clients), shown once."""
         name = display_name(name, "the client's name")
@@ -285,6 +288,7 @@ class ClientStore:
             web_origins=origins,
             backchannel_logout_uri=backchannel,
             backchannel_logout_session_required=backchannel_logout_session_required,
+            require_verified_email=require_verified_email,
         )
         with self._engine.begin() as connection:
             if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
@@ -350,9 +354,11 @@ class ClientStore:
         web_origins: Sequence[str] | None = None,
         backchannel_logout_uri: str | None = None,
         backchannel_logout_session_required: bool | None = None,
+        require_verified_email: bool | None = None,
     ) -> Client:
-        """Replace the lists given (None: keep), under the same id and secret; checked as at registration. A
-        back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of ``sid``)."""
+        """Replace the lists and flags given (None: keep), under the same id and secret; checked as at
+        registration. A back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of
+        ``sid``)."""
         with self._engine.begin() as connection:
             row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
             if row is None:
@@ -380,6 +386,8 @@ class ClientStore:
                 changes["backchannel_logout_uri"] = _check_backchannel(
                     merged.backchannel_logout_uri, merged.backchannel_logout_session_required
                 )
+            if require_verified_email is not None:
+                changes["require_verified_email"] = require_verified_email
             if changes:
                 connection.execute(
                     clients.update()
@@ -477,6 +485,7 @@ def _row(client: Client) -> dict[str, Any]:
         "web_origins": list(client.web_origins),
         "backchannel_logout_uri": client.backchannel_logout_uri,
         "backchannel_logout_session_required": client.backchannel_logout_session_required,
+        "require_verified_email": client.require_verified_email,
     }
 
 
@@ -497,4 +506,5 @@ def _client(row: Any) -> Client:
         web_origins=tuple(row.web_origins or ()),
         backchannel_logout_uri=row.backchannel_logout_uri,
         backchannel_logout_session_required=bool(row.backchannel_logout_session_required),
+        require_verified_email=bool(row.require_verified_email),
     )

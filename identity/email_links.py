@@ -29,6 +29,7 @@ class Followed:
 
     user_id: str
     email_key: str
+    interaction_id: str | None = None  # the paused sign-in a verification link resumes, if any
 
 
 def _hash(token: str) -> str:
@@ -40,9 +41,18 @@ class EmailLinks:
         self._engine = engine
         self._clock = clock
 
-    def issue(self, connection: Connection, purpose: str, user_id: str, email_key: str, lifetime: timedelta) -> str:
+    def issue(
+        self,
+        connection: Connection,
+        purpose: str,
+        user_id: str,
+        email_key: str,
+        lifetime: timedelta,
+        interaction_id: str | None = None,
+    ) -> str:
         """A new link token for ``purpose``, written in ``connection``'s transaction (with the mail that carries
-        it); the token itself is returned once and never stored."""
+        it); the token itself is returned once and never stored. ``interaction_id``: the sign-in the link
+        resumes (stored beside the hash: the link itself carries nothing but its token)."""
         token = secrets.token_urlsafe(32)
         at = self._clock.now()
         connection.execute(
@@ -53,6 +63,7 @@ class EmailLinks:
                 email_key=email_key,
                 created_at=at,
                 expires_at=at + lifetime,
+                interaction_id=interaction_id,
             )
         )
         return token
@@ -78,9 +89,11 @@ class EmailLinks:
             if consumed != 1:
                 return None
             row = connection.execute(
-                sa.select(email_links.c.user_id, email_links.c.email_key).where(email_links.c.token_hash == token_hash)
+                sa.select(email_links.c.user_id, email_links.c.email_key, email_links.c.interaction_id).where(
+                    email_links.c.token_hash == token_hash
+                )
             ).one()
-        return Followed(row.user_id, row.email_key)
+        return Followed(row.user_id, row.email_key, row.interaction_id)
 
     @staticmethod
     def purge(connection: Connection, before: object) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from identity import audit
-from identity.email_links import VERIFY_EMAIL, EmailLinks
+from identity.email_links import VERIFY_EMAIL, EmailLinks, Followed
 from identity.errors import ErrorPage
 from identity.issuer import Issuer
 from identity.outbox import Mail, Outbox
@@ -30,10 +30,13 @@ class EmailVerification:
         self.issuer = issuer
         self.lifetime = lifetime  # a verification link opens this long (24 h by default)
 
-    def send(self, user: User) -> None:
-        """Mail ``user`` a new verification link (the link and its mail are written in one transaction)."""
+    def send(self, user: User, interaction_id: str | None = None) -> None:
+        """Mail ``user`` a new verification link (the link and its mail are written in one transaction); with
+        ``interaction_id``, following it in the browser of that sign-in resumes it."""
         with self.outbox.transaction() as connection:
-            token = self.links.issue(connection, VERIFY_EMAIL, user.id, email_key(user.email), self.lifetime)
+            token = self.links.issue(
+                connection, VERIFY_EMAIL, user.id, email_key(user.email), self.lifetime, interaction_id
+            )
             link = f"{self.issuer.endpoint('/' + VERIFY_EMAIL_PAGE)}?token={token}"
             hours = int(self.lifetime.total_seconds() // 3600)
             params = {"name": user.name, "link": link, "valid_for": f"{hours} hours" if hours else "a short while"}
@@ -42,11 +45,29 @@ class EmailVerification:
     def follow(self, token: str | None) -> Page:
         """The page a verification link opens: the address verified, or an error page (400) for a link that is
         unknown, expired or already used (one answer for all)."""
+        self.consume(token)
+        return verified_page()
+
+    def consume(self, token: str | None) -> Followed:
+        """Spend the link and verify its address: whose it was (and the sign-in it resumes); ``ErrorPage``
+        (400) for a link that is unknown, expired or already used (one answer for all)."""
         followed = self.links.follow(VERIFY_EMAIL, token or "")
         if followed is None or not self.users.mark_email_verified(followed.user_id, followed.email_key):
             raise ErrorPage(
                 "Link expired",
-                "This verification link has expired or was already used. Sign in to have a new one sent.",
+                "This verification link has expired or was already used. An application that needs your address "
+                "verified sends a new link when you sign in to it.",
             )
         audit.record(audit.EMAIL_VERIFIED, user_id=followed.user_id)
+        return followed
+
+
+def verified_page(elsewhere: str | None = None) -> Page:
+    """The address is verified; ``elsewhere``: the application whose sign-in waits in another browser."""
+    if elsewhere is None:
         return message("Email address verified", "Thank you: your email address is verified. You may close this page.")
+    return message(
+        "Email address verified",
+        f"Thank you: your email address is verified. Go back to the browser where you were signing in to "
+        f"{elsewhere}: it continues from there. You may close this page.",
+    )

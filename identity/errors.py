@@ -100,6 +100,12 @@ class LoginRequired(OAuthError):
     error = "login_required"
 
 
+class InteractionRequired(OAuthError):
+    """OpenID Connect Core §3.1.2.6: a page is needed (here: "check your email") and ``prompt=none`` forbids it."""
+
+    error = "interaction_required"
+
+
 class ConsentRequired(OAuthError):
     error = "consent_required"
 

@@ -21,12 +21,13 @@ from identity.clients import Client, ClientStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.consents import ConsentStore
 from identity.device_cookies import DEVICE_COOKIE, DeviceCookies
-from identity.email_verification import EmailVerification
+from identity.email_verification import EmailVerification, verified_page
 from identity.errors import (
     AccessDenied,
     AccountSelectionRequired,
     ConsentRequired,
     ErrorPage,
+    InteractionRequired,
     InvalidInput,
     LoginRequired,
     OAuthError,
@@ -50,7 +51,9 @@ from identity.users import User, UserStore, check_email, check_name
 INTERACTION_COOKIE_PREFIX = "rm_ia_"
 SESSION_COOKIE = "rm_session"  # the browser session's secret
 EXPIRED = datetime(1970, 1, 1, tzinfo=UTC)  # a cookie set to expire then is deleted
-FIELDS = ("interaction", "csrf_token", "email", "password", "name", "organization", "org_id", "decision")
+DISABLED = "This account is disabled. Contact your organization's administrator."
+FIELDS = ("interaction", "csrf_token", "email", "password", "name", "organization", "org_id", "decision", "action")
+CHECK_EMAIL = "check-email"  # the page of a sign-in paused until the user's address is verified
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +195,11 @@ class SignInFlow:
             return Outcome(
                 page=self._sign_in_page(interaction, client, email=email, error="Invalid email or password.")
             )
+        if user.disabled:
+            # Said only to whoever gave the right password (a wrong one gets the answer above, whether or not
+            # the account is disabled): the account's state is not told to someone guessing.
+            audit.record(audit.SIGN_IN, audit.FAILURE, reason="disabled", user_id=user.id, client_id=client.id)
+            return Outcome(page=self._sign_in_page(interaction, client, email=email, error=DISABLED))
         audit.record(audit.SIGN_IN, user_id=user.id, client_id=client.id)
         self.throttle.succeeded(email, browser.address, known_device=known_device)
         return self._signed_in(interaction, client, browser, user, org_id=None)
@@ -224,7 +232,10 @@ class SignInFlow:
             return Outcome(page=self._sign_up_page(interaction, client, form, {"email": str(error).capitalize() + "."}))
         audit.record(audit.SIGN_UP, user_id=user.id, org_id=user.memberships[0].org.id, client_id=client.id)
         self.throttle.signed_up(form.get("email"))
-        self.verification.send(user)  # a mail in the outbox; the authorization goes on as before
+        # A mail in the outbox; the authorization goes on as before. Its link also resumes this sign-in, should
+        # the client require a verified address (it then pauses on the check-your-email page).
+        self.verification.send(user, interaction_id=interaction.id)
+        interaction = interaction.changed(verification_sent=True)
         return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
 
     def forgot_password_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
@@ -267,8 +278,56 @@ class SignInFlow:
         """The owner of a taken address learns that someone tried to sign up with it (by mail, through the
         outbox: the answer on the page stays the one it was)."""
         account = self.users.account_id(email)
-        if account is not None:
+        if account is not None and self.throttle.account_exists_mail(email):  # within the account's bound
             self.outbox.enqueue(Mail("account_exists", self.users.get(account).email, {}))
+
+    def check_email_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
+        """The paused sign-in's page; once the address is verified (from another browser), it goes on."""
+        interaction, client = self._pending(interaction_id, browser)
+        user = self._user_of(interaction)
+        if not self._must_verify_email(client, user):
+            return self._advance(interaction, client, stored=True)
+        return Outcome(page=self._check_email_page(interaction, client, user))
+
+    def check_email(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        """``action=continue``: go on if the address is verified now; ``action=resend``: mail a new link (bounded
+        per account and per network; the same page whatever happened)."""
+        form = Form.parse(pairs)
+        interaction, client = self._posted(form, browser)
+        user = self._user_of(interaction)
+        action = form.get("action")
+        if action == "continue":
+            if not self._must_verify_email(client, user):
+                return self._advance(interaction, client, stored=True)
+            note = "Your address is not verified yet. Follow the link in the mail we sent, then continue."
+            return Outcome(page=self._check_email_page(interaction, client, user, note=note))
+        if action != "resend":
+            raise ErrorPage("Invalid form", "Choose Continue or Send a new link.")
+        try:
+            may_send = self.throttle.requesting_verification(user.email, browser.address)
+        except Throttled:
+            may_send = False  # the same page: a bound reached is not told apart from a mail sent
+        if may_send and not user.email_verified:
+            self.verification.send(user, interaction_id=interaction.id)
+        note = "If your address still needs it, a new link is on its way. Links already sent keep working."
+        return Outcome(page=self._check_email_page(interaction, client, user, note=note))
+
+    def verify_email(self, token: str | None, browser: Browser) -> Outcome:
+        """A verification link followed: the address is verified; in the browser of the sign-in it resumes, that
+        sign-in goes on (to the client with a code); elsewhere, a page says to go back to that browser.
+
+        Nothing of the authorization comes from the link: it carries only its token; the sign-in is the stored
+        interaction the link's row names, and only the browser holding that interaction's cookie resumes it."""
+        followed = self.verification.consume(token)
+        interaction = self.interactions.get(followed.interaction_id) if followed.interaction_id else None
+        if interaction is None or interaction.user_id != followed.user_id:
+            return Outcome(page=verified_page())
+        client = self.clients.get(interaction.request.client_id)
+        if client is None:
+            return Outcome(page=verified_page())
+        if not interaction.belongs_to(browser.binding(interaction.id)):
+            return Outcome(page=verified_page(elsewhere=client.name))
+        return self._advance(interaction, client, stored=True)
 
     def select_organization_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self._pending(interaction_id, browser)
@@ -328,6 +387,8 @@ class SignInFlow:
         ended = SetCookie(interaction_cookie(interaction.id), "", EXPIRED)  # the binding, once it is over
         try:
             step, interaction = self._next_step(interaction, client)
+            if step == CHECK_EMAIL and not interaction.verification_sent:
+                interaction = self._mail_verification(interaction, self.users.get(interaction.user_id or ""))
         except OAuthError as error:
             if not stored:
                 return self._error_redirect(interaction.request.redirect_uri, interaction.request.state, error)
@@ -365,6 +426,10 @@ class SignInFlow:
                     raise AccountSelectionRequired("The user must choose an organization.")
                 else:
                     return "select-organization", interaction
+        if self._must_verify_email(client, user):
+            if "none" in prompt:
+                raise InteractionRequired("The user must verify their email address.")
+            return CHECK_EMAIL, interaction
         if not interaction.consented and (
             "consent" in prompt
             or not client.first_party
@@ -378,6 +443,18 @@ class SignInFlow:
                 raise ConsentRequired("The user must consent to this application.")
             return "consent", interaction
         return None, interaction
+
+    @staticmethod
+    def _must_verify_email(client: Client, user: User) -> bool:
+        """A client registered with ``--require-verified-email`` gets no code for an unverified address."""
+        return client.require_verified_email and not user.email_verified
+
+    def _mail_verification(self, interaction: Interaction, user: User) -> Interaction:
+        """The sign-in pauses for a verified address: mail ``user`` a link that resumes it, once per sign-in (a
+        sign-up mailed one already), within the account's bound of verification mails."""
+        if self.throttle.verification_mail(user.email):
+            self.verification.send(user, interaction_id=interaction.id)
+        return interaction.changed(verification_sent=True)
 
     def _must_sign_in_again(self, interaction: Interaction) -> bool:
         """``prompt=login`` or ``create``, or a sign-in older than ``max_age`` (OpenID Connect Core §3.1.2.1)."""
@@ -453,9 +530,10 @@ class SignInFlow:
         if session is None or session.user_id != interaction.user_id:
             return None
         try:
-            return self.users.get(interaction.user_id)
+            user = self.users.get(interaction.user_id)
         except UnknownRecord:
             return None
+        return None if user.disabled else user
 
     # Loading the interaction behind a page
 
@@ -547,6 +625,22 @@ class SignInFlow:
                 "action": self.issuer.page("consent"),
                 "interaction": interaction.id,
                 "csrf_token": interaction.csrf_token,
+            },
+        )
+
+    def _check_email_page(
+        self, interaction: Interaction, client: Client, user: User, *, note: str | None = None
+    ) -> Page:
+        return Page(
+            "check_email",
+            {
+                "client_name": client.name,
+                "user_email": user.email,
+                "action": self.issuer.page(CHECK_EMAIL),
+                "interaction": interaction.id,
+                "csrf_token": interaction.csrf_token,
+                "note": note,
+                "valid_for_hours": max(1, int(self.verification.lifetime.total_seconds() // 3600)),
             },
         )
 

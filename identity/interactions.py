@@ -37,6 +37,7 @@ class Interaction:
     signed_in: bool = False  # the user gave credentials (or signed up) during this interaction
     org_chosen: bool = False
     consented: bool = False
+    verification_sent: bool = False  # a verification link that resumes this sign-in was mailed
 
     def changed(self, **changes: Any) -> Interaction:
         return replace(self, **changes)
@@ -100,6 +101,7 @@ class InteractionStore:
             signed_in=bool(row.signed_in),
             org_chosen=bool(row.org_chosen),
             consented=bool(row.consented),
+            verification_sent=bool(row.verification_sent),
         )
 
     def delete(self, interaction_id: str) -> bool:
@@ -120,5 +122,6 @@ def _row(interaction: Interaction) -> dict[str, Any]:
         "signed_in": interaction.signed_in,
         "org_chosen": interaction.org_chosen,
         "consented": interaction.consented,
+        "verification_sent": interaction.verification_sent,
         "expires_at": interaction.expires_at,
     }

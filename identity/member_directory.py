@@ -39,7 +39,7 @@ class Directory:
         base = (
             sa.select(users.c.id, users.c.email, users.c.name, memberships.c.role, memberships.c.joined_at)
             .join(memberships, memberships.c.user_id == users.c.id)
-            .where(memberships.c.org_id == org_id)
+            .where(memberships.c.org_id == org_id, users.c.disabled_at.is_(None))  # a disabled user is not listed
         )
         query = base
         if cursor is not None:

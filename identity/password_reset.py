@@ -51,7 +51,9 @@ class PasswordReset:
         may_send = self.throttle.requesting_reset(email, address)
         account = self.users.account_id(email)
         if account is not None and may_send:
-            self.send(self.users.get(account))
+            user = self.users.get(account)
+            if not user.disabled:  # a disabled user signs in with no password: no link either
+                self.send(user)
 
     def send(self, user: User) -> None:
         """Mail ``user`` a new reset link (the link and its mail in one transaction)."""
@@ -103,9 +105,11 @@ def _reset_page(issuer: Issuer, token: str, *, error: str | None = None) -> Page
     return Page("reset_password", {"action": issuer.page(RESET_PASSWORD_PAGE), "token": token, "error": error})
 
 
-def replace_password(users: UserStore, revoker: Revoker, user_id: str, password: str) -> None:
+def replace_password(
+    users: UserStore, revoker: Revoker, user_id: str, password: str, *, reason: str | None = None
+) -> None:
     """Set the new password, then end every session and token of the user; audited (the link and the
-    command line alike)."""
+    command line alike; ``reason="changed"`` from the console's account page)."""
     users.set_password(user_id, password)
     revoker.revoke_user(user_id)
-    audit.record(audit.PASSWORD_RESET, user_id=user_id)
+    audit.record(audit.PASSWORD_RESET, user_id=user_id, reason=reason)

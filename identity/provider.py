@@ -31,6 +31,7 @@ from identity.member_directory import Directory
 from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
 from identity.outbox import DeliveryPolicy, Outbox
+from identity.own_account import OwnAccount
 from identity.password_reset import PasswordReset
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
@@ -119,6 +120,7 @@ class Provider:
         self.email_verification = EmailVerification(
             EmailLinks(engine, clock), self.outbox, self.users, issuer, lifetimes.email_verification
         )
+        self.own_account = OwnAccount(self.users, Revoker(engine, clock), throttle, self.email_verification)
         self.codes = CodeStore(engine, lifetimes.code, clock)
         access_tokens = AccessTokenStore(engine, clock)
         refresh_tokens = RefreshTokenStore(engine, clock)

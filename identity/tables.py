@@ -31,6 +31,8 @@ users = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     # the owner followed a verification link sent to this address (the email_verified claim; migration 0006)
     sa.Column("email_verified", sa.Boolean, nullable=False, server_default=sa.false()),
+    # set by `users disable`: no sign-in, no token issued or served (migration 0008)
+    sa.Column("disabled_at", Timestamp, nullable=True),
 )
 
 memberships = sa.Table(
@@ -64,6 +66,8 @@ clients = sa.Table(
     # the client needs the sid claim in them (migration 0007)
     sa.Column("backchannel_logout_uri", sa.String(2000), nullable=True),
     sa.Column("backchannel_logout_session_required", sa.Boolean, nullable=False, server_default=sa.false()),
+    # no code until the user's address is verified: the sign-in pauses on "check your email" (migration 0008)
+    sa.Column("require_verified_email", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 signing_keys = sa.Table(
@@ -105,6 +109,8 @@ interactions = sa.Table(
     sa.Column("org_chosen", sa.Boolean, nullable=False),
     sa.Column("consented", sa.Boolean, nullable=False),
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
+    # the pause for a verified address (a client's require_verified_email) mailed its link (migration 0008)
+    sa.Column("verification_sent", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 authorization_codes = sa.Table(
@@ -237,6 +243,8 @@ email_links = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("used_at", Timestamp, nullable=True),
+    # the sign-in a verification link resumes, in the browser that started it (migration 0008)
+    sa.Column("interaction_id", sa.String(64), nullable=True),
 )
 
 session_clients = sa.Table(

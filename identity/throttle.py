@@ -229,6 +229,26 @@ class SignInThrottle:
         requests, _ = self._counters.add("reset:" + _digest(email.strip().casefold()))
         return requests <= self.account_limit
 
+    def verification_mail(self, email: str) -> bool:
+        """A verification mail for the account of ``email`` (a client that requires a verified address paused
+        its sign-in): False once the account has had ``account_limit`` of them in the window, so nobody can
+        flood a mailbox (no more mail then, and the same answer on the page)."""
+        mails, _ = self._counters.add("verify:" + _digest(email.strip().casefold()))
+        return mails <= self.account_limit
+
+    def account_exists_mail(self, email: str) -> bool:
+        """A "someone tried to sign up with your address" mail to the account of ``email``: False once the
+        account has had ``account_limit`` of them in the window (sign-ups from many networks flood no mailbox;
+        the sign-up page answers the same)."""
+        mails, _ = self._counters.add("exists:" + _digest(email.strip().casefold()))
+        return mails <= self.account_limit
+
+    def requesting_verification(self, email: str, address: str) -> bool:
+        """A "send the link again" request: it counts against its network (Throttled past the network's bound)
+        and, as every verification mail, against the account (``verification_mail``)."""
+        self._charge_network(address)
+        return self.verification_mail(email)
+
     def _charge_network(self, address: str) -> None:
         attempts, left = self._counters.add(address_key(address))
         if attempts > self.address_limit:

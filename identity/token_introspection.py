@@ -155,9 +155,12 @@ class TokenInspector:
     def _with_user(self, answer: dict[str, Any], user_id: str | None, session_id: str | None) -> dict[str, Any]:
         if user_id is not None:
             try:
-                answer["username"] = self._users.get(user_id).email
+                user = self._users.get(user_id)
             except UnknownRecord:
                 return INACTIVE
+            if user.disabled:  # its tokens were revoked when it was disabled; one issued in a race is not served
+                return INACTIVE
+            answer["username"] = user.email
         if session_id is not None:
             answer["sid"] = session_id
         return answer

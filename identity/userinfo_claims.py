@@ -69,7 +69,7 @@ class UserInfo:
                 raise InvalidToken("Public clients are off on this node.")
         found = self._users.member(access.user_id, access.org_id)
         if found is None:
-            raise InvalidToken("The user no longer exists or no longer belongs to the organization.")
+            raise InvalidToken("The user no longer exists, is disabled, or no longer belongs to the organization.")
         user, member = found
         return {
             "sub": user.id,

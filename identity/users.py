@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -40,13 +41,14 @@ class User:
     name: str
     memberships: tuple[Membership, ...] = field(default=())
     email_verified: bool = False  # its owner followed a verification link sent to this address
+    disabled: bool = False  # `users disable`: no sign-in, and no token is issued or served for this user
 
     def membership(self, org_id: str) -> Membership | None:
         return next((m for m in self.memberships if m.org.id == org_id), None)
 
     def as_dict(self) -> dict[str, object]:
         orgs = [{"id": m.org.id, "name": m.org.name, "role": m.role} for m in self.memberships]
-        return {"id": self.id, "email": self.email, "name": self.name, "orgs": orgs}
+        return {"id": self.id, "email": self.email, "name": self.name, "orgs": orgs, "disabled": self.disabled}
 
 
 def email_key(email: str) -> str:
@@ -138,15 +140,16 @@ class UserStore:
             row = connection.execute(sa.select(users).where(users.c.id == user_id)).first()
             if row is None:
                 raise UnknownRecord(user_id)
-            return User(
-                row.id, row.email, row.name, _memberships(connection, [row.id])[row.id], bool(row.email_verified)
-            )
+            return _user(row, _memberships(connection, [row.id])[row.id])
 
     def member(self, user_id: str, org_id: str) -> tuple[User, Membership] | None:
-        """The user and their membership of the organization, or None when either is gone."""
+        """The user and their membership of the organization, or None when either is gone or the user is
+        disabled (every grant, userinfo and the sign-in flow ask here: a disabled user gets nothing)."""
         try:
             user = self.get(user_id)
         except UnknownRecord:
+            return None
+        if user.disabled:
             return None
         membership = user.membership(org_id)
         return (user, membership) if membership else None
@@ -170,11 +173,22 @@ class UserStore:
             ).rowcount
         return bool(changed)
 
+    def set_disabled(self, user_id: str, disabled: bool) -> bool:
+        """Disable or enable the user; True when that changed something (disabling twice keeps the first time)."""
+        state = users.c.disabled_at.is_(None) if disabled else users.c.disabled_at.is_not(None)
+        with self._engine.begin() as connection:
+            changed = connection.execute(
+                users.update()
+                .where(users.c.id == user_id, state)
+                .values(disabled_at=self._clock.now() if disabled else None)
+            ).rowcount
+        return bool(changed)
+
     def list(self) -> list[User]:
         with self._engine.connect() as connection:
             rows = connection.execute(sa.select(users).order_by(users.c.email_key)).all()
             member = _memberships(connection, [row.id for row in rows])
-        return [User(row.id, row.email, row.name, member[row.id], bool(row.email_verified)) for row in rows]
+        return [_user(row, member[row.id]) for row in rows]
 
     def _insert(self, connection: sa.Connection, user_id: str, email: str, name: str, password_hash: str) -> None:
         connection.execute(
@@ -187,6 +201,17 @@ class UserStore:
                 created_at=self._clock.now(),
             )
         )
+
+
+def _user(row: sa.Row[Any], memberships_of_user: tuple[Membership, ...]) -> User:
+    return User(
+        row.id,
+        row.email,
+        row.name,
+        memberships_of_user,
+        email_verified=bool(row.email_verified),
+        disabled=row.disabled_at is not None,
+    )
 
 
 def _memberships(connection: sa.Connection, user_ids: list[str]) -> dict[str, tuple[Membership, ...]]:

@@ -414,4 +414,5 @@ def console_web(
         console_sessions=ConsoleSessionStore(engine, timedelta(seconds=settings.console_session_ttl), clock),
         secure=provider.issuer.secure or console_url.startswith("https://"),
         form_limit=settings.console_form_limit,
+        own_account=provider.own_account,
     )

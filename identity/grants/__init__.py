@@ -35,7 +35,7 @@ def member_of_grant(users: UserStore, user_id: str, org_id: str) -> tuple[User, 
     """The grant's user and their membership now; ``invalid_grant`` if either is gone."""
     found = users.member(user_id, org_id)
     if found is None:
-        raise InvalidGrant("The user no longer exists or no longer belongs to the organization.")
+        raise InvalidGrant("The user no longer exists, is disabled, or no longer belongs to the organization.")
     return found
 
 

@@ -354,7 +354,7 @@ def orgs_list(as_json: bool, engine: Engine) -> None:
 
 @main.group("users")
 def users_group() -> None:
-    """Create and list users; mark an address verified."""
+    """Create and list users; reset a password, mark an address verified, disable and enable a user."""
 
 
 @users_group.command("create")
@@ -432,6 +432,45 @@ def users_verify_email(email: str, as_json: bool, engine: Engine) -> None:
     _print(as_json, document, f"{user.email}: email address verified")
 
 
+@users_group.command("disable")
+@click.argument("email")
+@_json_option
+@_database_option
+def users_disable(email: str, as_json: bool, engine: Engine) -> None:
+    """Disable a user: no sign-in from now on, and every session and token of the user ends at once."""
+    from identity.disabled_users import disable
+    from identity.revoked_grants import Revoker
+    from identity.users import UserStore
+
+    users = UserStore(engine)
+    user_id = users.account_id(email)
+    if user_id is None:
+        _fail("no user has this email address")
+    disable(users, Revoker(engine), str(user_id))
+    user = users.get(str(user_id))
+    document = {"id": user.id, "email": user.email, "disabled": True, "sessions_ended": True}
+    _print(as_json, document, f"{user.email}: disabled; every session and token ended")
+
+
+@users_group.command("enable")
+@click.argument("email")
+@_json_option
+@_database_option
+def users_enable(email: str, as_json: bool, engine: Engine) -> None:
+    """Enable a disabled user: they may sign in again (the tokens revoked when they were disabled stay revoked)."""
+    from identity.disabled_users import enable
+    from identity.users import UserStore
+
+    users = UserStore(engine)
+    user_id = users.account_id(email)
+    if user_id is None:
+        _fail("no user has this email address")
+    enable(users, str(user_id))
+    user = users.get(str(user_id))
+    document = {"id": user.id, "email": user.email, "disabled": False}
+    _print(as_json, document, f"{user.email}: enabled; the user may sign in again")
+
+
 def _user_row(user: Any) -> list[str]:
     return [user.id, user.email, user.name, ",".join(f"{m.org.id}:{m.role}" for m in user.memberships)]
 
@@ -466,6 +505,11 @@ def clients_group() -> None:
 @click.option("--first-party", is_flag=True, help="Skip the consent page unless prompt=consent.")
 @click.option("--pkce", type=click.Choice(["required", "optional"]), default="required", show_default=True)
 @click.option(
+    "--require-verified-email",
+    is_flag=True,
+    help="Issue no code until the user's email address is verified: the sign-in pauses on a check-your-email page.",
+)
+@click.option(
     "--web-origin",
     "web_origins",
     multiple=True,
@@ -496,6 +540,7 @@ def clients_create(
     scopes: tuple[str, ...],
     first_party: bool,
     pkce: str,
+    require_verified_email: bool,
     web_origins: tuple[str, ...],
     backchannel_logout_uri: str | None,
     session_required: bool,
@@ -525,6 +570,7 @@ def clients_create(
         web_origins=web_origins,
         backchannel_logout_uri=backchannel_logout_uri,
         backchannel_logout_session_required=session_required,
+        require_verified_email=require_verified_email,
     )
     document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
     text = _table(
@@ -562,6 +608,11 @@ def clients_list(as_json: bool, engine: Engine) -> None:
     help="Whether the client needs the sid claim in its logout tokens.",
 )
 @click.option("--no-backchannel-logout-uri", is_flag=True, help="Remove the back-channel logout URI.")
+@click.option(
+    "--require-verified-email/--no-require-verified-email",
+    default=None,
+    help="Whether the client gets codes only for users whose email address is verified.",
+)
 @_json_option
 @_database_option
 def clients_update(
@@ -574,10 +625,12 @@ def clients_update(
     backchannel_logout_uri: str | None,
     session_required: bool | None,
     no_backchannel_logout_uri: bool,
+    require_verified_email: bool | None,
     as_json: bool,
     engine: Engine,
 ) -> None:
-    """Replace a client's redirect URIs, sign-out redirect URIs or web origins; the id and secret stay."""
+    """Replace a client's redirect URIs, sign-out redirect URIs or web origins, or whether it requires a verified
+    email address; the id and secret stay."""
     from identity.clients import ClientStore
 
     if (
@@ -588,11 +641,12 @@ def clients_update(
         _fail("give either the values or the --no-… flag of the same list, not both")
     backchannel = "" if no_backchannel_logout_uri else backchannel_logout_uri
     if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins) and (
-        backchannel is None and session_required is None
+        backchannel is None and session_required is None and require_verified_email is None
     ):
         _fail(
-            "nothing to change: give --redirect-uri, --post-logout-redirect-uri, --web-origin or "
-            "--backchannel-logout-uri (or a --no-… flag), or --[no-]backchannel-logout-session-required"
+            "nothing to change: give --redirect-uri, --post-logout-redirect-uri, --web-origin, "
+            "--backchannel-logout-uri or --require-verified-email (or a --no-… flag), or "
+            "--[no-]backchannel-logout-session-required"
         )
     try:
         client = ClientStore(engine).update(
@@ -602,6 +656,7 @@ def clients_update(
             web_origins=() if no_web_origins else web_origins or None,
             backchannel_logout_uri=backchannel,
             backchannel_logout_session_required=session_required,
+            require_verified_email=require_verified_email,
         )
     except UnknownRecord:
         _fail(f"no client has the id {client_id!r}")

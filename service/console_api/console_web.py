@@ -19,7 +19,9 @@ from werkzeug.http import dump_cookie
 from identity.api_keys import KeyLimitReached, UnknownApiKey
 from identity.console_rules import Console, Member, NotAllowed, NotAMember
 from identity.console_sessions import ConsoleSessionStore
-from identity.errors import InvalidInput
+from identity.errors import InvalidInput, Throttled
+from identity.own_account import OwnAccount, WrongPassword
+from identity.passwords import WeakPassword
 from identity.sessions import SessionStore
 from service.console_api import rendering as pages
 from service.console_api.cookies import (
@@ -31,7 +33,7 @@ from service.console_api.cookies import (
     NewKey,
 )
 from service.console_api.relying_party import ConsoleClient, PendingSignIn, SignInFailed
-from service.identity_api.responses import form_pairs
+from service.identity_api.responses import browser, form_pairs
 from service.web.problems import Problem
 
 log = logging.getLogger("service.console")
@@ -57,6 +59,7 @@ class ConsoleWeb:
         console_sessions: ConsoleSessionStore,
         secure: bool,
         form_limit: int,
+        own_account: OwnAccount | None = None,
     ) -> None:
         self.path = path  # e.g. /console
         self.form_limit = form_limit  # bytes of a console form at most (a larger one is 413)
@@ -70,6 +73,8 @@ class ConsoleWeb:
         self.sessions = sessions
         self.console_sessions = console_sessions
         self.secure = secure
+        self.own_account = own_account  # the account page's changes (None: no account page)
+        self.account_path = path + "/account"
 
     # Pages
 
@@ -184,6 +189,54 @@ class ConsoleWeb:
         except UnknownApiKey:
             return self._message("No such key", "Your organization has no API key with this id.", visitor, status=404)
         return self.redirect(self.home)
+
+    async def account_page(self, request: Request) -> Response:
+        visitor = await run_in_threadpool(self._visitor, request)
+        if visitor is None or self.own_account is None:
+            return self.redirect(self.home)
+        return await self._account(visitor)
+
+    async def change_password(self, request: Request) -> Response:
+        """The current password checked under the sign-in throttle, then every session and token of the user
+        ends (this console session with them): a page says so, and the console's cookie is cleared."""
+        visitor, form, refused = await self._posted(request, member_needed=False)
+        if refused is not None:
+            return refused
+        assert visitor is not None and self.own_account is not None
+        change = self.own_account.change_password
+        current, new = form.get("current_password", ""), form.get("new_password", "")
+        try:
+            await run_in_threadpool(change, visitor.member.user_id, current, new, browser(request).address)
+        except WeakPassword as error:
+            return await self._account(visitor, error=f"The new password is refused: {error}.", status=400)
+        except WrongPassword:
+            return await self._account(visitor, error="The current password is wrong.", status=400)
+        except Throttled as error:
+            minutes = max(1, round(error.retry_after / 60))
+            text = f"Too many attempts. Try again in about {minutes} minute{'s' if minutes > 1 else ''}."
+            response = self._message("Too many attempts", text, visitor, status=429)
+            response.headers["Retry-After"] = str(error.retry_after)
+            return response
+        await run_in_threadpool(self.console_sessions.end, visitor.session.console_id)
+        text = "Your password is changed, and you are signed out everywhere. Sign in again with the new one."
+        response = self._message("Password changed", text)
+        self._forget(response, SESSION_COOKIE)
+        return response
+
+    async def send_verification(self, request: Request) -> Response:
+        visitor, _, refused = await self._posted(request, member_needed=False)
+        if refused is not None:
+            return refused
+        assert visitor is not None and self.own_account is not None
+        await run_in_threadpool(self.own_account.send_verification, visitor.member.user_id, browser(request).address)
+        return await self._account(visitor, note="If your address still needs it, a new link is on its way.")
+
+    async def _account(
+        self, visitor: Visitor, *, error: str | None = None, note: str | None = None, status: int = 200
+    ) -> Response:
+        assert self.own_account is not None
+        user = await run_in_threadpool(self.own_account.user, visitor.member.user_id)
+        return self._page("account.html", "Your account", visitor, status=status, user=user, error=error, note=note)
 
     async def sign_out(self, request: Request) -> Response:
         """End the console session on the server (a copy of its cookie opens nothing after this), forget the

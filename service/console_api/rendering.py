@@ -29,7 +29,7 @@ STYLE = (
     "box-shadow:0 1px 3px rgba(0,0,0,.15)}"
     "h1{font-size:1.5rem;margin-top:0}h2{font-size:1.2rem;margin-top:2rem}"
     "label{display:block;margin-top:1rem;font-weight:600}"
-    "input[type=text],textarea{width:100%;box-sizing:border-box;padding:.5rem;font:inherit;"
+    "input[type=text],input[type=password],textarea{width:100%;box-sizing:border-box;padding:.5rem;font:inherit;"
     "border:1px solid #8a8578;border-radius:.25rem}"
     "input.key,textarea{font-family:ui-monospace,monospace;font-size:.95rem;background:#f6f4ef}"
     "button,a.button{display:inline-block;margin-top:1rem;margin-right:.5rem;padding:.6rem 1.2rem;font:inherit;"

@@ -97,6 +97,7 @@ _PRESENTATION: dict[str, Callable[[Page], dict[str, Any]]] = {
     "end_session": lambda _: {"title": "Sign out?"},
     "forgot_password": lambda _: {"title": "Reset your password"},
     "reset_password": lambda _: {"title": "Choose a new password"},
+    "check_email": lambda _: {"title": "Check your email"},
     "message": lambda page: {"alert": page.status >= 400},  # the domain names its title
 }
 

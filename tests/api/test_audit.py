@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 
 from identity import audit
 from identity.api_keys import ApiKeyStore
+from identity.disabled_users import disable, enable
 from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.keys import SigningKeys
 from identity.organizations import Organization
@@ -291,6 +292,18 @@ def test_a_password_reset_is_audited_with_the_user(
     audited.clear()
     replace_password(UserStore(engine), Revoker(engine), user.id, "a new and longer password")
     assert only(audited) == {"event": "password_reset", "outcome": "success", "user_id": user.id}
+
+
+def test_disabling_and_enabling_a_user_is_audited_with_the_user(
+    engine: Engine, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    users = UserStore(engine)
+    audited.clear()
+    disable(users, Revoker(engine), user.id)
+    assert only(audited) == {"event": "user_disabled", "outcome": "success", "user_id": user.id}
+    audited.clear()
+    enable(users, user.id)
+    assert only(audited) == {"event": "user_enabled", "outcome": "success", "user_id": user.id}
 
 
 def test_every_documented_event_has_a_test_here() -> None:
