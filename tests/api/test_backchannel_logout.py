@@ -22,6 +22,7 @@ from data.catalog import Catalog
 from identity import backchannel_logout
 from identity.backchannel_logout import CHANNEL, LOGOUT_TOKEN_TTL, LogoutTokens
 from identity.clients import ClientStore
+from identity.disabled_users import disable
 from identity.errors import InvalidInput
 from identity.keys import SigningKeys
 from identity.outbox import Mail, Outbox, Undeliverable
@@ -127,6 +128,16 @@ def test_a_password_reset_tells_each_client_holding_a_session_of_the_user(
         ],
         key=json.dumps,
     )
+
+
+def test_disabling_a_user_tells_each_client_holding_a_session_of_the_user(
+    http: TestClient, world: World, engine: Engine
+) -> None:
+    with_uri(engine, world.planner)
+    sid = sid_of(user_tokens(http, world.planner))
+    assert disable(UserStore(engine), Revoker(engine), world.ana.id)
+    assert logout_messages(engine) == [(world.planner.id, {"sub": world.ana.id})]
+    assert sid  # the session it held ended with the others
 
 
 def test_a_code_issued_but_never_redeemed_holds_no_session(http: TestClient, world: World, engine: Engine) -> None:
