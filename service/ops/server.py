@@ -44,7 +44,7 @@ class Listen:
 class Worker(UvicornWorker):  # type: ignore[misc]  # uvicorn-worker ships no type hints
     """A uvicorn worker that runs the app's lifespan (start-up checks, purge task, clean shutdown)."""
 
-    # access_log off: service.web.observe writes one JSON line per request. http: set by worker_class().
+    # access_log off: service.ops.observe writes one JSON line per request. http: set by worker_class().
     CONFIG_KWARGS: dict[str, Any] = {
         "loop": "auto",
         "lifespan": "on",
@@ -74,7 +74,7 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
         proxy_headers=False,  # service.web.forwarded reads them, from MENUS_TRUSTED_PROXIES only
         timeout_keep_alive=listen.keep_alive,
         log_config=None,  # service.ops.logs has set up JSON lines
-        access_log=False,  # service.web.observe writes one JSON line per request
+        access_log=False,  # service.ops.observe writes one JSON line per request
     )
 
 

@@ -15,6 +15,7 @@ from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
+from starlette.types import Send
 
 from data.catalog_errors import InvalidCursor, NotFound
 
@@ -123,6 +124,14 @@ def unavailable() -> Problem:
         "The service cannot reach its database; retry shortly.",
         headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER)},
     )
+
+
+async def send_problem(send: Send, problem: Problem, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Send ``problem`` as a complete response (with ``extra`` headers) through an ASGI ``send``."""
+    body = problem.body()
+    headers = problem.asgi_headers() + [(b"content-length", str(len(body)).encode())] + (extra or [])
+    await send({"type": "http.response.start", "status": problem.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem:
