@@ -20,7 +20,7 @@ from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
 from identity import audit
@@ -39,6 +39,7 @@ from service.database.db import client_threads, make_engine, service_secret
 from service.database.schema import require_current
 from service.database.secret_keys import open_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
+from service.identity_api.http_errors import IdentityErrors
 from service.identity_api.identity_app import create_identity_app
 from service.mail.transports import Courier
 from service.menus_api.answer_cache import AnswerCache
@@ -51,6 +52,7 @@ from service.ops.health import Readiness
 from service.ops.observe import RequestObserver
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
 from service.settings import Settings
+from service.web.admission import Admission
 from service.web.body_limit import NO_BODY, BodyCap, describe
 from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
@@ -58,7 +60,14 @@ from service.web.documentation import Documentation
 from service.web.documents import ServedDocument
 from service.web.edge import Api, Observer, Step, Stepped, answer
 from service.web.forwarded import TrustedProxies
-from service.web.problems import MEDIA_TYPE, content_too_large, nothing_here, send_problem
+from service.web.problems import (
+    MEDIA_TYPE,
+    connexion_handler,
+    content_too_large,
+    nothing_here,
+    send_overloaded,
+    send_problem,
+)
 from service.web.routes import RouteTemplates
 
 logger = logging.getLogger(__name__)
@@ -76,6 +85,7 @@ class Dispatcher:
     identity_path: str  # the issuer's path; "" when the issuer is at the root
     engine: Engine
     observer: Observer | None = None  # the request observer (service/ops/observe.py); needed for HTTP
+    admission: Admission | None = None  # this worker's bound of accepted work (service/web/admission.py)
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
@@ -98,7 +108,7 @@ class Dispatcher:
             await api.app(scope, receive, send)
             return
         assert self.observer is not None
-        await answer(api, self.observer, scope, receive, send)
+        await answer(api, self.observer, scope, receive, send, self.admission)
 
     def route(self, path: str) -> Api:
         """The API that answers ``path``."""
@@ -262,6 +272,7 @@ def create_app(
         menus=Api(
             menus.app,
             (*documented(settings, "menus.yaml", "/v1", settings.base_url + "/v1"), no_body, *menus.steps),
+            send_overloaded,
         ),
         identity=Api(
             ClientCrossOrigin(
@@ -272,6 +283,7 @@ def create_app(
                 max_age=settings.cors_max_age,
             ),
             documented(settings, "identity.yaml", provider.issuer.path, settings.issuer),
+            _identity_overloaded(provider.issuer),
         ),
         operations=Api(
             create_operations_app(Readiness(engine, limiter, timeout=settings.ready_timeout)),
@@ -280,6 +292,8 @@ def create_app(
         identity_path=provider.issuer.path,
         engine=engine,
         observer=RequestObserver(routes, logged_path_max=settings.logged_path_max, proxies=proxies),
+        # the operations endpoints and the console are not bounded: docs/operations.md "Overload"
+        admission=Admission(settings.max_in_flight, settings.max_queue_wait, on_refused=metrics.count_shed),
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
         on_shutdown=lambda: _close_all(limiter, failure_limiter),
@@ -354,6 +368,21 @@ def documented(
 async def _close_all(*limiters: RateLimiter) -> None:
     for each in limiters:
         await each.aclose()
+
+
+def _identity_overloaded(issuer: Issuer) -> Callable[[Scope, Send, int], Awaitable[None]]:
+    """The identity API's 503 for load, in each operation's own error form (an ``Api.overloaded``)."""
+    identity = contract("identity.yaml")
+    errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))
+
+    async def overloaded(scope: Scope, send: Send, retry_after: int) -> None:
+        await errors.overloaded(scope, retry_after)(scope, _nothing_to_receive, send)
+
+    return overloaded
+
+
+async def _nothing_to_receive() -> Message:
+    return {"type": "http.disconnect"}
 
 
 def _problem_too_large(_: Scope, limit: int) -> Response:

@@ -13,6 +13,8 @@ the edge only calls them in order ("fuse the calls, not the code"). A concern is
 - a **filter** (``exchange.filter``, at most one): sees the app's messages before anything else and returns
   the messages to send instead (the gate holds a 200 to give it its ETag; the documentation pages get their
   security policy);
+- the **admission** (``service/web/admission.py``), asked by the edge before any step: past the worker's bound,
+  the API's ``overloaded`` answers 503 at once;
 - the **observer**, called by the edge itself: ``begin`` as the request arrives, ``start`` as the response
   starts, ``done`` once the last byte of the body is about to leave (or when the request ends without it).
 
@@ -22,12 +24,13 @@ before the response started is answered as a problem by the edge (the last line 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.web.admission import RETRY_AFTER, Admission
 from service.web.problems import send_problem, to_problem
 
 Headers = list[tuple[bytes, bytes]]
@@ -100,18 +103,29 @@ class Exchange:
 
 @dataclass(eq=False)
 class Api:
-    """An API behind the edge: its ``steps`` in order, then its ``app`` (called with the exchange as ``send``)."""
+    """An API behind the edge: its ``steps`` in order, then its ``app`` (called with the exchange as ``send``).
+    ``overloaded`` sends its 503 in its own error form (``Retry-After`` seconds given) when the worker's admission
+    refuses a request; None: the API is not bounded (``service/web/admission.py``)."""
 
     app: ASGIApp
     steps: Sequence[Step] = field(default_factory=tuple)
+    overloaded: Callable[[Scope, Send, int], Awaitable[None]] | None = None
 
 
-async def answer(api: Api, observer: Observer, scope: Scope, receive: Receive, send: Send) -> None:
-    """Answer one HTTP request with ``api``: observed, through its steps and app, ``send`` wrapped once."""
+async def answer(
+    api: Api, observer: Observer, scope: Scope, receive: Receive, send: Send, admission: Admission | None = None
+) -> None:
+    """Answer one HTTP request with ``api``: observed, admitted, through its steps and app, ``send`` wrapped once."""
     exchange = Exchange(send, scope, observer)
     token = observer.begin(exchange)
     scope = exchange.scope
+    in_flight = False  # counted by the admission until the answer ends
     try:
+        if admission is not None and api.overloaded is not None:
+            if not admission.admit(scope):
+                await api.overloaded(scope, exchange, RETRY_AFTER)
+                return
+            in_flight = True
         try:
             for step in api.steps:
                 admitted = await step(scope, receive, exchange)
@@ -126,6 +140,8 @@ async def answer(api: Api, observer: Observer, scope: Scope, receive: Receive, s
             exchange.unhook()
             await send_problem(exchange, to_problem(error))
     finally:
+        if in_flight:
+            admission.release()  # type: ignore[union-attr]
         if not exchange.complete:  # the app failed, or the client left, before the answer was complete
             exchange.complete = True
             observer.done(exchange)
