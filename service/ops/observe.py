@@ -73,8 +73,10 @@ class RequestObserver:
 
     def start(self, exchange: Exchange, headers: list[tuple[bytes, bytes]]) -> None:
         observed: Observed = exchange.context
-        if any(k.lower() == REQUEST_ID_HEADER for k, _ in headers):
-            headers[:] = [(k, v) for k, v in headers if k.lower() != REQUEST_ID_HEADER]
+        for name, _value in headers:
+            if name.lower() == REQUEST_ID_HEADER:  # the app's own id never goes out: the request's does
+                headers[:] = [(k, v) for k, v in headers if k.lower() != REQUEST_ID_HEADER]
+                break
         headers.append(observed.header)
 
     def done(self, exchange: Exchange) -> None:

@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from service.web.edge import Exchange
 
+VARY_ORIGIN = (b"vary", b"Origin")
 ALLOW_METHODS = ("GET", "HEAD", "POST")  # POST: userinfo (OpenID Connect Core §5.3.1)
 ALLOW_HEADERS = ("Authorization", "If-None-Match", "X-Request-ID")
 EXPOSE_HEADERS = (
@@ -91,6 +92,12 @@ class CrossOrigin:
         return scope, receive
 
     def _without_origin(self, _: Exchange, headers: list[tuple[bytes, bytes]]) -> None:
+        for name, _value in headers:
+            if name == b"vary":  # the names MutableHeaders matches (it compares them as they are)
+                break
+        else:
+            headers.append(VARY_ORIGIN)  # the usual case, without building MutableHeaders: the menus hot path
+            return
         mutable = MutableHeaders(raw=headers)
         mutable["Vary"] = ", ".join([*mutable.getlist("Vary"), "Origin"])
 
