@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--drivers", type=int, default=6, help="sign-in driver processes")
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"), help="default: SQLite")
     parser.add_argument(
-        "--only", choices=["menus", "identity", "identity-peer", "redis", "startup"], help="run one part only"
+        "--only",
+        choices=["menus", "identity", "identity-peer", "redis", "startup", "overload"],
+        help="run one part only",
     )
     parser.add_argument(
         "--tree", type=Path, help="--only startup: the source tree to measure (default: this one), for a before/after"
@@ -129,6 +131,9 @@ def run(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
             results["processes"][config] = results["menus"][config].pop("processes")
     if args.only in (None, "redis"):
         results["redis"] = redis_runs(workspace, args, files, api_keys[0], keys_file)
+    if args.only in (None, "overload"):
+        results["overload"] = overload_runs(workspace, args, files, api_keys[0], keys_file)
+        results["processes"]["one worker, pinned, overload"] = results["overload"].pop("processes")
     if args.only in (None, "identity"):
         results["identity"] = identity_runs(workspace, args)
         results["processes"]["two workers, identity"] = results["identity"].pop("processes")
@@ -153,7 +158,7 @@ def menus_runs(
     headers = {"Authorization": f"Bearer {api_key}"}
     out: dict[str, Any] = {}
     with ExitStack() as stack:
-        service_port, reference_port, ceiling_port = free_port(), free_port(), free_port()
+        service_port, reference_port, ceiling_port, lean_port = free_port(), free_port(), free_port(), free_port()
         service = stack.enter_context(
             Server(
                 "service",
@@ -170,6 +175,18 @@ def menus_runs(
                 "reference",
                 reference_command(reference_port, workspace.database_url, workers, server_cpus),
                 reference_port,
+                {**workspace.env(), "PYTHONPATH": str(ROOT)},
+                workspace.folder,
+                "/v1/menus/regions/kerala",
+                headers,
+            )
+        )
+        # The lean route: the reference with the key from memory and no limit (bench/reference.py --lean).
+        lean = stack.enter_context(
+            Server(
+                "lean",
+                reference_command(lean_port, workspace.database_url, workers, server_cpus, lean=True),
+                lean_port,
                 {**workspace.env(), "PYTHONPATH": str(ROOT)},
                 workspace.folder,
                 "/v1/menus/regions/kerala",
@@ -204,28 +221,91 @@ def menus_runs(
                     cpus=load_cpus,
                 )
 
-            for server in (service, reference, ceiling):
+            for server in (service, reference, lean, ceiling):
                 load(server, 0, args.warmup)
-            runs: dict[str, list[dict[str, Any]]] = {"service": [], "reference": [], "ceiling": []}
+            runs: dict[str, list[dict[str, Any]]] = {"service": [], "reference": [], "lean": [], "ceiling": []}
             for repeat in range(1, args.repeats + 1):
-                # Interleaved, and which goes first alternates, so drift in the machine's load hits all three.
-                order = (service, reference, ceiling) if repeat % 2 else (ceiling, reference, service)
+                # Interleaved, and which goes first alternates, so drift in the machine's load hits all four.
+                order = (service, reference, lean, ceiling) if repeat % 2 else (ceiling, lean, reference, service)
                 for server in order:
                     runs[server.name].append(load(server, repeat, args.seconds).as_dict())
             out[scenario] = summarise(runs)
             out[scenario]["of_ceiling"] = {
-                name: _ratios(runs[name], runs["ceiling"]) for name in ("service", "reference")
+                name: _ratios(runs[name], runs["ceiling"]) for name in ("service", "reference", "lean")
             }
+            out[scenario]["of_lean"] = _ratios(runs["service"], runs["lean"])
             shares = out[scenario]["of_ceiling"]
             print(
-                f"[{workers} worker(s)] {scenario}: {ratio_line(out[scenario])}; of the ceiling "
-                f"({out[scenario]['ceiling']['rps_median']:.0f}/s): service {shares['service']['median']:.2f}, "
-                f"reference {shares['reference']['median']:.2f}",
+                f"[{workers} worker(s)] {scenario}: {ratio_line(out[scenario])}; of the lean route "
+                f"({out[scenario]['lean']['rps_median']:.0f}/s): {out[scenario]['of_lean']['median']:.2f}; "
+                f"of the ceiling ({out[scenario]['ceiling']['rps_median']:.0f}/s): service "
+                f"{shares['service']['median']:.2f}, reference {shares['reference']['median']:.2f}, "
+                f"lean {shares['lean']['median']:.2f}",
                 file=sys.stderr,
             )
         out["processes"] = {
             name: {"startup_seconds": round(server.startup_seconds, 3), "rss_mib": round(server.rss_mib(), 1)}
-            for name, server in (("service", service), ("reference", reference), ("ceiling", ceiling))
+            for name, server in (("service", service), ("reference", reference), ("lean", lean), ("ceiling", ceiling))
+        }
+    return out
+
+
+OVERLOAD_CONNECTIONS = (64, 256, 1024)
+OVERLOAD_TIMEOUT = "5s"  # wrk's: a request unanswered this long is counted as timed out
+
+
+def overload_runs(
+    workspace: Workspace, args: argparse.Namespace, files: dict[str, list[Path]], api_key: str, keys_file: Path
+) -> dict[str, Any]:
+    """Scenario 1 on one worker pinned to CPU 0 (wrk on CPU 1, ``--timeout 5s``) under 64, 256 and 1,024
+    connections: requests a second, p99, the 503s the worker sheds (docs/operations.md "Overload") and the
+    requests unanswered within 5 s."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    out: dict[str, Any] = {}
+    port = free_port()
+    with Server(
+        "service",
+        service_command(port, 1, "0"),
+        port,
+        workspace.env(port),
+        workspace.folder,
+        "/v1/menus/regions",
+        headers,
+    ) as service:
+        for connections in OVERLOAD_CONNECTIONS:
+
+            def load(seconds: float, connections: int = connections) -> Run:
+                return wrk(
+                    service.url,
+                    seconds=seconds,
+                    connections=connections,
+                    threads=1,
+                    headers={},
+                    script="paths.lua",
+                    script_args=[str(files["typical"][0]), "1", str(keys_file)],
+                    cpus="1",
+                    timeout=OVERLOAD_TIMEOUT,
+                )
+
+            load(args.warmup)
+            runs = [load(args.seconds).as_dict() for _ in range(args.repeats)]
+            out[str(connections)] = {
+                "runs": runs,
+                "rps_median": statistics.median(r["requests_per_second"] for r in runs),
+                "p99_ms_median": statistics.median(r["p99_ms"] for r in runs),
+                "shed_503": sum(r["non_2xx"] for r in runs),
+                "past_5s": sum(r["timeouts"] for r in runs),
+                "requests": sum(r["requests"] for r in runs),
+            }
+            figures = out[str(connections)]
+            print(
+                f"[overload] {connections} connections: {figures['rps_median']:.0f} req/s, "
+                f"p99 {figures['p99_ms_median']:.0f} ms, {figures['shed_503']} shed (503) and "
+                f"{figures['past_5s']} past 5 s of {figures['requests']} requests",
+                file=sys.stderr,
+            )
+        out["processes"] = {
+            "service": {"startup_seconds": round(service.startup_seconds, 3), "rss_mib": round(service.rss_mib(), 1)}
         }
     return out
 

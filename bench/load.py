@@ -20,6 +20,8 @@ class Run:
     requests: int
     errors: int  # socket errors and non-2xx/3xx answers: a run with errors is reported, never hidden
     wrapped: int  # times a unique-request list ran out and restarted
+    non_2xx: int = 0  # answers other than 2xx/3xx (the overload run: the 503s a worker sheds)
+    timeouts: int = 0  # requests unanswered within wrk's --timeout
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -35,9 +37,10 @@ def wrk(
     script: str,
     script_args: list[str],
     cpus: str | None = None,
+    timeout: str = "10s",
 ) -> Run:
     """Run wrk against ``url`` (pinned to ``cpus`` when given) and parse its report."""
-    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout", "10s"]
+    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout", timeout]
     for name, value in headers.items():
         command += ["-H", f"{name}: {value}"]
     command += ["-s", str(LUA / script), url, "--", *script_args]
@@ -54,7 +57,8 @@ def parse(output: str) -> Run:
 
     socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
     errors = sum(int(n) for n in socket_errors.groups()) if socket_errors else 0
-    errors += int(number(r"Non-2xx or 3xx responses: (\d+)"))
+    non_2xx = int(number(r"Non-2xx or 3xx responses: (\d+)"))
+    errors += non_2xx
     return Run(
         requests_per_second=number(r"^Requests/sec:\s+([\d.]+)"),
         p50_ms=number(r"^P50 (\d+)") / 1000,
@@ -63,4 +67,6 @@ def parse(output: str) -> Run:
         requests=int(number(r"^\s*(\d+) requests in")),
         errors=errors,
         wrapped=int(number(r"^WRAPPED (\d+)")),
+        non_2xx=non_2xx,
+        timeouts=int(socket_errors.group(4)) if socket_errors else 0,
     )

@@ -16,6 +16,11 @@ What it does on every request, and why that is the same work as the service:
 It does not answer ``If-None-Match`` with 304s and keeps nothing between
 requests: every answer is recomputed. Run as
 ``python -m bench.reference --port P --database-url URL``; uvicorn as the service runs it.
+
+With ``--lean`` it is the issue's "lean hand-written Starlette route over the same data": the API key is
+checked from memory (its SHA-256 looked up in a dict, filled by one SQL lookup the first time a key is seen;
+no revocation is ever noticed), and there is no rate limit and no ``RateLimit-*`` header; the strict
+parameters, filter, sort, page and compact JSON are the same.
 """
 
 from __future__ import annotations
@@ -90,19 +95,33 @@ def problem(status: int, code: str, detail: str, headers: dict[str, str] | None 
     return Response(orjson.dumps({**body, "code": code}), status, headers, "application/problem+json")
 
 
-def create_reference(database_url: str, rate_limit: int) -> Starlette:
+def create_reference(database_url: str, rate_limit: int, *, lean: bool = False) -> Starlette:
     settings = Settings(database_url=database_url)
     engine = make_engine(database_url, settings.database_pool())
     keys = ApiKeyStore(engine)
-    limiter = RateLimiter(rate_limit, redis=RedisTuning.of(settings))
+    limiter = None if lean else RateLimiter(rate_limit, redis=RedisTuning.of(settings))
+    known: dict[bytes, str] = {}  # --lean: SHA-256 of a key seen live → its id; never forgets (no revocation)
+
+    def key_from_memory(token: str) -> str | None:
+        digest = hashlib.sha256(token.encode()).digest()
+        key_id = known.get(digest)
+        if key_id is None:
+            key_id = keys.authenticate(token)  # once per key
+            if key_id is not None:
+                known[digest] = key_id
+        return key_id
+
     cursors = CursorCodec(service_secret(engine, "menus-cursor-key"))
     dishes, regions = load(dataset_directory())
 
     async def authenticate(request: Request) -> tuple[Response | None, list[tuple[str, str]]]:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        key_id = keys.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+        lookup = key_from_memory if lean else keys.authenticate
+        key_id = lookup(token.strip()) if scheme.lower() == "bearer" else None
         if key_id is None:
             return problem(401, "unauthorized", "bad key", {"WWW-Authenticate": 'Bearer realm="menus"'}), []
+        if limiter is None:
+            return None, []
         decision = await limiter.take(key_id)
         headers = [(k.decode(), v.decode()) for k, v in decision.headers()]
         if not decision.allowed:
@@ -195,7 +214,8 @@ def create_reference(database_url: str, rate_limit: int) -> Starlette:
 
 def from_env() -> Starlette:
     """The factory uvicorn's workers call (``--workers`` needs an import string)."""
-    return create_reference(os.environ["BENCH_DATABASE_URL"], int(os.environ["BENCH_RATE_LIMIT"]))
+    lean = os.environ.get("BENCH_LEAN") == "1"
+    return create_reference(os.environ["BENCH_DATABASE_URL"], int(os.environ["BENCH_RATE_LIMIT"]), lean=lean)
 
 
 def main() -> None:
@@ -204,8 +224,10 @@ def main() -> None:
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--rate-limit", type=int, default=10**9)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--lean", action="store_true", help="key from memory, no rate limit (the lean route)")
     args = parser.parse_args()
     os.environ["BENCH_DATABASE_URL"], os.environ["BENCH_RATE_LIMIT"] = args.database_url, str(args.rate_limit)
+    os.environ["BENCH_LEAN"] = "1" if args.lean else "0"
     if args.workers > 1:
         uvicorn.run("bench.reference:from_env", factory=True, workers=args.workers, port=args.port, lifespan="off")
     else:

@@ -8,6 +8,7 @@ from typing import Any
 
 # Issue 8's targets: a ratio to the reference (one worker) or a rate (two workers); p99 at 16 connections.
 RATIO_TARGETS = {"s1": 1.0, "s2": 0.45, "s3": None}
+LEAN_TARGETS = {"s1": 1.0, "s2": 0.45}  # issue 29: against the lean route (bench/reference.py --lean)
 RATE_TARGETS = {"s4": 1000, "s5": 2000, "s6": 25}
 P99_TARGET_MS = 10.0
 REDIS_RATIO_TARGET = 0.8  # issue 17: the rate limit in Redis at 0.8x the req/s of the limit in process memory
@@ -108,6 +109,41 @@ def table(results: dict[str, Any]) -> str:
                 f" | {_range(ratio['min'], ratio['median'], ratio['max'])}{note}"
                 f" | {shared['p99_ms_median']:.1f} ({memory['p99_ms_median']:.1f})"
                 f" | ≥ {REDIS_RATIO_TARGET:.2f}× | {_met(ratio['median'] >= REDIS_RATIO_TARGET)} |"
+            )
+    lean_rows = [
+        (config, key, summary)
+        for config, scenarios in results["menus"].items()
+        for key, summary in scenarios.items()
+        if key in ("s1", "s2") and "of_lean" in summary
+    ]
+    if lean_rows:
+        lines += [
+            "",
+            "| scenario | workers | service ÷ lean route | lean route req/s | share of the ceiling: service, lean "
+            "| target (÷ lean) | verdict |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for config, key, summary in lean_rows:
+            workers = "1, pinned" if config.startswith("one") else "2"
+            of_lean, shares, lean = summary["of_lean"], summary["of_ceiling"], summary["lean"]
+            wanted = LEAN_TARGETS[key] if workers.startswith("1") else None
+            lines.append(
+                f"| {TITLES[key]} | {workers} | {_range(of_lean['min'], of_lean['median'], of_lean['max'])}"
+                f" | {_range(lean['rps_min'], lean['rps_median'], lean['rps_max'], 0)}"
+                f" | {shares['service']['median']:.2f}, {shares['lean']['median']:.2f}"
+                f" | {f'≥ {wanted:.2f}×' if wanted else '–'}"
+                f" | {_met(of_lean['median'] >= wanted) if wanted else '–'} |"
+            )
+    if results.get("overload"):
+        lines += [
+            "",
+            "| overload: scenario 1, one worker pinned, wrk --timeout 5s | req/s | p99 ms | shed (503) | past 5 s |",
+            "|---|---|---|---|---|",
+        ]
+        for connections, figures in results["overload"].items():
+            lines.append(
+                f"| {int(connections):,} connections | {figures['rps_median']:.0f} | {figures['p99_ms_median']:.0f}"
+                f" | {figures['shed_503']:,} of {figures['requests']:,} | {figures['past_5s']:,} |"
             )
     peer = {k: v for k, v in results.get("identity_peer", {}).items() if isinstance(v, dict) and "ratio" in v}
     if peer:

@@ -157,7 +157,8 @@ def ceiling_command(port: int, body_file: Path, workers: int, cpus: str | None) 
     return ["taskset", "-c", cpus, *command] if cpus is not None else command
 
 
-def reference_command(port: int, database_url: str, workers: int, cpus: str | None) -> list[str]:
+def reference_command(port: int, database_url: str, workers: int, cpus: str | None, *, lean: bool = False) -> list[str]:
+    """``bench.reference``: the hand-written reference; ``lean``: its lean route (key from memory, no limit)."""
     command = [sys.executable, "-m", "bench.reference", "--port", str(port), "--database-url", database_url]
-    command += ["--rate-limit", str(UNTHROTTLED), "--workers", str(workers)]
+    command += ["--rate-limit", str(UNTHROTTLED), "--workers", str(workers)] + (["--lean"] if lean else [])
     return ["taskset", "-c", cpus, *command] if cpus is not None else command

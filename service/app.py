@@ -2,8 +2,10 @@
 
 ``create_app(settings)`` opens the state database, loads and validates the
 dataset, and joins the APIs with a small dispatcher that routes by path and
-answers the ASGI lifespan itself. In front of it, ``service.web.observe`` gives every
-request its id, its metrics and its log line.
+answers the ASGI lifespan itself. Every request passes one edge (``service/web/edge.py``): one ASGI layer
+that wraps ``send`` once and calls, in order, the observer (``service/ops/observe.py``: the request's id,
+its metrics and its log line), the API's steps (CORS, the documents, the body cap, the menus API's gate)
+and the API's app, and answers an error that escapes them as a problem.
 """
 
 from __future__ import annotations
@@ -37,27 +39,36 @@ from service.database.db import client_threads, make_engine, service_secret
 from service.database.schema import require_current
 from service.database.secret_keys import open_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
+from service.identity_api.http_errors import IdentityErrors
 from service.identity_api.identity_app import create_identity_app
 from service.mail.transports import Courier
 from service.menus_api.answer_cache import AnswerCache
-from service.menus_api.gate import send_problem
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
 from service.menus_api.menus_app import BASE_PATH, create_menus_app
 from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
 from service.ops import metrics
 from service.ops.health import Readiness
+from service.ops.observe import RequestObserver
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
 from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
-from service.web.body_limit import NO_BODY, BodyLimit, describe
+from service.web.admission import Admission
+from service.web.body_limit import NO_BODY, BodyCap, describe
 from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
 from service.web.documentation import Documentation
 from service.web.documents import ServedDocument
+from service.web.edge import Api, Observer, Step, Stepped, answer
 from service.web.forwarded import TrustedProxies
-from service.web.observe import RequestObserver
-from service.web.problems import MEDIA_TYPE, content_too_large, nothing_here, to_problem
+from service.web.problems import (
+    MEDIA_TYPE,
+    connexion_handler,
+    content_too_large,
+    nothing_here,
+    send_overloaded,
+    send_problem,
+)
 from service.web.routes import RouteTemplates
 
 logger = logging.getLogger(__name__)
@@ -66,17 +77,20 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 @dataclass
 class Dispatcher:
-    """Routes the operations endpoints, ``/v1`` to the menus API, the issuer's path to the identity API, else 404."""
+    """Routes the operations endpoints, ``/v1`` to the menus API, the issuer's path to the identity API, else 404,
+    and answers each HTTP request through the edge (``service.web.edge.answer``) with ``observer``."""
 
-    menus: ASGIApp
-    identity: ASGIApp
-    operations: ASGIApp
+    menus: Api
+    identity: Api
+    operations: Api
     identity_path: str  # the issuer's path; "" when the issuer is at the root
     engine: Engine
+    observer: Observer | None = None  # the request observer (service/ops/observe.py); needed for HTTP
+    admission: Admission | None = None  # this worker's bound of accepted work (service/web/admission.py)
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
-    console: ASGIApp | None = None  # the developer console, at console_path
+    console: Api | None = None  # the developer console, at console_path
     console_path: str = ""  # given with console
     flush_usage: Callable[[], object] | None = None  # run in a thread every usage_interval seconds and at shutdown
     usage_interval: float = 0  # given with flush_usage
@@ -87,23 +101,31 @@ class Dispatcher:
     deliver_logouts: Callable[[], object] | None = None  # the back-channel logout worker's round, every mail_interval s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
+        kind = scope["type"]
+        if kind == "lifespan":
             await self._lifespan(receive, send)
             return
-        path = scope["path"]
+        api = self.route(scope["path"])
+        if kind != "http":
+            await api.app(scope, receive, send)
+            return
+        assert self.observer is not None
+        await answer(api, self.observer, scope, receive, send, self.admission)
+
+    def route(self, path: str) -> Api:
+        """The API that answers ``path``."""
         if self.console is not None and (path == self.console_path or path.startswith(self.console_path + "/")):
-            await _guarded(self.console, scope, receive, send)  # HTML pages, even for its errors
-        elif _CONTROL.search(path):
+            return self.console  # HTML pages, even for its errors
+        if _CONTROL.search(path):
             # A decoded control character (%0A…) is never a path of ours; Connexion would answer 500.
-            await send_problem(send, nothing_here())
-        elif is_operations_path(path):
-            await _guarded(self.operations, scope, receive, send)
-        elif path.startswith("/v1/"):  # "/v1" itself is a 404 here: Starlette would redirect it, from Host
-            await _guarded(self.menus, scope, receive, send)
-        elif not self.identity_path or path.startswith(self.identity_path + "/"):
-            await _guarded(self.identity, scope, receive, send)
-        else:
-            await send_problem(send, nothing_here())
+            return NOT_FOUND
+        if is_operations_path(path):
+            return self.operations
+        if path.startswith("/v1/"):  # "/v1" itself is a 404 here: Starlette would redirect it, from Host
+            return self.menus
+        if not self.identity_path or path.startswith(self.identity_path + "/"):
+            return self.identity
+        return NOT_FOUND
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         stopping = asyncio.Event()
@@ -164,26 +186,16 @@ async def _attempt(work: Callable[[], object], what: str, interval: float | None
         logger.warning("%s failed (%s)%s", what, type(error).__name__, retry)
 
 
-async def _guarded(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-    """Last line of defence: an error that escapes an app is answered as a problem, never a bare 500."""
-    started = False
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    await send_problem(send, nothing_here())
 
-    async def tracking(message: Message) -> None:
-        nonlocal started
-        started = started or message["type"] == "http.response.start"
-        await send(message)
 
-    try:
-        await app(scope, receive, tracking)
-    except Exception as error:
-        if started:
-            raise
-        await send_problem(send, to_problem(error))
+NOT_FOUND = Api(_not_found)  # a path of no API of ours
 
 
 def create_app(
     settings: Settings | None = None, *, catalog: Catalog | None = None, clock: Clock | None = None
-) -> RequestObserver:
+) -> Dispatcher:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. ``clock``: the time every object of the
     identity domain reads (the system's by default; tests move it). The contracts are parsed once per process
@@ -249,12 +261,25 @@ def create_app(
         validate_responses=settings.validate_responses,
     )
     web = console_web(settings, engine, provider, keys, clock)
-    console = BuiltOnFirstRequest(lambda: _console_app(web, settings)) if web else None
-    dispatcher = Dispatcher(
-        menus=documented(
-            BodyLimit(menus, NO_BODY, _problem_too_large), settings, "menus.yaml", "/v1", settings.base_url + "/v1"
+    console = Api(BuiltOnFirstRequest(lambda: _console_app(web, settings))) if web else None
+    no_body = BodyCap(NO_BODY, _problem_too_large)
+    routes = RouteTemplates(
+        [
+            ("menus.yaml", "/v1", "/v1"),
+            ("identity.yaml", provider.issuer.path, provider.issuer.path),
+            ("operations.yaml", "", DOCUMENT_PREFIX.rstrip("/")),
+            ("console.yaml", settings.console_path, settings.console_path),
+        ],
+        cached_paths=settings.route_cache_paths,
+    )
+    proxies = TrustedProxies.of(settings.trusted_proxies) if settings.trusted_proxies else None
+    return Dispatcher(
+        menus=Api(
+            menus.app,
+            (*documented(settings, "menus.yaml", "/v1", settings.base_url + "/v1"), no_body, *menus.steps),
+            send_overloaded,
         ),
-        identity=documented(
+        identity=Api(
             ClientCrossOrigin(
                 identity,
                 issuer_path=provider.issuer.path,
@@ -262,24 +287,18 @@ def create_app(
                 userinfo_origins=settings.cors_origins,
                 max_age=settings.cors_max_age,
             ),
-            settings,
-            "identity.yaml",
-            provider.issuer.path,
-            settings.issuer,
+            documented(settings, "identity.yaml", provider.issuer.path, settings.issuer),
+            _identity_overloaded(provider.issuer),
         ),
-        operations=documented(
-            BodyLimit(
-                create_operations_app(Readiness(engine, limiter, timeout=settings.ready_timeout)),
-                NO_BODY,
-                _problem_too_large,
-            ),
-            settings,
-            "operations.yaml",
-            "/ops",
-            settings.base_url,
+        operations=Api(
+            create_operations_app(Readiness(engine, limiter, timeout=settings.ready_timeout)),
+            (*documented(settings, "operations.yaml", "/ops", settings.base_url), no_body),
         ),
         identity_path=provider.issuer.path,
         engine=engine,
+        observer=RequestObserver(routes, logged_path_max=settings.logged_path_max, proxies=proxies),
+        # the operations endpoints and the console are not bounded: docs/operations.md "Overload"
+        admission=Admission(settings.max_in_flight, settings.max_queue_wait, on_refused=metrics.count_shed),
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
         on_shutdown=lambda: _close_all(limiter, failure_limiter),
@@ -302,17 +321,6 @@ def create_app(
             LogoutPoster(provider.logout_tokens, timeout=settings.backchannel_logout_timeout),
         ),
     )
-    routes = RouteTemplates(
-        [
-            ("menus.yaml", "/v1", "/v1"),
-            ("identity.yaml", provider.issuer.path, provider.issuer.path),
-            ("operations.yaml", "", DOCUMENT_PREFIX.rstrip("/")),
-            ("console.yaml", settings.console_path, settings.console_path),
-        ],
-        cached_paths=settings.route_cache_paths,
-    )
-    proxies = TrustedProxies.of(settings.trusted_proxies) if settings.trusted_proxies else None
-    return RequestObserver(dispatcher, routes, logged_path_max=settings.logged_path_max, proxies=proxies)
 
 
 class BuiltOnFirstRequest:
@@ -338,24 +346,19 @@ class BuiltOnFirstRequest:
 def _console_app(web: ConsoleWeb, settings: Settings) -> ASGIApp:
     from service.console_api import create_console_app
 
-    return documented(
-        create_console_app(web, validate_responses=settings.validate_responses),
-        settings,
-        "console.yaml",
-        settings.console_path,
-        settings.base_url + settings.console_path,
-        pages_end_in_slash=True,
-    )
+    url = settings.base_url + settings.console_path
+    steps = documented(settings, "console.yaml", settings.console_path, url, pages_end_in_slash=True)
+    return Stepped(create_console_app(web, validate_responses=settings.validate_responses), steps)
 
 
 def documented(
-    app: ASGIApp, settings: Settings, name: str, prefix: str, server_url: str, *, pages_end_in_slash: bool = False
-) -> ASGIApp:
-    """``app`` behind its document ``name`` as written (at ``{prefix}/openapi.json``, with ``server_url``) and CORS."""
+    settings: Settings, name: str, prefix: str, server_url: str, *, pages_end_in_slash: bool = False
+) -> tuple[Step, ...]:
+    """The edge's steps of an API: CORS, then its document ``name`` as written (at ``{prefix}/openapi.json``, with
+    ``server_url``) and the Swagger UI's guard."""
     origin = "/".join(server_url.split("/", 3)[:3])
     document = ServedDocument.build(contract(name), server_url)
     documentation = Documentation(
-        app,
         prefix=prefix,
         document=document,
         enabled=settings.docs,
@@ -363,17 +366,32 @@ def documented(
         pages_end_in_slash=pages_end_in_slash,
     )
     issuer_path = prefix if name == "identity.yaml" else None
-    return CrossOrigin(
-        documentation,
+    cors = CrossOrigin(
         origins=settings.cors_origins,
         selected=cross_origin_paths(issuer_path),
         max_age=settings.cors_max_age,
     )
+    return cors, documentation
 
 
 async def _close_all(*limiters: RateLimiter) -> None:
     for each in limiters:
         await each.aclose()
+
+
+def _identity_overloaded(issuer: Issuer) -> Callable[[Scope, Send, int], Awaitable[None]]:
+    """The identity API's 503 for load, in each operation's own error form (an ``Api.overloaded``)."""
+    identity = contract("identity.yaml")
+    errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))
+
+    async def overloaded(scope: Scope, send: Send, retry_after: int) -> None:
+        await errors.overloaded(scope, retry_after)(scope, _nothing_to_receive, send)
+
+    return overloaded
+
+
+async def _nothing_to_receive() -> Message:
+    return {"type": "http.disconnect"}
 
 
 def _problem_too_large(_: Scope, limit: int) -> Response:

@@ -62,6 +62,9 @@ ANSWER_CACHE_BYTES = 32 * 1024 * 1024  # body bytes the menus answer cache keeps
 IDENTITY_FORM_LIMIT = 64 * 1024  # bytes: the largest form an identity endpoint takes (a larger one is 413)
 CONSOLE_FORM_LIMIT = 16 * 1024  # bytes of a console form; a key's name is at most 200 characters
 LOGGED_PATH_MAX = 512  # characters of the path kept in a log line
+# Overload (service/web/admission.py): past either bound a menus or identity request is answered 503 at once.
+MAX_IN_FLIGHT = 128  # requests one worker answers at once
+MAX_QUEUE_WAIT = 0.5  # seconds a request may wait for the event loop after its head was read
 ROUTE_CACHE_PATHS = 4096  # distinct raw paths whose route template is remembered (bounded: clients choose paths)
 
 # Identity lifetimes
@@ -191,6 +194,8 @@ class Settings:
     console_form_limit: int = CONSOLE_FORM_LIMIT
     logged_path_max: int = LOGGED_PATH_MAX
     route_cache_paths: int = ROUTE_CACHE_PATHS
+    max_in_flight: int = MAX_IN_FLIGHT
+    max_queue_wait: float = MAX_QUEUE_WAIT
 
     # Identity lifetimes
     access_token_ttl: int = ACCESS_TOKEN_TTL  # MENUS_ACCESS_TOKEN_TTL

@@ -88,6 +88,14 @@ class IdentityErrors:
         form = self._forms.of(str(scope["path"]))
         return self._answer(form, 413, "invalid_request", describe(limit), title="Request too large")
 
+    def overloaded(self, scope: Scope, retry_after: int) -> Response:
+        """503 with ``Retry-After``, in the form of the operation at ``scope``'s path: the worker is at its bound of
+        accepted work (service/web/admission.py)."""
+        form = self._forms.of(str(scope["path"]))
+        text = "The service is busy; retry shortly."
+        retry = {"Retry-After": str(retry_after)}
+        return self._answer(form, 503, "temporarily_unavailable", text, title="Temporarily unavailable", headers=retry)
+
     def response(self, scope: Scope, error: Exception) -> Response:
         if isinstance(error, OAuthError):
             _log_detail(error.error, error.detail)

@@ -14,17 +14,19 @@ and the rate limit, and with the same headers, ETag and 304 as the first time.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 from collections.abc import Callable
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from data.catalog import Catalog
 from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_key
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
 from service.menus_api.ratelimit import Decision, RateLimiter
-from service.web.problems import Problem, nothing_here, unauthorized
+from service.web.edge import Exchange
+from service.web.etags import none_match, strong_etag
+from service.web.problems import Problem, nothing_here, send_problem, unauthorized
 from service.web.request_state import API_URL, CATALOG
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
@@ -36,9 +38,10 @@ IF_NONE_MATCH_MAX = 1024  # the contract's maxLength of If-None-Match: longer on
 
 
 class MenusGate:
+    """The menus API's step at the edge (``service/web/edge.py``), before Connexion's routing."""
+
     def __init__(
         self,
-        app: ASGIApp,
         *,
         keys: KeyCache,
         limiter: RateLimiter,
@@ -47,10 +50,9 @@ class MenusGate:
         api_url: str,  # the menus API's address from the settings: the base of the Link header's URLs
         prefix: str = "/v1/menus",
         if_none_match_max: int = IF_NONE_MATCH_MAX,
-        counting: Callable[[str, Send], Send] | None = None,  # usage: wraps send to count the key's answer
+        count: Callable[[str, int], None] | None = None,  # usage: counts a key's answer by its status
         failures: KeyFailures | None = None,  # unknown keys per network (service/menus_api/key_failures.py)
     ) -> None:
-        self.app = app
         self.keys = keys
         self.limiter = limiter
         self.catalog = catalog
@@ -59,23 +61,23 @@ class MenusGate:
         self.prefix = prefix
         self.if_none_match_max = if_none_match_max
         self.random = prefix + "/random"
-        self.counting = counting
+        self.count = count
         self.failures = failures
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
-            await self.app(scope, receive, send)
-            return
+    async def __call__(self, scope: Scope, receive: Receive, exchange: Exchange) -> tuple[Scope, Receive] | None:
+        if not scope["path"].startswith(self.prefix):
+            return scope, receive
         headers = _headers(scope)
         token = _bearer_token(headers.get(b"authorization"))
-        key_id = await self._authenticate(scope, send, token) if token else None
+        key_id = await self._authenticate(scope, exchange, token) if token else None
         if key_id is _ANSWERED:
-            return
+            return None
         if key_id is None:
-            await send_problem(send, unauthorized(_scheme(headers.get(b"authorization"))))
-            return
-        if self.counting is not None:
-            send = self.counting(key_id, send)  # usage and last use, counted in memory (identity/usage.py)
+            await send_problem(exchange, unauthorized(_scheme(headers.get(b"authorization"))))
+            return None
+        if self.count is not None:
+            # usage and last use, counted in memory as the answer starts (identity/usage.py)
+            exchange.on_start.append(functools.partial(_counted, self.count, key_id))
         decision = await self.limiter.take(key_id)
         if not decision.allowed:
             seconds = "second" if decision.retry_after == 1 else "seconds"
@@ -86,30 +88,31 @@ class MenusGate:
                 f"retry after {decision.retry_after} {seconds}.",
                 headers={"Retry-After": str(decision.retry_after)},
             )
-            await send_problem(send, problem, decision.headers())
-            return
+            await send_problem(exchange, problem, decision.headers())
+            return None
         if scope["path"].endswith("/"):
             # One URL per resource: /dishes/ is not /dishes (and would split caches).
-            await send_problem(send, nothing_here(), decision.headers())
-            return
+            await send_problem(exchange, nothing_here(), decision.headers())
+            return None
         if_none_match = headers.get(b"if-none-match")
         key = self._cache_key(scope, if_none_match)
         if key is not None:
             answer = self.answers.get(key)
             if answer is not None:
-                await send_ok(send, answer, decision, if_none_match)
-                return
+                await send_ok(exchange, answer, decision, if_none_match)
+                return None
         CATALOG.put(scope, self.catalog)
         API_URL.put(scope, self.api_url)
         if scope["path"] == self.random:
-            await self.app(scope, receive, _Caching(send, decision, None, no_store=True))
-            return
-        store = self.answers if key is not None else None
-        await self.app(scope, receive, _Caching(send, decision, if_none_match, store, key))
+            exchange.filter = _Caching(decision, None, no_store=True)
+        else:
+            store = self.answers if key is not None else None
+            exchange.filter = _Caching(decision, if_none_match, store, key)
+        return scope, receive
 
     async def _authenticate(self, scope: Scope, send: Send, token: str) -> str | None:
         """The id of the live key ``token``, or None; ``_ANSWERED`` when its network was answered 429 for
-        guessing keys. A database error becomes 503 in ``_guarded``."""
+        guessing keys. A database error becomes 503 at the edge (``service/web/edge.py``)."""
         if self.failures is None:
             return await self.keys.authenticate(token)
         address = scope["client"][0] if scope.get("client") else "unknown"
@@ -147,7 +150,7 @@ class MenusGate:
 
 
 class _Caching:
-    """Wraps ``send``: adds rate-limit headers to every answer, ETag and caching to 200s, and 304s.
+    """The exchange's filter: adds rate-limit headers to every answer, ETag and caching to 200s, and 304s.
 
     A 200 is kept in ``store`` under ``key`` when both are given. With ``no_store`` a 200 goes out as it
     comes, with ``Cache-Control: no-store`` and without an ETag.
@@ -155,7 +158,6 @@ class _Caching:
 
     def __init__(
         self,
-        send: Send,
         decision: Decision,
         if_none_match: bytes | None,
         store: AnswerCache | None = None,
@@ -163,7 +165,6 @@ class _Caching:
         *,
         no_store: bool = False,
     ) -> None:
-        self.send = send
         self.no_store = no_store
         self.decision = decision
         self.if_none_match = if_none_match
@@ -172,52 +173,52 @@ class _Caching:
         self.start: Message | None = None
         self.body: list[bytes] = []
 
-    async def __call__(self, message: Message) -> None:
+    def __call__(self, message: Message) -> list[Message]:
         if message["type"] == "http.response.start":
             if message["status"] == 200 and not self.no_store:
                 self.start = message
-                return
+                return []
             extra = [NO_STORE] if message["status"] == 200 else []  # no_store: no ETag, never a 304
             message = {**message, "headers": list(message.get("headers", [])) + self.decision.headers() + extra}
         elif message["type"] == "http.response.body" and self.start is not None:
             self.body.append(message.get("body", b""))
             if message.get("more_body", False):
-                return
-            await self._finish_200()
-            return
-        await self.send(message)
+                return []
+            return self._finish_200()
+        return [message]
 
-    async def _finish_200(self) -> None:
+    def _finish_200(self) -> list[Message]:
         assert self.start is not None
         body = b"".join(self.body)
         answer = Answer(tuple(self.start.get("headers", ())), body, strong_etag(body))
         if self.store is not None and self.key is not None:
             self.store.put(self.key, answer)
-        await send_ok(self.send, answer, self.decision, self.if_none_match)
+        return ok_messages(answer, self.decision, self.if_none_match)
 
 
-def strong_etag(body: bytes) -> bytes:
-    return b'"' + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b'"'
+def ok_messages(answer: Answer, decision: Decision, if_none_match: bytes | None) -> list[Message]:
+    """A 200 (or its 304) with the rate-limit headers, ETag and Cache-Control: one path for fresh and cached."""
+    validators = [(b"etag", answer.etag), CACHE_CONTROL]
+    headers = [*answer.headers, *decision.headers()]
+    if if_none_match is not None and none_match(if_none_match, answer.etag):
+        kept = [(k, v) for k, v in headers if k.lower() not in (b"content-type", b"content-length")]
+        return [
+            {"type": "http.response.start", "status": 304, "headers": kept + validators},
+            {"type": "http.response.body", "body": b""},
+        ]
+    return [
+        {"type": "http.response.start", "status": 200, "headers": headers + validators},
+        {"type": "http.response.body", "body": answer.body},
+    ]
 
 
 async def send_ok(send: Send, answer: Answer, decision: Decision, if_none_match: bytes | None) -> None:
-    """Send a 200 (or its 304) with the rate-limit headers, ETag and Cache-Control: one path for fresh and cached."""
-    validators = [(b"etag", answer.etag), CACHE_CONTROL]
-    headers = [*answer.headers, *decision.headers()]
-    if if_none_match is not None and _matches(if_none_match, answer.etag):
-        kept = [(k, v) for k, v in headers if k.lower() not in (b"content-type", b"content-length")]
-        await send({"type": "http.response.start", "status": 304, "headers": kept + validators})
-        await send({"type": "http.response.body", "body": b""})
-        return
-    await send({"type": "http.response.start", "status": 200, "headers": headers + validators})
-    await send({"type": "http.response.body", "body": answer.body})
+    for message in ok_messages(answer, decision, if_none_match):
+        await send(message)
 
 
-async def send_problem(send: Send, problem: Problem, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = problem.body()
-    headers = problem.asgi_headers() + [(b"content-length", str(len(body)).encode())] + (extra or [])
-    await send({"type": "http.response.start", "status": problem.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+def _counted(count: Callable[[str, int], None], key_id: str, exchange: Exchange, _: list[tuple[bytes, bytes]]) -> None:
+    count(key_id, exchange.status)
 
 
 def _headers(scope: Scope) -> dict[bytes, bytes]:
@@ -238,10 +239,3 @@ def _scheme(value: bytes | None) -> str | None:
     if not value or not value.strip():
         return None
     return value.decode("latin-1").strip().partition(" ")[0].lower()
-
-
-def _matches(if_none_match: bytes, etag: bytes) -> bool:
-    """RFC 9110 §13.1.2: ``*`` alone, or weak comparison against each listed tag."""
-    if if_none_match.strip() == b"*":
-        return True
-    return any(tag.strip().removeprefix(b"W/") == etag for tag in if_none_match.split(b","))

@@ -1,11 +1,11 @@
-"""The menus API: Connexion over ``openapi/menus.yaml`` (``service.web.connexion_adapter``), behind the gate."""
+"""The menus API: Connexion over ``openapi/menus.yaml`` (``service.web.connexion_adapter``), behind the gate
+(a step of the edge, ``service/web/edge.py``)."""
 
 from __future__ import annotations
 
 from connexion.exceptions import ProblemException
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp
 
 from data.catalog import Catalog
 from data.catalog_errors import CatalogError
@@ -17,6 +17,7 @@ from service.menus_api.key_failures import KeyFailures
 from service.menus_api.ratelimit import RateLimiter
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import Contract, contract
+from service.web.edge import Api
 from service.web.problems import connexion_handler
 
 BASE_PATH = "/v1"
@@ -32,7 +33,7 @@ def create_menus_app(
     validate_responses: bool = False,
     usage: UsageCounter | None = None,
     failures: KeyFailures | None = None,
-) -> ASGIApp:
+) -> Api:
     menus = contract("menus.yaml")
     handler = connexion_handler(menus.allowed_methods(BASE_PATH))
     app = connexion_app(
@@ -45,17 +46,17 @@ def create_menus_app(
         resolver=RelativeResolver("handlers"),
         errors=[(error, handler) for error in (ProblemException, HTTPException, CatalogError, Exception)],
     )
-    return MenusGate(
-        app,
+    gate = MenusGate(
         keys=keys,
         limiter=limiter,
         catalog=catalog,
         answers=answers,
         api_url=api_url,
         if_none_match_max=_if_none_match_max(menus),
-        counting=usage.counting if usage is not None else None,
+        count=usage.count if usage is not None else None,
         failures=failures,
     )
+    return Api(app, (gate,))
 
 
 def _if_none_match_max(menus: Contract) -> int:

@@ -17,6 +17,10 @@ byte a second holds its connection for ever (slowloris). This subclass adds both
   the next request on a kept-alive connection; else it is closed. Idle kept-alive connections are closed after
   uvicorn's ``timeout_keep_alive``; a new connection that sends nothing meets the head bound.
 
+As a head completes, its time (``time.monotonic()``) is stamped in the request's scope under
+``service.web.admission.ARRIVED``: the edge refuses a request that has waited too long for the event loop
+since (503 at once, docs/operations.md "Overload") rather than answer it late.
+
 The scan stops at the empty line that ends a head; the body and any pipelined request in the same read are
 left to httptools (a pipelined head that starts inside a read is bounded by that read's size in addition).
 """
@@ -25,10 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import http
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from service.web.admission import ARRIVED
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +82,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._disarm_head_deadline()
+        self.scope[ARRIVED] = time.monotonic()  # type: ignore[literal-required]
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

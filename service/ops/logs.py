@@ -25,7 +25,7 @@ class RequestContext:
     remote: str | None  # the client's address as the server sees it (the proxy's, unless it is trusted)
 
 
-# The request being answered; set by service.web.observe for the length of each request.
+# The request being answered; set by service.ops.observe for the length of each request.
 CURRENT_REQUEST: ContextVar[RequestContext | None] = ContextVar("regional_menus_request", default=None)
 
 # Loggers whose INFO lines are the product: requests and security events.

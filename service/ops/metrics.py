@@ -42,6 +42,12 @@ RATE_LIMITED = Counter(
     "Requests refused with 429: a menus API key over its rate, or sign-in throttling.",
     ["route"],
 )
+SHED = Counter(
+    "regional_menus_shed_requests",
+    "Requests refused with 503 at once because the worker was at its bound (service/web/admission.py), by reason: "
+    "in_flight (max_in_flight answered at once) or waited (queued past max_queue_wait).",
+    ["reason"],
+)
 TOKENS_ISSUED = Counter(
     "regional_menus_tokens_issued",
     "Successful token endpoint exchanges, by grant type.",
@@ -84,6 +90,11 @@ def observe_request(method: str, route: str, status: int, seconds: float) -> Non
     latency.observe(seconds)
     if rate_limited is not None:
         rate_limited.inc()
+
+
+def count_shed(reason: str) -> None:
+    """One request refused by the worker's admission, ``reason`` being ``in_flight`` or ``waited``."""
+    SHED.labels(reason).inc()
 
 
 def count_security_event(event: str, outcome: str, fields: Mapping[str, object]) -> None:

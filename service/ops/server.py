@@ -42,7 +42,7 @@ class Listen:
 if TYPE_CHECKING:
     from uvicorn_worker import UvicornWorker
 
-# The worker's uvicorn settings. access_log off: service.web.observe writes one JSON line per request.
+# The worker's uvicorn settings. access_log off: service.ops.observe writes one JSON line per request.
 WORKER_CONFIG: dict[str, Any] = {
     "loop": "auto",
     "lifespan": "on",
@@ -78,7 +78,7 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
         proxy_headers=False,  # service.web.forwarded reads them, from MENUS_TRUSTED_PROXIES only
         timeout_keep_alive=listen.keep_alive,
         log_config=None,  # service.ops.logs has set up JSON lines
-        access_log=False,  # service.web.observe writes one JSON line per request
+        access_log=False,  # service.ops.observe writes one JSON line per request
     )
 
 

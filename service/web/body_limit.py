@@ -5,7 +5,8 @@ A request with a ``Transfer-Encoding`` (chunked; it overrides any ``Content-Leng
 here chunk by chunk, up to the cap: it is cut as soon as the cap is crossed, and otherwise replayed to the
 app as a body of known length. Either way the server holds at most the cap (and the server's own read
 buffer) of any body in memory. A request with neither header has no body and passes straight through, as
-does one within its cap. Neither Starlette nor uvicorn offers such a cap, hence this small middleware.
+does one within its cap. Neither Starlette nor uvicorn offers such a cap, hence this small step (``BodyCap``,
+at the edge) and its middleware form (``BodyLimit``).
 
 The answer is the endpoint's own error form (``too_large`` builds it) and closes the connection, so the
 rest of the body is never read."""
@@ -20,16 +21,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 NO_BODY = 0  # the menus and operations APIs take no request body at all
 
 
-class BodyLimit:
-    def __init__(self, app: ASGIApp, limit: int, too_large: Callable[[Scope, int], Response]) -> None:
-        self.app = app
+class BodyCap:
+    """The cap as a step of the edge (``service/web/edge.py``): answers a refusal itself, or returns the request
+    (a chunked body read whole and replayed, as one of known length)."""
+
+    def __init__(self, limit: int, too_large: Callable[[Scope, int], Response]) -> None:
         self.limit = limit
         self.too_large = too_large
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> tuple[Scope, Receive] | None:
         length: bytes | None = None
         chunked = False
         for name, value in scope["headers"]:
@@ -38,24 +38,24 @@ class BodyLimit:
             elif name == b"transfer-encoding":
                 chunked = True
         if chunked:  # RFC 9112 §6.3: Transfer-Encoding overrides Content-Length
-            await self._read_capped(scope, receive, send)
-        elif length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await self._read_capped(scope, receive, send)
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
             await self._refuse(scope, receive, send)
-        else:
-            await self.app(scope, receive, send)
+            return None
+        return scope, receive
 
-    async def _read_capped(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _read_capped(self, scope: Scope, receive: Receive, send: Send) -> tuple[Scope, Receive] | None:
         chunks: list[bytes] = []
         size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return  # the client left: nobody to answer
+                return None  # the client left: nobody to answer
             body = message.get("body", b"")
             size += len(body)
             if size > self.limit:
                 await self._refuse(scope, receive, send)
-                return
+                return None
             chunks.append(body)
             if not message.get("more_body", False):
                 break
@@ -72,12 +72,32 @@ class BodyLimit:
         # Read whole, the body is now one of known length (Connexion reads a body only when it has one).
         headers = [(n, v) for n, v in scope["headers"] if n not in (b"transfer-encoding", b"content-length")]
         headers.append((b"content-length", str(len(whole)).encode()))
-        await self.app({**scope, "headers": headers}, replay, send)
+        return {**scope, "headers": headers}, replay
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = self.too_large(scope, self.limit)
         response.headers["Connection"] = "close"  # the rest of the body is never read
         await response(scope, receive, send)
+
+
+class BodyLimit:
+    """The cap as a middleware, for an app that is not an API of the edge's own (the identity API's forms)."""
+
+    def __init__(self, app: ASGIApp, limit: int, too_large: Callable[[Scope, int], Response]) -> None:
+        self.app = app
+        self.cap = BodyCap(limit, too_large)
+
+    @property
+    def limit(self) -> int:
+        return self.cap.limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        admitted = await self.cap(scope, receive, send)
+        if admitted is not None:
+            await self.app(admitted[0], admitted[1], send)
 
 
 def describe(limit: int) -> str:

@@ -1,11 +1,11 @@
 """Each API's documentation: its OpenAPI document as written (JSON and YAML) and its Swagger UI pages.
 
-In front of an API's app, ``Documentation`` answers ``{prefix}/openapi.json`` and ``{prefix}/openapi.yaml``
-itself, from bytes made once at start-up (``service.web.documents.ServedDocument``), with a strong ``ETag`` and
-304 on ``If-None-Match``. The Swagger UI pages under ``{prefix}/ui/`` stay Connexion's, with a Content
-Security Policy that allows only the page's own scripts and styles and forbids framing (the pages share
-their origin with the sign-in pages). ``{prefix}/ui`` without its slash is 404, never a redirect, and so is
-any other path of the API that ends in a slash.
+At the edge of an API (``service/web/edge.py``), ``Documentation`` answers ``{prefix}/openapi.json`` and
+``{prefix}/openapi.yaml`` itself, from bytes made once at start-up (``service.web.documents.ServedDocument``),
+with a strong ``ETag`` and 304 on ``If-None-Match``. The Swagger UI pages under ``{prefix}/ui/`` stay
+Connexion's, with a Content Security Policy that allows only the page's own scripts and styles and forbids
+framing (the pages share their origin with the sign-in pages). ``{prefix}/ui`` without its slash is 404, never a
+redirect, and so is any other path of the API that ends in a slash.
 With the documentation switched off (``MENUS_DOCS=off``), every one of these paths is 404.
 """
 
@@ -15,11 +15,12 @@ import base64
 import hashlib
 import re
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from service.menus_api.gate import send_problem
 from service.web.documents import Representation, ServedDocument
-from service.web.problems import Problem, nothing_here
+from service.web.edge import Exchange
+from service.web.etags import none_match
+from service.web.problems import Problem, nothing_here, send_problem
 
 DOCUMENT_CACHE_CONTROL = b"no-cache"  # any cache may keep a document, but revalidates it (cheap: a 304)
 _INLINE = re.compile(rb"<(script|style)>(.*?)</\1>", re.DOTALL)
@@ -36,11 +37,11 @@ UI_POLICY = (
 
 
 class Documentation:
-    """Serves ``document`` at ``{prefix}/openapi.json|yaml`` and guards the Swagger UI; everything else goes on."""
+    """The edge's step (``service/web/edge.py``) that serves ``document`` at ``{prefix}/openapi.json|yaml`` and
+    guards the Swagger UI; every other request goes on to the API."""
 
     def __init__(
         self,
-        app: ASGIApp,
         *,
         prefix: str,
         document: ServedDocument,
@@ -48,30 +49,28 @@ class Documentation:
         api_origin: str = "",
         pages_end_in_slash: bool = False,
     ) -> None:
-        self.app = app
         self.pages_end_in_slash = pages_end_in_slash  # the console's home is {prefix}/: its own app answers slashes
         self.enabled = enabled
         self.documents = {f"{prefix}/openapi.json": document.json, f"{prefix}/openapi.yaml": document.yaml}
         self.ui = f"{prefix}/ui"
         self.api_origin = api_origin  # where "Try it out" sends requests, when not the page's own origin
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def __call__(self, scope: Scope, receive: Receive, exchange: Exchange) -> tuple[Scope, Receive] | None:
         path = scope["path"]
         representation = self.documents.get(path)
         if representation is not None:
-            await self._document(scope, send, representation)
+            await self._document(scope, exchange, representation)
         elif path == self.ui or (path.startswith(self.ui + "/") and not self.enabled):
-            await send_problem(send, nothing_here())
+            await send_problem(exchange, nothing_here())
         elif path.startswith(self.ui + "/"):
-            await self.app(scope, receive, _Guarded(send, self.api_origin))
+            exchange.filter = _Guarded(self.api_origin)
+            return scope, receive
         elif path.endswith("/") and not self.pages_end_in_slash:
             # One URL per resource: no redirect to the path without its slash (Starlette's would be built from Host).
-            await send_problem(send, nothing_here())
+            await send_problem(exchange, nothing_here())
         else:
-            await self.app(scope, receive, send)
+            return scope, receive
+        return None
 
     async def _document(self, scope: Scope, send: Send, representation: Representation) -> None:
         if not self.enabled:
@@ -84,7 +83,7 @@ class Documentation:
             return
         validators = [(b"etag", representation.etag), (b"cache-control", DOCUMENT_CACHE_CONTROL)]
         if_none_match = dict(scope["headers"]).get(b"if-none-match")
-        if if_none_match is not None and _matches(if_none_match, representation.etag):
+        if if_none_match is not None and none_match(if_none_match, representation.etag):
             await send({"type": "http.response.start", "status": 304, "headers": validators})
             await send({"type": "http.response.body", "body": b""})
             return
@@ -98,31 +97,30 @@ class Documentation:
 
 
 class _Guarded:
-    """Adds the security headers to a Swagger UI response; an HTML page gets a CSP naming its inline code."""
+    """The exchange's filter for a Swagger UI response: adds the security headers; an HTML page gets a CSP naming
+    its inline code (the page is held until its body is known)."""
 
-    def __init__(self, send: Send, api_origin: str) -> None:
-        self.send = send
+    def __init__(self, api_origin: str) -> None:
         self.api_origin = api_origin
         self.start: Message | None = None
         self.body: list[bytes] = []
 
-    async def __call__(self, message: Message) -> None:
+    def __call__(self, message: Message) -> list[Message]:
         if message["type"] == "http.response.start":
             headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"content-length"]
             if any(k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in headers):
                 self.start = {**message, "headers": headers}  # the page: held until its body is known
-                return
+                return []
             message = {**message, "headers": [*message.get("headers", []), *UI_HEADERS, _policy(b"", "")]}
         elif message["type"] == "http.response.body" and self.start is not None:
             self.body.append(message.get("body", b""))
             if message.get("more_body", False):
-                return
+                return []
             body = b"".join(self.body)
             headers = [*self.start["headers"], (b"content-length", str(len(body)).encode()), *UI_HEADERS]
-            await self.send({**self.start, "headers": [*headers, _policy(body, self.api_origin)]})
-            await self.send({"type": "http.response.body", "body": body})
-            return
-        await self.send(message)
+            start = {**self.start, "headers": [*headers, _policy(body, self.api_origin)]}
+            return [start, {"type": "http.response.body", "body": body}]
+        return [message]
 
 
 def _policy(page: bytes, api_origin: str) -> tuple[bytes, bytes]:
@@ -136,10 +134,3 @@ def _policy(page: bytes, api_origin: str) -> tuple[bytes, bytes]:
         connect=f" {api_origin}" if api_origin else "",
     )
     return b"content-security-policy", policy.encode()
-
-
-def _matches(if_none_match: bytes, etag: bytes) -> bool:
-    """RFC 9110 §13.1.2: ``*`` alone, or weak comparison against each listed tag."""
-    if if_none_match.strip() == b"*":
-        return True
-    return any(tag.strip().removeprefix(b"W/") == etag for tag in if_none_match.split(b","))

@@ -15,6 +15,7 @@ from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
+from starlette.types import Scope, Send
 
 from data.catalog_errors import InvalidCursor, NotFound
 
@@ -123,6 +124,30 @@ def unavailable() -> Problem:
         "The service cannot reach its database; retry shortly.",
         headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER)},
     )
+
+
+async def send_problem(send: Send, problem: Problem, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Send ``problem`` as a complete response (with ``extra`` headers) through an ASGI ``send``."""
+    body = problem.body()
+    headers = problem.asgi_headers() + [(b"content-length", str(len(body)).encode())] + (extra or [])
+    await send({"type": "http.response.start", "status": problem.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def overloaded(retry_after: int) -> Problem:
+    """This worker is at its bound of accepted work (``service/web/admission.py``): retry shortly, maybe elsewhere."""
+    seconds = "second" if retry_after == 1 else "seconds"
+    return Problem(
+        503,
+        "service_unavailable",
+        f"The service is at its capacity; retry after {retry_after} {seconds}.",
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
+async def send_overloaded(_scope: Scope, send: Send, retry_after: int) -> None:
+    """The menus API's answer when the worker refuses a request for load (an ``Api.overloaded``)."""
+    await send_problem(send, overloaded(retry_after))
 
 
 def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem:

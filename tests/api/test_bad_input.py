@@ -112,7 +112,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     engine.dispose()
     app = create_app(Settings(database_url=url, validate_responses=True, purge_interval=0))
     yield World(app, web.id, partner.id, "ana@example.com", "bo@example.com")
-    app.app.engine.dispose()  # create_app's observer wraps the dispatcher
+    app.engine.dispose()
 
 
 _addresses = itertools.count()

@@ -42,7 +42,7 @@ def menus(app: Any, key: str) -> int:
 
 def flush(app: Any) -> None:
     """What the periodic flush does: write the usage this app counted."""
-    app.app.flush_usage()
+    app.flush_usage()
 
 
 def usage_cells(html: str, key_name: str) -> tuple[int, int]:
@@ -308,7 +308,7 @@ def test_a_member_sees_the_keys_without_buttons_and_is_refused_by_page_and_by_po
 
 
 def ApiKeyStore_of(app: Any) -> ApiKeyStore:  # noqa: N802
-    return ApiKeyStore(app.app.engine)
+    return ApiKeyStore(app.engine)
 
 
 def test_a_key_of_another_organization_or_of_none_is_unknown_here(

@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 from identity.users import User
 from service.ops.logs import JsonFormatter
-from service.web.observe import request_id
+from service.ops.observe import request_id
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.identity_fixtures import CALLBACK, PASSWORD, Registered
 from tests.support.identity_pages import (

@@ -14,7 +14,6 @@ from service.app import Dispatcher, create_app
 from service.menus_api.answer_cache import Answer, AnswerCache, cache_key
 from service.menus_api.gate import MenusGate
 from service.settings import Settings
-from service.web.observe import RequestObserver
 from tests.support.defaults import DEFAULTS, KEY_REVOCATION_BOUND
 
 TYPICAL = "/v1/menus/dishes?course=main&max_spice=3&limit=20"
@@ -22,31 +21,27 @@ TYPICAL = "/v1/menus/dishes?course=main&max_spice=3&limit=20"
 PER_REQUEST = {"ratelimit-remaining", "ratelimit-reset", "date", "x-request-id"}
 
 
-def gate_of(app: RequestObserver) -> MenusGate:
-    dispatcher = app.app  # create_app's observer wraps the dispatcher
-    assert isinstance(dispatcher, Dispatcher)
-    gate = dispatcher.menus
-    while not isinstance(gate, MenusGate):  # the menus API's edge (CORS, documents, the body cap) wraps the gate
-        gate = gate.app  # type: ignore[attr-defined]
+def gate_of(app: Dispatcher) -> MenusGate:
+    (gate,) = (step for step in app.menus.steps if isinstance(step, MenusGate))  # the last of the edge's steps
     return gate
 
 
-def never_routed(gate: MenusGate, monkeypatch: pytest.MonkeyPatch) -> None:
+def never_routed(app: Dispatcher, monkeypatch: pytest.MonkeyPatch) -> None:
     """From now on, reaching Connexion fails the test: only the cache may answer."""
 
     async def unreachable(scope: Scope, receive: Receive, send: Send) -> None:
         raise AssertionError(f"routed {scope['path']}?{scope['query_string']!r}")
 
-    monkeypatch.setattr(gate, "app", unreachable)
+    monkeypatch.setattr(app.menus, "app", unreachable)
 
 
 @pytest.fixture
-def cached_app(settings: Settings, engine) -> RequestObserver:  # type: ignore[no-untyped-def]
+def cached_app(settings: Settings, engine) -> Dispatcher:  # type: ignore[no-untyped-def]
     return create_app(settings)
 
 
 @pytest.fixture
-def client(cached_app: RequestObserver, api_key: str) -> Iterator[TestClient]:
+def client(cached_app: Dispatcher, api_key: str) -> Iterator[TestClient]:
     with TestClient(cached_app, headers={"Authorization": f"Bearer {api_key}"}) as client:
         yield client
 
@@ -56,10 +51,10 @@ def stable(headers: dict[str, str]) -> dict[str, str]:
 
 
 def test_cache_hit_has_the_same_body_bytes_and_headers_as_the_miss(
-    client: TestClient, cached_app: RequestObserver, monkeypatch: pytest.MonkeyPatch
+    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     miss = client.get(TYPICAL)
-    never_routed(gate_of(cached_app), monkeypatch)
+    never_routed(cached_app, monkeypatch)
     hit = client.get(TYPICAL)
     assert hit.status_code == miss.status_code == 200
     assert hit.content == miss.content
@@ -68,19 +63,19 @@ def test_cache_hit_has_the_same_body_bytes_and_headers_as_the_miss(
 
 
 def test_query_in_another_order_is_the_same_entry(
-    client: TestClient, cached_app: RequestObserver, monkeypatch: pytest.MonkeyPatch
+    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = client.get(TYPICAL)
-    never_routed(gate_of(cached_app), monkeypatch)
+    never_routed(cached_app, monkeypatch)
     reordered = client.get("/v1/menus/dishes?limit=20&max_spice=3&course=main")
     assert reordered.content == first.content and reordered.headers["etag"] == first.headers["etag"]
 
 
 def test_cached_url_answers_304_to_its_etag(
-    client: TestClient, cached_app: RequestObserver, monkeypatch: pytest.MonkeyPatch
+    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     etag = client.get(TYPICAL).headers["etag"]
-    never_routed(gate_of(cached_app), monkeypatch)
+    never_routed(cached_app, monkeypatch)
     not_modified = client.get(TYPICAL, headers={"If-None-Match": etag})
     assert not_modified.status_code == 304 and not_modified.content == b""
     assert not_modified.headers["etag"] == etag and "content-type" not in not_modified.headers
@@ -94,19 +89,19 @@ def test_over_long_if_none_match_is_still_400_on_a_cached_url(client: TestClient
 
 
 def test_revoked_key_is_refused_even_for_a_cached_url(
-    cached_app: RequestObserver, keys: ApiKeyStore, monkeypatch: pytest.MonkeyPatch
+    cached_app: Dispatcher, keys: ApiKeyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     record, key = keys.create("soon revoked")
     with TestClient(cached_app, headers={"Authorization": f"Bearer {key}"}) as client:
         assert client.get(TYPICAL).status_code == 200
         keys.revoke(record.id)  # by another process (a store of its own): refused within the revocation bound
         time.sleep(KEY_REVOCATION_BOUND)
-        never_routed(gate_of(cached_app), monkeypatch)
+        never_routed(cached_app, monkeypatch)
         refused = client.get(TYPICAL)
     assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
 
 
-def test_missing_key_is_refused_for_a_cached_url(client: TestClient, cached_app: RequestObserver) -> None:
+def test_missing_key_is_refused_for_a_cached_url(client: TestClient, cached_app: Dispatcher) -> None:
     client.get(TYPICAL)
     with TestClient(cached_app) as anonymous:
         assert anonymous.get(TYPICAL).status_code == 401
@@ -127,29 +122,27 @@ def test_rate_limit_still_applies_to_cached_urls(settings: Settings, api_key: st
     "query",
     ["course=main&course=main", "course=main&colour=red", "limit=0", "max_spice=%EF%BC%93", "q="],
 )
-def test_invalid_query_is_never_cached_and_stays_400(
-    client: TestClient, cached_app: RequestObserver, query: str
-) -> None:
+def test_invalid_query_is_never_cached_and_stays_400(client: TestClient, cached_app: Dispatcher, query: str) -> None:
     for _ in range(2):
         response = client.get(f"/v1/menus/dishes?{query}")
         assert response.status_code == 400 and response.json()["code"] == "invalid_parameter"
     assert len(gate_of(cached_app).answers) == 0
 
 
-def test_not_found_is_never_cached(client: TestClient, cached_app: RequestObserver) -> None:
+def test_not_found_is_never_cached(client: TestClient, cached_app: Dispatcher) -> None:
     for _ in range(2):
         assert client.get("/v1/menus/dishes/unicorn-stew").status_code == 404
     assert len(gate_of(cached_app).answers) == 0
 
 
-def test_random_picks_are_never_cached(client: TestClient, cached_app: RequestObserver) -> None:
+def test_random_picks_are_never_cached(client: TestClient, cached_app: Dispatcher) -> None:
     picks = {client.get("/v1/menus/random?count=3").content for _ in range(20)}
     assert len(picks) > 1
     assert len(gate_of(cached_app).answers) == 0
     assert cache_key("/v1/menus/random", b"count=3") is None
 
 
-def test_head_is_answered_through_the_routing_like_before(client: TestClient, cached_app: RequestObserver) -> None:
+def test_head_is_answered_through_the_routing_like_before(client: TestClient, cached_app: Dispatcher) -> None:
     get = client.get(TYPICAL)
     head = client.head(TYPICAL)
     assert head.status_code == 200 and head.content == b""

@@ -1,9 +1,9 @@
 """What every request gets, whichever API answers it: a request id, a count, a latency and one log line.
 
-This is the one place requests are observed: it wraps the dispatcher, so the menus API, the
-identity API, the operations endpoints and the dispatcher's own 404s are measured alike, and the
-menus hot path pays for it once (a dictionary lookup for the route template, two metric updates
-and, when INFO is on, one log line).
+This is the one place requests are observed: the edge (``service/web/edge.py``) calls it for every
+request the dispatcher answers, so the menus API, the identity API, the operations endpoints and the
+dispatcher's own 404s are measured alike, and the menus hot path pays for it once (a dictionary lookup
+for the route template, two metric updates and, when INFO is on, one log line).
 
 ``X-Request-ID``: a sane id from the client or the proxy (1 to 128 visible ASCII characters) is
 kept, so one id follows a request across services; anything else (empty, too long, control
@@ -17,11 +17,14 @@ import logging
 import random
 import re
 import time
+from contextvars import Token
+from dataclasses import dataclass
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from service.ops import metrics
 from service.ops.logs import CURRENT_REQUEST, RequestContext
+from service.web.edge import Exchange
 from service.web.forwarded import TrustedProxies
 from service.web.routes import RouteTemplates
 
@@ -41,47 +44,47 @@ def request_id(scope: Scope) -> str:
     return f"{random.getrandbits(128):032x}"  # unique, not secret: the random module is fast and reseeded in forks
 
 
+@dataclass(slots=True)
+class Observed:
+    """One request as the observer records it."""
+
+    context: RequestContext
+    header: tuple[bytes, bytes]  # the X-Request-ID every answer carries
+    started: float  # time.perf_counter() at arrival
+
+
 class RequestObserver:
-    def __init__(
-        self, app: ASGIApp, routes: RouteTemplates, *, logged_path_max: int, proxies: TrustedProxies | None = None
-    ) -> None:
-        self.app = app
+    """The edge's observer (``service/web/edge.py``): called as each request arrives, starts and ends."""
+
+    def __init__(self, routes: RouteTemplates, *, logged_path_max: int, proxies: TrustedProxies | None = None) -> None:
         self.routes = routes
         self.logged_path_max = logged_path_max  # characters of the path kept in a log line
         self.proxies = proxies  # whose X-Forwarded-For/-Proto are believed (service/web/forwarded.py); None: nobody's
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def begin(self, exchange: Exchange) -> Token[RequestContext | None]:
         started = time.perf_counter()
-        if self.proxies is not None:  # here, in the outermost layer, rather than in one more of its own
-            scope = self.proxies.resolve(scope)
+        scope = exchange.scope
+        if self.proxies is not None:  # here, as the request arrives, rather than in a layer of its own
+            scope = exchange.scope = self.proxies.resolve(scope)
         client = scope.get("client")
         context = RequestContext(request_id(scope), client[0] if client else None)
-        header = (REQUEST_ID_HEADER, context.request_id.encode("ascii"))
-        status = 500  # what is counted if the app fails before answering
-        done = False
+        exchange.context = Observed(context, (REQUEST_ID_HEADER, context.request_id.encode("ascii")), started)
+        return CURRENT_REQUEST.set(context)
 
-        async def observed(message: Message) -> None:
-            nonlocal status, done
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != REQUEST_ID_HEADER]
-                message = {**message, "headers": [*headers, header]}
-            elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                # Counted before the last byte leaves: a client that has its answer finds it in the next scrape.
-                done = True
-                self._done(scope, context, status, time.perf_counter() - started)
-            await send(message)
+    def start(self, exchange: Exchange, headers: list[tuple[bytes, bytes]]) -> None:
+        observed: Observed = exchange.context
+        for name, _value in headers:
+            if name.lower() == REQUEST_ID_HEADER:  # the app's own id never goes out: the request's does
+                headers[:] = [(k, v) for k, v in headers if k.lower() != REQUEST_ID_HEADER]
+                break
+        headers.append(observed.header)
 
-        token = CURRENT_REQUEST.set(context)
-        try:
-            await self.app(scope, receive, observed)
-        finally:
-            if not done:  # the app failed, or the client left, before the answer was complete
-                self._done(scope, context, status, time.perf_counter() - started)
-            CURRENT_REQUEST.reset(token)
+    def done(self, exchange: Exchange) -> None:
+        observed: Observed = exchange.context
+        self._done(exchange.scope, observed.context, exchange.status, time.perf_counter() - observed.started)
+
+    def end(self, token: object) -> None:
+        CURRENT_REQUEST.reset(token)  # type: ignore[arg-type]
 
     def _done(self, scope: Scope, context: RequestContext, status: int, seconds: float) -> None:
         route = self.routes.template(scope["path"])

@@ -1,0 +1,55 @@
+"""How much work a worker accepts: past its bound, a request is answered 503 with ``Retry-After`` at once.
+
+A worker that takes every request it is sent answers all of them late under overload: at 1,024 connections on
+one worker, the p99 was near a second and some requests waited past five (docs/performance.md). The edge
+(``service/web/edge.py``) asks ``Admission.admit`` first, and refuses a request when
+
+- ``max_in_flight`` requests are already being answered by this worker (each counted from the edge's first
+  call to its last byte), or
+- the request has already waited ``max_queue_wait`` seconds between its head being read (stamped in the scope as
+  ``ARRIVED`` by the server's protocol, ``service/ops/bounded_http.py``) and the edge's first call: the event
+  loop is that far behind, and answering it now would only add to the queue.
+
+The refusal is the API's own 503 in its own error form (the contract lists it for every operation with
+``Retry-After``); it costs a fraction of an answer and never reaches the database. The operations endpoints
+(health, readiness, metrics) and the developer console are not bounded: a liveness probe refused under load
+would get a busy worker restarted, and the metrics are what tells the operator about the load
+(docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from starlette.types import Scope
+
+ARRIVED = "regional_menus.arrived"  # scope key: time.monotonic() when the request's head was complete
+RETRY_AFTER = 1  # seconds: a refusal for load is short-lived
+
+
+@dataclass
+class Admission:
+    """The bound of one worker's accepted work (one per process: the event loop's)."""
+
+    max_in_flight: int  # requests answered at once by this worker
+    max_queue_wait: float  # seconds a request may have waited before the edge sees it
+    on_refused: Callable[[str], None] = field(default=lambda _reason: None)  # "in_flight" or "waited"
+    clock: Callable[[], float] = time.monotonic
+    in_flight: int = 0
+
+    def admit(self, scope: Scope) -> bool:
+        """True (and counted in flight until ``release``) when this request is taken; False when it is refused."""
+        if self.in_flight >= self.max_in_flight:
+            self.on_refused("in_flight")
+            return False
+        arrived = scope.get(ARRIVED)
+        if arrived is not None and self.clock() - arrived > self.max_queue_wait:
+            self.on_refused("waited")
+            return False
+        self.in_flight += 1
+        return True
+
+    def release(self) -> None:
+        self.in_flight -= 1

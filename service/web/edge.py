@@ -1,0 +1,169 @@
+"""One edge: the cross-cutting work of every request done in one ASGI layer, with ``send`` wrapped once.
+
+Each concern keeps its own module (the request's id, metrics and log line in ``service/ops/observe.py``,
+CORS in ``cors.py``, the documents in ``documentation.py``, the body cap in ``body_limit.py``, the menus
+API's key, limit and caching in ``service/menus_api/gate.py``, per-key usage in ``identity/usage.py``);
+the edge only calls them in order ("fuse the calls, not the code"). A concern is one of:
+
+- a **step**, run before the API's app: ``await step(scope, receive, exchange)`` answers the request itself
+  (through ``exchange``) and returns None, or returns the ``(scope, receive)`` the next step and the app get;
+- a **start hook** a step registers on the exchange (``exchange.on_start``): called with the exchange and the
+  response's header list as the response starts, innermost first (the last registered first); it may add,
+  replace or remove headers in place, or just note the status;
+- a **filter** (``exchange.filter``, at most one): sees the app's messages before anything else and returns
+  the messages to send instead (the gate holds a 200 to give it its ETag; the documentation pages get their
+  security policy);
+- the **admission** (``service/web/admission.py``), asked by the edge before any step: past the worker's bound,
+  the API's ``overloaded`` answers 503 at once;
+- the **observer**, called by the edge itself: ``begin`` as the request arrives, ``start`` as the response
+  starts, ``done`` once the last byte of the body is about to leave (or when the request ends without it).
+
+``Exchange`` is the single wrapper of ``send`` that every app and step answers through; an error that escapes
+before the response started is answered as a problem by the edge (the last line of defence), never a bare 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.web.admission import RETRY_AFTER, Admission
+from service.web.problems import send_problem, to_problem
+
+Headers = list[tuple[bytes, bytes]]
+StartHook = Callable[["Exchange", Headers], None]
+Filter = Callable[[Message], Sequence[Message]]
+
+
+class Step(Protocol):
+    async def __call__(self, scope: Scope, receive: Receive, exchange: Exchange, /) -> tuple[Scope, Receive] | None: ...
+
+
+class Observer(Protocol):
+    def begin(self, exchange: Exchange) -> object:
+        """The request has arrived: may replace ``exchange.scope``; returns what ``end`` is given."""
+
+    def start(self, exchange: Exchange, headers: Headers) -> None:
+        """The response starts with ``exchange.status`` and ``headers`` (a list it may change)."""
+
+    def done(self, exchange: Exchange) -> None:
+        """The response is complete, or the request ended without one: called once."""
+
+    def end(self, token: object) -> None:
+        """After ``done``: the request is over."""
+
+
+class Exchange:
+    """One request as it is answered: the only wrapper of the server's ``send`` (an ASGI ``send`` itself)."""
+
+    __slots__ = ("scope", "status", "started", "complete", "on_start", "filter", "context", "_send", "_observer")
+
+    def __init__(self, send: Send, scope: Scope, observer: Observer) -> None:
+        self._send = send
+        self._observer = observer
+        self.scope = scope
+        self.status = 500  # what is recorded if the app fails before answering
+        self.started = False  # a response start has gone out
+        self.complete = False  # the last body message has gone out
+        self.on_start: list[StartHook] = []
+        self.filter: Filter | None = None
+        self.context: Any = None  # the observer's record of the request
+
+    async def __call__(self, message: Message) -> None:
+        if self.filter is None:
+            await self._emit(message)
+            return
+        for each in self.filter(message):
+            await self._emit(each)
+
+    async def _emit(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.started = True
+            self.status = message["status"]
+            headers = list(message.get("headers", ()))
+            for hook in reversed(self.on_start):  # the innermost concern first, as nested layers would
+                hook(self, headers)
+            self._observer.start(self, headers)
+            message = {**message, "headers": headers}
+        elif kind == "http.response.body" and not message.get("more_body", False) and not self.complete:
+            # Recorded before the last byte leaves: a client that has its answer finds it in the next scrape.
+            self.complete = True
+            self._observer.done(self)
+        await self._send(message)
+
+    def unhook(self) -> None:
+        """Forget the steps' hooks and filter: what is sent now is the edge's own answer."""
+        self.on_start.clear()
+        self.filter = None
+
+
+@dataclass(eq=False)
+class Api:
+    """An API behind the edge: its ``steps`` in order, then its ``app`` (called with the exchange as ``send``).
+    ``overloaded`` sends its 503 in its own error form (``Retry-After`` seconds given) when the worker's admission
+    refuses a request; None: the API is not bounded (``service/web/admission.py``)."""
+
+    app: ASGIApp
+    steps: Sequence[Step] = field(default_factory=tuple)
+    overloaded: Callable[[Scope, Send, int], Awaitable[None]] | None = None
+
+
+async def answer(
+    api: Api, observer: Observer, scope: Scope, receive: Receive, send: Send, admission: Admission | None = None
+) -> None:
+    """Answer one HTTP request with ``api``: observed, admitted, through its steps and app, ``send`` wrapped once."""
+    exchange = Exchange(send, scope, observer)
+    token = observer.begin(exchange)
+    scope = exchange.scope
+    in_flight = False  # counted by the admission until the answer ends
+    try:
+        if admission is not None and api.overloaded is not None:
+            if not admission.admit(scope):
+                await api.overloaded(scope, exchange, RETRY_AFTER)
+                return
+            in_flight = True
+        try:
+            for step in api.steps:
+                admitted = await step(scope, receive, exchange)
+                if admitted is None:
+                    return
+                scope, receive = admitted
+            await api.app(scope, receive, exchange)
+        except Exception as error:
+            # Last line of defence: an error that escapes an app is answered as a problem, never a bare 500.
+            if exchange.started:
+                raise
+            exchange.unhook()
+            await send_problem(exchange, to_problem(error))
+    finally:
+        if in_flight:
+            admission.release()  # type: ignore[union-attr]
+        if not exchange.complete:  # the app failed, or the client left, before the answer was complete
+            exchange.complete = True
+            observer.done(exchange)
+        observer.end(token)
+
+
+class Stepped:
+    """An ASGI app that runs ``steps`` before ``app`` inside the edge (``send`` must be the request's exchange):
+    for an app built after start-up, such as the developer console, whose steps are built with it."""
+
+    def __init__(self, app: ASGIApp, steps: Sequence[Step]) -> None:
+        self.app = app
+        self.steps = steps
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        assert isinstance(send, Exchange), "Stepped runs inside the edge"
+        for step in self.steps:
+            admitted = await step(scope, receive, send)
+            if admitted is None:
+                return
+            scope, receive = admitted
+        await self.app(scope, receive, send)

@@ -1,0 +1,32 @@
+"""The worker's admission rule (service/web/admission.py): a bound of requests in flight and of time queued."""
+
+from __future__ import annotations
+
+from service.web.admission import ARRIVED, Admission
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_admits_up_to_max_in_flight_refuses_the_next_and_admits_again_once_one_is_released() -> None:
+    refused: list[str] = []
+    admission = Admission(2, 0.5, on_refused=refused.append, clock=Clock())
+    assert admission.admit({}) and admission.admit({})
+    assert not admission.admit({})
+    admission.release()
+    assert admission.admit({})
+    assert refused == ["in_flight"] and admission.in_flight == 2
+
+
+def test_refuses_a_request_queued_longer_than_max_queue_wait_and_counts_it_nowhere() -> None:
+    clock, refused = Clock(), []
+    admission = Admission(10, 0.5, on_refused=refused.append, clock=clock)
+    assert admission.admit({ARRIVED: clock.now - 0.5})  # at the bound: taken
+    assert not admission.admit({ARRIVED: clock.now - 0.51})
+    assert admission.admit({})  # no stamp (a server other than ours): only the count applies
+    assert refused == ["waited"] and admission.in_flight == 2
