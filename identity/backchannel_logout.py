@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from identity.errors import InvalidInput
 from identity.outbox import Claimed, Mail, Outbox, Undeliverable
 from identity.tables import browser_sessions, clients, session_clients
 from identity.text import has_control
+from identity.upsert import dialect_insert
 
 if TYPE_CHECKING:
     from identity.clients import ClientStore
@@ -83,7 +83,7 @@ def _loopback(host: str) -> bool:
 
 def record_holder(connection: Connection, session_id: str, client_id: str, user_id: str, at: datetime) -> None:
     """In the caller's transaction: ``client_id`` holds ``session_id`` (it redeemed a code issued in it)."""
-    insert = (postgresql if connection.dialect.name == "postgresql" else sqlite).insert(session_clients)
+    insert = dialect_insert(connection.dialect.name)(session_clients)
     connection.execute(
         insert.values(
             session_id=session_id, client_id=client_id, user_id=user_id, held_since=at

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from identity.api_keys import api_keys, record_last_used
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.storage import metadata
+from identity.upsert import dialect_insert
 
 STATUS_CLASSES = (2, 3, 4, 5)  # 2xx, 3xx (304s), 4xx, 5xx; 1xx never ends a request
 
@@ -113,7 +114,7 @@ class UsageCounter:
                 {"key_id": key_id, "day": day, "status_class": status_class, "requests": n}
                 for (key_id, day, status_class), n in counts.items()
             ]
-            insert = _dialect_insert(connection.dialect.name)(api_key_usage)
+            insert = dialect_insert(connection.dialect.name)(api_key_usage)
             upsert = insert.on_conflict_do_update(
                 index_elements=["key_id", "day", "status_class"],
                 set_={"requests": api_key_usage.c.requests + insert.excluded.requests},
@@ -194,15 +195,3 @@ class UsageReport:
                 if day in found:
                     found[day][int(status_class)] = int(requests)
         return [DailyUsage(day, found[day]) for day in days]
-
-
-def _dialect_insert(dialect: str) -> Any:
-    """The ``insert`` of ``dialect`` (its ``ON CONFLICT``): the dialect's module is imported when first needed, so
-    a process on SQLite never loads SQLAlchemy's PostgreSQL dialect (start-up time)."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects import postgresql
-
-        return postgresql.insert
-    from sqlalchemy.dialects import sqlite
-
-    return sqlite.insert
