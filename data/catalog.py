@@ -21,8 +21,8 @@ import orjson
 import pycountry
 import yaml
 
+from cursors import CursorCodec, Position
 from data.catalog_errors import NotFound
-from data.cursors import CursorCodec, Position
 from data.folding import fold, terms
 
 COURSES = ("breakfast", "starter", "main", "side", "bread", "rice", "snack", "dessert", "beverage")

@@ -16,7 +16,8 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
-from data.catalog_errors import InvalidCursor, NotFound
+from cursors import InvalidCursor
+from data.catalog_errors import NotFound
 
 log = logging.getLogger("service.problems")
 

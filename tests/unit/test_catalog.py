@@ -8,8 +8,9 @@ import random
 import orjson
 import pytest
 
+from cursors import InvalidCursor
 from data.catalog import COURSES, DIET_INCLUDES, DIETS, Catalog, DishQuery
-from data.catalog_errors import InvalidCursor, NotFound
+from data.catalog_errors import NotFound
 from data.folding import fold
 
 
