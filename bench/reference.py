@@ -42,8 +42,9 @@ from data.catalog import DIET_INCLUDES, DISH_KEYS, dataset_directory
 from data.folding import fold, terms
 from identity.api_keys import ApiKeyStore
 from service.database.db import make_engine, service_secret
+from service.database.secret_keys import load_sealer
 from service.menus_api.ratelimit import RateLimiter, RedisTuning
-from service.settings import Settings
+from service.settings import Settings, secret_keys_from
 
 COURSES = {"breakfast", "starter", "main", "side", "bread", "rice", "snack", "dessert", "beverage"}
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -94,7 +95,8 @@ def create_reference(database_url: str, rate_limit: int) -> Starlette:
     engine = make_engine(database_url, settings.database_pool())
     keys = ApiKeyStore(engine)
     limiter = RateLimiter(rate_limit, redis=RedisTuning.of(settings))
-    cursors = CursorCodec(service_secret(engine, "menus-cursor-key"))
+    sealer = load_sealer(secret_keys_from(os.environ), database_url)
+    cursors = CursorCodec(service_secret(engine, sealer, "menus-cursor-key"))
     dishes, regions = load(dataset_directory())
 
     async def authenticate(request: Request) -> tuple[Response | None, list[tuple[str, str]]]:

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from identity import audit
 from identity.keys import SigningKeys
 from identity.sealing import Sealer, new_key
-from service.database.db import private_file, seal_with, service_secrets
+from service.database.db import private_file, service_secrets
 
 KEY_FILE_NAME = "secret-keys"
 DEFAULT_FOLDER = Path("var")  # for a database that is not a SQLite file
@@ -100,10 +100,3 @@ def reseal(engine: Engine, sealer: Sealer, *, rotate: bool) -> Resealed:
     if rotate:
         audit.record(audit.SECRETS_ROTATED)
     return Resealed(keys, secrets)
-
-
-def open_sealer(engine: Engine, secret_keys: tuple[str, ...], database_url: str) -> Sealer:
-    """Load the sealer and make it the one ``service_secret`` uses for this engine."""
-    sealer = load_sealer(secret_keys, database_url)
-    seal_with(engine, sealer)
-    return sealer

@@ -432,7 +432,7 @@ def sealed_rows(database_url: str) -> tuple[list[str], list[bytes]]:
 def test_the_database_holds_no_pem_and_no_clear_service_secret(
     app: Any, http: TestClient, tmp_path: Path, database_url: str, engine: Engine
 ) -> None:
-    cursor_key = service_secret(engine, "directory-cursor-key")
+    cursor_key = service_secret(engine, load_sealer((), database_url), "directory-cursor-key")
     assert http.get("/jwks").json()["keys"]
     pems, secrets = sealed_rows(database_url)
     assert pems and all(pem.startswith("gAAAAA") and "BEGIN" not in pem for pem in pems)
@@ -477,7 +477,7 @@ def test_rows_stored_in_clear_before_sealing_are_sealed_at_start_and_keep_workin
     assert all(pem.startswith("gAAAAA") for pem in pems) and all(v.startswith(b"gAAAAA") for v in secrets)
     sealer = load_sealer((), database_url)
     assert sealer.open(pems[0].encode()) == clear_pem
-    assert service_secret(engine, "directory-cursor-key") == b"c" * 32  # the same secret, now sealed
+    assert service_secret(engine, sealer, "directory-cursor-key") == b"c" * 32  # the same secret, now sealed
     assert reseal(engine, sealer, rotate=False).as_dict() == {"signing_keys": 0, "service_secrets": 0}
 
 
