@@ -1,4 +1,4 @@
-"""The catalog's rules (spec §4.1, DESIGN §2), without the web layer."""
+"""The catalog's rules (openapi/menus.yaml, docs/menus-api.md), without the web layer."""
 
 from __future__ import annotations
 
