@@ -15,7 +15,6 @@ whose pages may call the token, revocation and userinfo endpoints. Only nodes wi
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
@@ -32,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock, new_id
+from identity.digests import sha256_hex
 from identity.errors import InvalidInput, UnknownRecord
 from identity.refresh_tokens import RefreshTokenStore
 from identity.tables import clients, organizations
@@ -96,8 +96,7 @@ class Client:
         }
 
 
-def hash_secret(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+hash_secret = sha256_hex
 
 
 def check_redirect_uri(uri: str) -> str:

@@ -7,7 +7,6 @@ concurrent exchanges cannot both succeed, on SQLite or PostgreSQL.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.digests import sha256_hex
 from identity.tables import authorization_codes
 
 
@@ -41,8 +41,7 @@ class Consumed:
     replayed: str | None = None  # the grant id of a code presented a second time
 
 
-def hash_code(code: str) -> str:
-    return hashlib.sha256(code.encode()).hexdigest()
+hash_code = sha256_hex
 
 
 class CodeStore:

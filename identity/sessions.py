@@ -9,7 +9,6 @@ in again as the same user renews the browser's session (same ``sid``, new
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.digests import sha256_hex
 from identity.tables import browser_sessions
 
 
@@ -30,8 +30,7 @@ class BrowserSession:
     expires_at: datetime
 
 
-def hash_secret(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+hash_secret = sha256_hex
 
 
 class SessionStore:

@@ -39,7 +39,6 @@ trusted (``MENUS_TRUSTED_PROXIES``); otherwise every client shares the proxy's a
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import math
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from identity.clock import SYSTEM_CLOCK, Clock, utc
+from identity.digests import sha256_hex
 from identity.errors import Throttled
 from identity.tables import sign_in_failures
 
@@ -70,12 +70,8 @@ def network(address: str) -> str:
     return str(ip)
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def account_key(email: str) -> str:
-    return "account:" + _digest(email.strip().casefold())
+    return "account:" + sha256_hex(email.strip().casefold())
 
 
 def address_key(address: str) -> str:
@@ -83,7 +79,7 @@ def address_key(address: str) -> str:
 
 
 def pair_key(email: str, address: str) -> str:
-    return "pair:" + _digest(email.strip().casefold() + "\n" + network(address))
+    return "pair:" + sha256_hex(email.strip().casefold() + "\n" + network(address))
 
 
 class Counters(Protocol):
@@ -226,7 +222,7 @@ class SignInThrottle:
         the address) and against the account of its email; False once the account has had ``account_limit``
         requests in the window (no more mail then, and the same answer on the page)."""
         self._charge_network(address)
-        requests, _ = self._counters.add("reset:" + _digest(email.strip().casefold()))
+        requests, _ = self._counters.add("reset:" + sha256_hex(email.strip().casefold()))
         return requests <= self.account_limit
 
     def _charge_network(self, address: str) -> None:
