@@ -15,14 +15,13 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity import audit
-from identity.keys import SigningKeys
+from identity.keys import reseal_signing_keys
 from identity.sealing import Sealer, new_key
 from service.database.db import private_file, service_secrets
 
@@ -81,8 +80,7 @@ def reseal(engine: Engine, sealer: Sealer, *, rotate: bool) -> Resealed:
 
     Idempotent and safe on several nodes at once: a row is replaced only if it still holds what was read.
     """
-    # Only its reseal is used: no key signs or is published through it, so no delay or cache age matters.
-    keys = SigningKeys(engine, timedelta(0), timedelta(0), sealer=sealer, max_age=timedelta(0)).reseal(rotate=rotate)
+    keys = reseal_signing_keys(engine, sealer, rotate=rotate)
     secrets = 0
     with engine.connect() as connection:
         rows = connection.execute(sa.select(service_secrets.c.name, service_secrets.c.value)).all()
