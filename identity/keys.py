@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 
 from identity import audit
 from identity.clock import SYSTEM_CLOCK, Clock, utc
-from identity.sealing import Sealer
+from identity.sealing import Sealer, reseal_column
 from identity.tables import signing_keys
 
 ALGORITHM = "RS256"
@@ -100,21 +100,7 @@ def reseal_signing_keys(engine: Engine, sealer: Sealer, *, rotate: bool) -> int:
     """Seal the private keys stored in clear (with ``rotate``, every key again with the first of the keys);
     how many rows changed. Each row changes only if nobody changed it meanwhile: several nodes may run this
     at once, and running it again changes nothing."""
-    changed = 0
-    with engine.connect() as connection:
-        rows = connection.execute(sa.select(signing_keys.c.kid, signing_keys.c.private_pem)).all()
-    for row in rows:
-        resealed = sealer.resealed(row.private_pem.encode(), rotate=rotate)
-        if resealed is None:
-            continue
-        with engine.begin() as connection:
-            result = connection.execute(
-                signing_keys.update()
-                .where(signing_keys.c.kid == row.kid, signing_keys.c.private_pem == row.private_pem)
-                .values(private_pem=resealed.decode())
-            )
-        changed += result.rowcount
-    return changed
+    return reseal_column(engine, sealer, signing_keys.c.kid, signing_keys.c.private_pem, rotate=rotate)
 
 
 class SigningKeys:

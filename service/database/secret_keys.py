@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 
 from identity import audit
 from identity.keys import reseal_signing_keys
-from identity.sealing import Sealer, new_key
+from identity.sealing import Sealer, new_key, reseal_column
 from service.database.db import private_file, service_secrets
 
 KEY_FILE_NAME = "secret-keys"
@@ -81,20 +81,7 @@ def reseal(engine: Engine, sealer: Sealer, *, rotate: bool) -> Resealed:
     Idempotent and safe on several nodes at once: a row is replaced only if it still holds what was read.
     """
     keys = reseal_signing_keys(engine, sealer, rotate=rotate)
-    secrets = 0
-    with engine.connect() as connection:
-        rows = connection.execute(sa.select(service_secrets.c.name, service_secrets.c.value)).all()
-    for row in rows:
-        resealed = sealer.resealed(bytes(row.value), rotate=rotate)
-        if resealed is None:
-            continue
-        with engine.begin() as connection:
-            result = connection.execute(
-                service_secrets.update()
-                .where(service_secrets.c.name == row.name, service_secrets.c.value == row.value)
-                .values(value=resealed)
-            )
-        secrets += result.rowcount
+    secrets = reseal_column(engine, sealer, service_secrets.c.name, service_secrets.c.value, rotate=rotate)
     if rotate:
         audit.record(audit.SECRETS_ROTATED)
     return Resealed(keys, secrets)
