@@ -29,7 +29,8 @@ from bench.workload import TYPICAL, region_paths, unique_mix, write_lines
 from data.catalog import load_catalog
 from identity.sealing import new_key
 from service.database.db import make_engine, service_secret
-from service.settings import Settings
+from service.database.secret_keys import load_sealer
+from service.settings import Settings, secret_keys_from
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIRECT_URI = "http://127.0.0.1:9/callback"
@@ -98,7 +99,8 @@ def run(workspace: Workspace, args: argparse.Namespace) -> dict[str, Any]:
     api_keys = [workspace.cli("api-keys", "create", "--name", f"bench-{n}")["key"] for n in range(KEYS)]
     keys_file = write_lines(workspace.folder / "keys.txt", api_keys)
     engine = make_engine(workspace.database_url, Settings().database_pool())
-    catalog = load_catalog(cursor_key=service_secret(engine, "menus-cursor-key"))  # the key the service will use
+    sealer = load_sealer(secret_keys_from(os.environ), workspace.database_url)  # the keys the service will use
+    catalog = load_catalog(cursor_key=service_secret(engine, sealer, "menus-cursor-key"))
     engine.dispose()
     folder = workspace.folder
     slice_size = max(5000, int(args.seconds * 6000))  # more than a run can send: every request of a run is unique

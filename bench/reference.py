@@ -10,7 +10,7 @@ What it does on every request, and why that is the same work as the service:
 - strict validation by hand: unknown or repeated parameters, enums, integer
   ranges, lengths and patterns of ``/dishes`` as the contract states them;
 - filter a list of plain dicts loaded from the YAML files, page it by the
-  same signed keyset cursor (``data.cursors``), and serialise with orjson;
+  same signed keyset cursor (``cursors``), and serialise with orjson;
 - a strong ETag (BLAKE2b of the body) and ``Cache-Control``.
 
 It does not answer ``If-None-Match`` with 304s and keeps nothing between
@@ -42,14 +42,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from cursors import CursorCodec, InvalidCursor
 from data.catalog import DIET_INCLUDES, DISH_KEYS, dataset_directory
-from data.catalog_errors import InvalidCursor
-from data.cursors import CursorCodec
 from data.folding import fold, terms
 from identity.api_keys import ApiKeyStore
 from service.database.db import make_engine, service_secret
+from service.database.secret_keys import load_sealer
 from service.menus_api.ratelimit import RateLimiter, RedisTuning
-from service.settings import Settings
+from service.settings import Settings, secret_keys_from
 
 COURSES = {"breakfast", "starter", "main", "side", "bread", "rice", "snack", "dessert", "beverage"}
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -111,7 +111,8 @@ def create_reference(database_url: str, rate_limit: int, *, lean: bool = False) 
                 known[digest] = key_id
         return key_id
 
-    cursors = CursorCodec(service_secret(engine, "menus-cursor-key"))
+    sealer = load_sealer(secret_keys_from(os.environ), database_url)
+    cursors = CursorCodec(service_secret(engine, sealer, "menus-cursor-key"))
     dishes, regions = load(dataset_directory())
 
     async def authenticate(request: Request) -> tuple[Response | None, list[tuple[str, str]]]:

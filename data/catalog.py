@@ -21,19 +21,19 @@ import orjson
 import pycountry
 import yaml
 
+from cursors import CursorCodec, Position
 from data.catalog_errors import NotFound
-from data.cursors import CursorCodec, Position
 from data.folding import fold, terms
 
 COURSES = ("breakfast", "starter", "main", "side", "bread", "rice", "snack", "dessert", "beverage")
 DIETS = ("vegan", "vegetarian", "eggetarian", "pescatarian", "non_vegetarian")
 KINDS = ("country", "state", "region", "city")
 
-# DESIGN §2: a dish suits a diet when its own diet is in that diet's set.
+# docs/menus-api.md (Filters): a dish suits a diet when its own diet is in that diet's set.
 DIET_INCLUDES: Mapping[str, frozenset[str]] = {diet: frozenset(DIETS[: i + 1]) for i, diet in enumerate(DIETS)}
 
-REGION_COUNT = 16  # spec §1
-DISHES_PER_REGION = (9, 10)  # spec §1: two regions have 10, the others 9
+REGION_COUNT = 16  # the README's 146 dishes from 16 regions
+DISHES_PER_REGION = (9, 10)  # two regions have 10, the others 9
 REGIONS_WITH_TEN = 2
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 SLUG_MAX = 60
@@ -77,7 +77,7 @@ class Region:
 
 @dataclass(frozen=True, slots=True)
 class DishQuery:
-    """The filters of the dish list and random picks (spec §4.1); ``None`` means not filtered."""
+    """The filters of the dish list and random picks (openapi/menus.yaml); ``None`` means not filtered."""
 
     region: str | None = None
     country: str | None = None
@@ -238,7 +238,7 @@ class Catalog:
             raise NotFound("There is no dish with this slug.") from None
 
     def dishes(self, query: DishQuery, limit: int = 20, cursor: str | None = None) -> Page:
-        """One page of matching dishes sorted by name; ``total`` counts every match (DESIGN §2)."""
+        """One page of matching dishes sorted by name; ``total`` counts every match (docs/menus-api.md)."""
         fingerprint = query.fingerprint()
         matches = self._index.select(query)
         start = 0

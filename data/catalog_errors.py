@@ -7,7 +7,3 @@ class CatalogError(Exception):
 
 class NotFound(CatalogError):
     """No region or dish has that slug, or no dish matches a random pick's filters."""
-
-
-class InvalidCursor(CatalogError):
-    """The cursor does not decode, was altered, or was made for other filters."""

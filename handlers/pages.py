@@ -3,58 +3,61 @@
 The flow runs in a worker thread: signing in and up hashes a password with Argon2 for tens of
 milliseconds, which must not hold up the event loop (argon2-cffi releases the GIL while it hashes)."""
 
+from collections.abc import Callable, Sequence
+
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from identity.flow import Outcome
+from identity.flow import Browser, Outcome, SignInFlow
 from service.identity_api.responses import browser, current, form_pairs, outcome, provider, query_pairs
 
+Show = Callable[[SignInFlow, str | None, Browser], Outcome]  # a page's form: SignInFlow.sign_in_form, …
+Act = Callable[[SignInFlow, Sequence[tuple[str, str]], Browser], Outcome]  # its POST: SignInFlow.sign_in, …
 
-async def _show(name: str) -> Response:
+
+async def _show(show: Show) -> Response:
     identity, request = provider(), current()
-    show = getattr(identity.flow, f"{name}_form")
     interaction = dict(query_pairs(request)).get("interaction")  # query_pairs refuses control characters
-    result = await run_in_threadpool(show, interaction, browser(request))
+    result = await run_in_threadpool(show, identity.flow, interaction, browser(request))
     return outcome(result, identity.issuer)
 
 
-async def _act(name: str) -> Response:
+async def _act(act: Act) -> Response:
     identity, request = provider(), current()
-    act = getattr(identity.flow, name)
     pairs = await form_pairs(request)
-    return outcome(await run_in_threadpool(act, pairs, browser(request)), identity.issuer)
+    return outcome(await run_in_threadpool(act, identity.flow, pairs, browser(request)), identity.issuer)
 
 
 async def sign_in_form() -> Response:
-    return await _show("sign_in")
+    return await _show(SignInFlow.sign_in_form)
 
 
 async def sign_in() -> Response:
-    return await _act("sign_in")
+    return await _act(SignInFlow.sign_in)
 
 
 async def sign_up_form() -> Response:
-    return await _show("sign_up")
+    return await _show(SignInFlow.sign_up_form)
 
 
 async def sign_up() -> Response:
-    return await _act("sign_up")
+    return await _act(SignInFlow.sign_up)
 
 
 async def select_organization_form() -> Response:
-    return await _show("select_organization")
+    return await _show(SignInFlow.select_organization_form)
 
 
 async def select_organization() -> Response:
-    return await _act("select_organization")
+    return await _act(SignInFlow.select_organization)
 
 
 async def consent_form() -> Response:
-    return await _show("consent")
+    return await _show(SignInFlow.consent_form)
 
 
 async def consent() -> Response:
-    return await _act("consent")
+    return await _act(SignInFlow.consent)
 
 
 async def verify_email() -> Response:
@@ -66,19 +69,19 @@ async def verify_email() -> Response:
 
 
 async def check_email_form() -> Response:
-    return await _show("check_email")
+    return await _show(SignInFlow.check_email_form)
 
 
 async def check_email() -> Response:
-    return await _act("check_email")
+    return await _act(SignInFlow.check_email)
 
 
 async def forgot_password_form() -> Response:
-    return await _show("forgot_password")
+    return await _show(SignInFlow.forgot_password_form)
 
 
 async def forgot_password() -> Response:
-    return await _act("forgot_password")
+    return await _act(SignInFlow.forgot_password)
 
 
 async def reset_password_form() -> Response:

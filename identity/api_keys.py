@@ -18,7 +18,6 @@ this process's listeners at once.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
@@ -32,6 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity import audit
 from identity.clock import SYSTEM_CLOCK, Clock, utc
+from identity.digests import sha256_hex
 from identity.errors import InvalidInput
 from identity.storage import metadata
 from identity.tables import organizations
@@ -95,8 +95,7 @@ class KeyLimitReached(InvalidInput):
     """The organization has as many active keys as it may (``MENUS_MAX_KEYS_PER_ORG``): revoke one first."""
 
 
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
+hash_key = sha256_hex
 
 
 def check_name(name: str) -> str:

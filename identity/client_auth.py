@@ -13,7 +13,6 @@ answer never tells which check failed; its ``detail`` tells the log.
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -26,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 
 from identity.clients import PUBLIC, Client, ClientStore, hash_secret
 from identity.clock import SYSTEM_CLOCK, Clock
+from identity.digests import sha256_hex
 from identity.errors import InvalidClient, InvalidRequest
 from identity.issuer import TOKEN_PATH, Issuer
 from identity.tables import client_assertions
@@ -175,7 +175,7 @@ class ClientAuthenticator:
 
     def _spend(self, client_id: str, jti: str, expires: datetime) -> None:
         """Record the jti until the assertion expires; a second use is refused."""
-        jti_hash = hashlib.sha256(f"{client_id}\x00{jti}".encode()).hexdigest()
+        jti_hash = sha256_hex(f"{client_id}\x00{jti}")
         try:
             with self._engine.begin() as connection:
                 connection.execute(

@@ -19,7 +19,6 @@ the ``sid`` claim in them (``backchannel_logout_session_required``; false when o
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
@@ -37,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from identity.access_tokens import AccessTokenStore
 from identity.backchannel_logout import check_backchannel_logout_uri
 from identity.clock import SYSTEM_CLOCK, Clock, new_id
+from identity.digests import sha256_hex
 from identity.errors import InvalidInput, UnknownRecord
 from identity.refresh_tokens import RefreshTokenStore
 from identity.tables import clients, organizations
@@ -107,8 +107,7 @@ class Client:
         }
 
 
-def hash_secret(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+hash_secret = sha256_hex
 
 
 def check_redirect_uri(uri: str) -> str:

@@ -9,7 +9,6 @@ that ``sid``, so signing out tells it).
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -19,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.backchannel_logout import record_holder
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.digests import sha256_hex
 from identity.tables import authorization_codes
 
 
@@ -44,8 +44,7 @@ class Consumed:
     replayed: str | None = None  # the grant id of a code presented a second time
 
 
-def hash_code(code: str) -> str:
-    return hashlib.sha256(code.encode()).hexdigest()
+hash_code = sha256_hex
 
 
 class CodeStore:

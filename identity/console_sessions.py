@@ -8,7 +8,6 @@ every node at once. An ended or expired row is purged (``identity.purge``): a mi
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from datetime import timedelta
 
@@ -16,11 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock
+from identity.digests import sha256_hex
 from identity.tables import console_sessions
-
-
-def _hash(session_id: str) -> str:
-    return hashlib.sha256(session_id.encode()).hexdigest()
 
 
 class ConsoleSessionStore:
@@ -35,7 +31,7 @@ class ConsoleSessionStore:
         with self._engine.begin() as connection:
             connection.execute(
                 console_sessions.insert().values(
-                    id_hash=_hash(session_id), user_id=user_id, expires_at=self._clock.now() + self._lifetime
+                    id_hash=sha256_hex(session_id), user_id=user_id, expires_at=self._clock.now() + self._lifetime
                 )
             )
         return session_id
@@ -44,7 +40,7 @@ class ConsoleSessionStore:
         """True while the session exists, is the user's, has not ended and has not expired."""
         table = console_sessions
         query = sa.select(table.c.id_hash).where(
-            table.c.id_hash == _hash(session_id),
+            table.c.id_hash == sha256_hex(session_id),
             table.c.user_id == user_id,
             table.c.ended_at.is_(None),
             table.c.expires_at > self._clock.now(),
@@ -58,6 +54,6 @@ class ConsoleSessionStore:
         with self._engine.begin() as connection:
             connection.execute(
                 table.update()
-                .where(table.c.id_hash == _hash(session_id), table.c.ended_at.is_(None))
+                .where(table.c.id_hash == sha256_hex(session_id), table.c.ended_at.is_(None))
                 .values(ended_at=self._clock.now())
             )

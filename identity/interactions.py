@@ -7,7 +7,6 @@ deleted when it ends, with a code or with an error.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, replace
@@ -19,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from identity.authorization import AuthorizationRequest
 from identity.clock import SYSTEM_CLOCK, Clock, utc
+from identity.digests import sha256_hex
 from identity.tables import interactions
 from identity.text import has_control
 
@@ -49,8 +49,7 @@ class Interaction:
         return token is not None and hmac.compare_digest(token.encode(), self.csrf_token.encode())
 
 
-def hash_browser(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+hash_browser = sha256_hex
 
 
 def new_interaction(request: AuthorizationRequest, browser_secret: str, expires_at: datetime) -> Interaction:

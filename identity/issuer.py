@@ -16,7 +16,6 @@ INTROSPECTION_PATH = "/oauth2/introspect"
 REVOCATION_PATH = "/oauth2/revoke"
 END_SESSION_PATH = "/oauth2/end-session"
 JWKS_PATH = "/jwks"
-DIRECTORY_PATH = "/directory/members"
 
 
 @dataclass(frozen=True, slots=True)

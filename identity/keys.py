@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 
 from identity import audit
 from identity.clock import SYSTEM_CLOCK, Clock, utc
-from identity.sealing import Sealer
+from identity.sealing import Sealer, reseal_column
 from identity.tables import signing_keys
 
 ALGORITHM = "RS256"
@@ -94,6 +94,13 @@ class PublishedKeys:
     @classmethod
     def of(cls, document: dict[str, Any]) -> PublishedKeys:
         return cls(tuple(document["keys"]), orjson.dumps(document))
+
+
+def reseal_signing_keys(engine: Engine, sealer: Sealer, *, rotate: bool) -> int:
+    """Seal the private keys stored in clear (with ``rotate``, every key again with the first of the keys);
+    how many rows changed. Each row changes only if nobody changed it meanwhile: several nodes may run this
+    at once, and running it again changes nothing."""
+    return reseal_column(engine, sealer, signing_keys.c.kid, signing_keys.c.private_pem, rotate=rotate)
 
 
 class SigningKeys:
@@ -215,23 +222,8 @@ class SigningKeys:
             ]
 
     def reseal(self, *, rotate: bool) -> int:
-        """Seal the private keys stored in clear (with ``rotate``, every key again with the first of the keys);
-        how many rows changed. Each row changes only if nobody changed it meanwhile: several nodes may run this
-        at once, and running it again changes nothing."""
-        changed = 0
-        with self._engine.connect() as connection:
-            rows = connection.execute(sa.select(signing_keys.c.kid, signing_keys.c.private_pem)).all()
-        for row in rows:
-            resealed = self._sealer.resealed(row.private_pem.encode(), rotate=rotate)
-            if resealed is None:
-                continue
-            with self._engine.begin() as connection:
-                result = connection.execute(
-                    signing_keys.update()
-                    .where(signing_keys.c.kid == row.kid, signing_keys.c.private_pem == row.private_pem)
-                    .values(private_pem=resealed.decode())
-                )
-            changed += result.rowcount
+        """``reseal_signing_keys`` with this store's sealer; the keys are read again before the next token."""
+        changed = reseal_signing_keys(self._engine, self._sealer, rotate=rotate)
         self._candidates_read = -math.inf
         return changed
 

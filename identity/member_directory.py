@@ -14,8 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from data.catalog_errors import InvalidCursor
-from data.cursors import CursorCodec
+from cursors import CursorCodec, InvalidCursor
 from identity.clock import utc
 from identity.errors import InsufficientScope, MalformedBearerRequest
 from identity.tables import memberships, users

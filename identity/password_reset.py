@@ -15,6 +15,7 @@ from datetime import timedelta
 from identity import audit
 from identity.email_links import RESET_PASSWORD, EmailLinks
 from identity.errors import ErrorPage
+from identity.fields import RepeatedField, once_each
 from identity.issuer import Issuer
 from identity.outbox import Mail, Outbox
 from identity.page_data import Page, message
@@ -72,11 +73,10 @@ class PasswordReset:
     def submit(self, pairs: Sequence[tuple[str, str]]) -> Page:
         """The new-password form posted: done, the form again for a password that would be refused, or an
         error page for a spent link."""
-        fields: dict[str, str] = {}
-        for name, value in pairs:
-            if name in fields:
-                raise ErrorPage("Invalid form", f"The field {name} was sent more than once.")
-            fields[name] = value
+        try:
+            fields = once_each(pairs)
+        except RepeatedField as repeated:
+            raise ErrorPage("Invalid form", f"The field {repeated.name} was sent more than once.") from None
         token, password = fields.get("token", ""), fields.get("password", "")
         try:
             self.reset(token, password)

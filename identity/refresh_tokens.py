@@ -7,7 +7,6 @@ and rotating is one atomic statement, so two requests presenting the same token 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -15,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.digests import sha256_hex
 from identity.tables import refresh_tokens
 
 
@@ -38,8 +38,7 @@ class RefreshToken:
         return not self.rotated and not self.revoked and self.expires_at > at
 
 
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+hash_token = sha256_hex
 
 
 class RefreshTokenStore:

@@ -10,7 +10,6 @@ it as a sign-out does (identity/backchannel_logout.py), and starts a new one.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity import backchannel_logout
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.digests import sha256_hex
 from identity.tables import browser_sessions
 
 
@@ -32,8 +32,7 @@ class BrowserSession:
     expires_at: datetime
 
 
-def hash_secret(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+hash_secret = sha256_hex
 
 
 class SessionStore:

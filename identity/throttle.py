@@ -39,7 +39,6 @@ trusted (``MENUS_TRUSTED_PROXIES``); otherwise every client shares the proxy's a
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import math
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from identity.clock import SYSTEM_CLOCK, Clock, utc
+from identity.digests import sha256_hex
 from identity.errors import Throttled
 from identity.tables import sign_in_failures
 
@@ -70,12 +70,8 @@ def network(address: str) -> str:
     return str(ip)
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def account_key(email: str) -> str:
-    return "account:" + _digest(email.strip().casefold())
+    return "account:" + sha256_hex(email.strip().casefold())
 
 
 def address_key(address: str) -> str:
@@ -83,7 +79,7 @@ def address_key(address: str) -> str:
 
 
 def pair_key(email: str, address: str) -> str:
-    return "pair:" + _digest(email.strip().casefold() + "\n" + network(address))
+    return "pair:" + sha256_hex(email.strip().casefold() + "\n" + network(address))
 
 
 class Counters(Protocol):
@@ -226,21 +222,21 @@ class SignInThrottle:
         the address) and against the account of its email; False once the account has had ``account_limit``
         requests in the window (no more mail then, and the same answer on the page)."""
         self._charge_network(address)
-        requests, _ = self._counters.add("reset:" + _digest(email.strip().casefold()))
+        requests, _ = self._counters.add("reset:" + sha256_hex(email.strip().casefold()))
         return requests <= self.account_limit
 
     def verification_mail(self, email: str) -> bool:
         """A verification mail for the account of ``email`` (a client that requires a verified address paused
         its sign-in): False once the account has had ``account_limit`` of them in the window, so nobody can
         flood a mailbox (no more mail then, and the same answer on the page)."""
-        mails, _ = self._counters.add("verify:" + _digest(email.strip().casefold()))
+        mails, _ = self._counters.add("verify:" + sha256_hex(email.strip().casefold()))
         return mails <= self.account_limit
 
     def account_exists_mail(self, email: str) -> bool:
         """A "someone tried to sign up with your address" mail to the account of ``email``: False once the
         account has had ``account_limit`` of them in the window (sign-ups from many networks flood no mailbox;
         the sign-up page answers the same)."""
-        mails, _ = self._counters.add("exists:" + _digest(email.strip().casefold()))
+        mails, _ = self._counters.add("exists:" + sha256_hex(email.strip().casefold()))
         return mails <= self.account_limit
 
     def requesting_verification(self, email: str, address: str) -> bool:

@@ -7,20 +7,17 @@ from typing import Any
 
 from identity.client_auth import ClientAuthenticator
 from identity.errors import InvalidRequest, UnauthorizedClient, UnsupportedGrantType
+from identity.fields import RepeatedField, once_each
 from identity.grants import Grant, required
 from identity.web_origins import WebOrigins
 
 
 def single_values(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     """RFC 6749 §3.2: parameters sent without a value are omitted; a repeated one is ``invalid_request``."""
-    params: dict[str, str] = {}
-    for name, value in pairs:
-        if value == "":
-            continue
-        if name in params:
-            raise InvalidRequest(f"The parameter {name} is repeated.")
-        params[name] = value
-    return params
+    try:
+        return once_each((name, value) for name, value in pairs if value != "")
+    except RepeatedField as repeated:
+        raise InvalidRequest(f"The parameter {repeated.name} is repeated.") from None
 
 
 class TokenEndpoint:

@@ -26,8 +26,6 @@ from identity.clock import SYSTEM_CLOCK, Clock
 from identity.storage import metadata
 from identity.upsert import dialect_insert
 
-STATUS_CLASSES = (2, 3, 4, 5)  # 2xx, 3xx (304s), 4xx, 5xx; 1xx never ends a request
-
 api_key_usage = sa.Table(
     "api_key_usage",
     metadata,
@@ -53,7 +51,6 @@ class UsageCounter:
         self._seen: dict[str, datetime] = {}  # key id → last request since the last flush
         self._written: dict[str, datetime] = {}  # key id → the last_used_at this process last wrote
         self._flushing = threading.Lock()
-        self.writes = 0  # statements that changed rows, since start: what the batching saves is visible
 
     def count(self, key_id: str, status: int) -> None:
         """One answered request of ``key_id`` with ``status``."""
@@ -103,7 +100,6 @@ class UsageCounter:
                         self._seen[key_id] = max(at, self._seen.get(key_id, at))
                 raise
             self._written.update(stale)
-            self.writes += statements
             return statements
 
     @staticmethod

@@ -31,13 +31,14 @@ from identity.console_sessions import ConsoleSessionStore
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
 from identity.provider import Provider
+from identity.sealing import Sealer
 from identity.usage import UsageCounter, UsageReport
 from service.console_api.console_web import ConsoleWeb
 from service.console_api.cookies import CookieLifetimes, Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret
 from service.database.db import client_threads, make_engine, service_secret
 from service.database.schema import require_current
-from service.database.secret_keys import open_sealer, reseal
+from service.database.secret_keys import load_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.http_errors import IdentityErrors
 from service.identity_api.identity_app import create_identity_app
@@ -206,9 +207,9 @@ def create_app(
     pool = settings.database_pool()
     engine = make_engine(settings.database_url, pool)
     require_current(engine)  # SchemaOutOfDate names the command to run
-    sealer = open_sealer(engine, settings.secret_keys, settings.database_url)
+    sealer = load_sealer(settings.secret_keys, settings.database_url)
     reseal(engine, sealer, rotate=False)  # a database from before sealing: its clear rows sealed (once; CAS per row)
-    cursor_key = service_secret(engine, "menus-cursor-key")
+    cursor_key = service_secret(engine, sealer, "menus-cursor-key")
     catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
     redis = RedisTuning.of(settings)
     # the Redis of the rate limits, as this process sees it
@@ -248,9 +249,9 @@ def create_app(
         Issuer(settings.issuer),
         settings.lifetimes(),
         tuning,
-        cursor_key=service_secret(engine, "directory-cursor-key"),
+        cursor_key=service_secret(engine, sealer, "directory-cursor-key"),
         sealer=sealer,
-        device_key=service_secret(engine, "device-cookie-key"),
+        device_key=service_secret(engine, sealer, "device-cookie-key"),
         clock=clock,
     )
     provider.start()
@@ -260,7 +261,7 @@ def create_app(
         form_limit=settings.identity_form_limit,
         validate_responses=settings.validate_responses,
     )
-    web = console_web(settings, engine, provider, keys, clock)
+    web = console_web(settings, engine, sealer, provider, keys, clock)
     console = Api(BuiltOnFirstRequest(lambda: _console_app(web, settings))) if web else None
     no_body = BodyCap(NO_BODY, _problem_too_large)
     routes = RouteTemplates(
@@ -400,7 +401,7 @@ def _problem_too_large(_: Scope, limit: int) -> Response:
 
 
 def console_web(
-    settings: Settings, engine: Engine, provider: Provider, keys: ApiKeyStore, clock: Clock
+    settings: Settings, engine: Engine, sealer: Sealer, provider: Provider, keys: ApiKeyStore, clock: Clock
 ) -> ConsoleWeb | None:
     """The developer console, registered as a client of the provider (one registration for every node).
 
@@ -410,7 +411,7 @@ def console_web(
     client = ConsoleClient(
         provider,
         console_url,
-        client_secret(service_secret(engine, "console-client-secret")),
+        client_secret(service_secret(engine, sealer, "console-client-secret")),
         clock_skew=settings.console_clock_skew,
     )
     try:
@@ -424,7 +425,7 @@ def console_web(
         issuer_url=provider.issuer.url,
         client=client,
         cookies=Cookies(
-            service_secret(engine, "console-cookie-key"),
+            service_secret(engine, sealer, "console-cookie-key"),
             CookieLifetimes(settings.console_session_ttl, settings.console_sign_in_ttl, settings.console_new_key_ttl),
         ),
         console=Console(engine, keys, provider.users, UsageReport(engine, clock)),

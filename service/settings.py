@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:  # imported where used: reading settings (the command line's --help too) loads no domain
     from identity.outbox import DeliveryPolicy
     from identity.provider import Lifetimes, Tuning
-    from service.database.db import Pool
 
 # Server
 DEFAULT_HOST = "127.0.0.1"  # serve on loopback unless told otherwise
@@ -142,6 +141,20 @@ def default_database_url() -> str:
 # MENUS_SECRET_KEYS: Fernet keys sealing signing keys and service secrets at rest
 # (service/database/secret_keys.py), comma-separated, the first seals and all open; unset: a key file made once
 # beside the SQLite database (./var/secret-keys).
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """A process's connections to the state database (``Settings.database_pool``; ``service.database.db`` uses it)."""
+
+    size: int  # connections kept open
+    max_overflow: int  # more opened at busy times
+    connect_timeout: int  # seconds to wait for PostgreSQL to accept a connection
+
+    @property
+    def capacity(self) -> int:
+        """The most connections in use at once."""
+        return self.size + self.max_overflow
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,8 +363,6 @@ class Settings:
 
     def database_pool(self) -> Pool:
         """The connection pool of each process (and PostgreSQL's connect timeout)."""
-        from service.database.db import Pool
-
         return Pool(
             size=self.database_pool_size,
             max_overflow=self.database_max_overflow,
@@ -439,10 +450,10 @@ def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _smtp_url(env: Mapping[str, str]) -> str:
-    """``MENUS_SMTP_URL``: empty, or a URL ``SmtpServer.parse`` takes (service/mail/transports.py)."""
+    """``MENUS_SMTP_URL``: empty, or a URL ``SmtpServer.parse`` takes (service/mail/smtp_url.py)."""
     value = env.get("MENUS_SMTP_URL", SMTP_URL).strip()
     if value:
-        from service.mail.transports import SmtpServer, SmtpUrlError  # only when set: settings stay light
+        from service.mail.smtp_url import SmtpServer, SmtpUrlError  # only when set: settings stay light
 
         if _CONTROL.search(value):
             raise ConfigurationError("MENUS_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…")

@@ -703,10 +703,10 @@ def _signing_keys(engine: Engine) -> SigningKeys:
 
 def _sealer(engine: Engine) -> Sealer:
     """The sealer of MENUS_SECRET_KEYS, or of the key file beside the database."""
-    from service.database.secret_keys import open_sealer
+    from service.database.secret_keys import load_sealer
 
     try:
-        return open_sealer(engine, secret_keys_from(os.environ), engine.url.render_as_string(hide_password=False))
+        return load_sealer(secret_keys_from(os.environ), engine.url.render_as_string(hide_password=False))
     except ValueError as error:
         raise BadInput(str(error)) from None
 

@@ -20,6 +20,7 @@ from identity.api_keys import KeyLimitReached, UnknownApiKey
 from identity.console_rules import Console, Member, NotAllowed, NotAMember
 from identity.console_sessions import ConsoleSessionStore
 from identity.errors import InvalidInput, Throttled
+from identity.fields import RepeatedField, once_each
 from identity.own_account import OwnAccount, WrongPassword
 from identity.passwords import WeakPassword
 from identity.sessions import SessionStore
@@ -341,9 +342,7 @@ class ConsoleWeb:
 
 def _single(pairs: list[tuple[str, str]]) -> dict[str, str] | None:
     """The pairs as a dict; None when a name repeats."""
-    values: dict[str, str] = {}
-    for name, value in pairs:
-        if name in values:
-            return None
-        values[name] = value
-    return values
+    try:
+        return once_each(pairs)
+    except RepeatedField:
+        return None

@@ -12,8 +12,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import secrets
-import weakref
-from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -23,20 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from identity.sealing import Sealer
 from identity.storage import commit_without_waiting as commit_without_waiting
 from identity.storage import metadata as metadata
-
-
-@dataclass(frozen=True, slots=True)
-class Pool:
-    """A process's connections to the state database (the values: ``service/settings.py``)."""
-
-    size: int  # connections kept open
-    max_overflow: int  # more opened at busy times
-    connect_timeout: int  # seconds to wait for PostgreSQL to accept a connection
-
-    @property
-    def capacity(self) -> int:
-        """The most connections in use at once."""
-        return self.size + self.max_overflow
+from service.settings import Pool
 
 
 def client_threads(engine: Engine, pool: Pool) -> int:
@@ -120,33 +105,12 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
     cursor.close()
 
 
-_sealers: weakref.WeakKeyDictionary[Engine, Sealer] = weakref.WeakKeyDictionary()
-
-
-def seal_with(engine: Engine, sealer: Sealer) -> None:
-    """The sealer of the service secrets stored through ``engine`` (``service.database.secret_keys.open_sealer``)."""
-    _sealers[engine] = sealer
-
-
-def sealer_of(engine: Engine) -> Sealer:
-    """The engine's sealer; for an engine nobody gave one, the keys of the environment (or the key file)."""
-    sealer = _sealers.get(engine)
-    if sealer is None:
-        from service.database.secret_keys import load_sealer  # service.database.secret_keys builds on this module
-        from service.settings import secret_keys_from
-
-        url = engine.url.render_as_string(hide_password=False)
-        sealer = _sealers[engine] = load_sealer(secret_keys_from(os.environ), url)
-    return sealer
-
-
-def service_secret(engine: Engine, name: str, size: int = 32) -> bytes:
+def service_secret(engine: Engine, sealer: Sealer, name: str, size: int = 32) -> bytes:
     """Return the shared secret ``name``, creating it on first use; every node reads the same one.
 
-    Stored sealed with the operator's keys (``identity.sealing``); a value from before sealing is read as it
-    is, and sealed at the next start or ``secrets rotate``.
+    Stored sealed with ``sealer``, the operator's keys (``service.database.secret_keys.load_sealer``); a value
+    from before sealing is read as it is, and sealed at the next start or ``secrets rotate``.
     """
-    sealer = sealer_of(engine)
     with engine.begin() as connection:
         value = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
     if value is not None:

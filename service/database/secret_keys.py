@@ -15,16 +15,15 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity import audit
-from identity.keys import SigningKeys
-from identity.sealing import Sealer, new_key
-from service.database.db import private_file, seal_with, service_secrets
+from identity.keys import reseal_signing_keys
+from identity.sealing import Sealer, new_key, reseal_column
+from service.database.db import private_file, service_secrets
 
 KEY_FILE_NAME = "secret-keys"
 DEFAULT_FOLDER = Path("var")  # for a database that is not a SQLite file
@@ -81,29 +80,8 @@ def reseal(engine: Engine, sealer: Sealer, *, rotate: bool) -> Resealed:
 
     Idempotent and safe on several nodes at once: a row is replaced only if it still holds what was read.
     """
-    # Only its reseal is used: no key signs or is published through it, so no delay or cache age matters.
-    keys = SigningKeys(engine, timedelta(0), timedelta(0), sealer=sealer, max_age=timedelta(0)).reseal(rotate=rotate)
-    secrets = 0
-    with engine.connect() as connection:
-        rows = connection.execute(sa.select(service_secrets.c.name, service_secrets.c.value)).all()
-    for row in rows:
-        resealed = sealer.resealed(bytes(row.value), rotate=rotate)
-        if resealed is None:
-            continue
-        with engine.begin() as connection:
-            result = connection.execute(
-                service_secrets.update()
-                .where(service_secrets.c.name == row.name, service_secrets.c.value == row.value)
-                .values(value=resealed)
-            )
-        secrets += result.rowcount
+    keys = reseal_signing_keys(engine, sealer, rotate=rotate)
+    secrets = reseal_column(engine, sealer, service_secrets.c.name, service_secrets.c.value, rotate=rotate)
     if rotate:
         audit.record(audit.SECRETS_ROTATED)
     return Resealed(keys, secrets)
-
-
-def open_sealer(engine: Engine, secret_keys: tuple[str, ...], database_url: str) -> Sealer:
-    """Load the sealer and make it the one ``service_secret`` uses for this engine."""
-    sealer = load_sealer(secret_keys, database_url)
-    seal_with(engine, sealer)
-    return sealer

@@ -9,68 +9,21 @@ default) is implicit TLS (RFC 8314 §3.3). User and password are percent-decoded
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import smtplib
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
 from email.message import EmailMessage
 from email.policy import SMTP
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 from identity.outbox import Claimed, Outbox, Transport, Undeliverable
 from service.database.secret_keys import key_file_for
 from service.mail.letters import Letters
+from service.mail.smtp_url import SmtpServer
 
 logger = logging.getLogger(__name__)
 Compose = Callable[[Claimed], EmailMessage]
-
-
-class SmtpUrlError(ValueError):
-    """``MENUS_SMTP_URL`` cannot be used; the message never repeats the password."""
-
-
-@dataclass(frozen=True, slots=True)
-class SmtpServer:
-    host: str
-    port: int
-    implicit_tls: bool  # smtps://
-    username: str | None
-    password: str | None
-
-    @classmethod
-    def parse(cls, url: str) -> SmtpServer:
-        """``smtp://user:pass@host:port`` or ``smtps://…``."""
-        try:
-            parts = urlsplit(url.strip())
-            port = parts.port
-        except ValueError:
-            raise SmtpUrlError("MENUS_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…") from None
-        if parts.scheme not in ("smtp", "smtps") or not parts.hostname or parts.path not in ("", "/") or parts.query:
-            raise SmtpUrlError("MENUS_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…")
-        implicit = parts.scheme == "smtps"
-        return cls(
-            host=parts.hostname,
-            port=port or (465 if implicit else 587),
-            implicit_tls=implicit,
-            username=unquote(parts.username) if parts.username else None,
-            password=unquote(parts.password) if parts.password is not None else None,
-        )
-
-    @property
-    def loopback(self) -> bool:
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
-
-    def describe(self) -> str:
-        """The server without its credentials, for logs and messages."""
-        return f"{'smtps' if self.implicit_tls else 'smtp'}://{self.host}:{self.port}"
 
 
 class SmtpTransport:

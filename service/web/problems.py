@@ -17,7 +17,8 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 from starlette.types import Scope, Send
 
-from data.catalog_errors import InvalidCursor, NotFound
+from cursors import InvalidCursor
+from data.catalog_errors import NotFound
 
 log = logging.getLogger("service.problems")
 

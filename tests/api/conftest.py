@@ -1,5 +1,6 @@
 """Fixtures of the API tests (the ASGI app in process) beside the shared ones of ``tests/conftest.py``: the world of
-``tests/support/token_flows.py`` and the keys its private_key_jwt client holds."""
+``tests/support/token_flows.py``, the keys its private_key_jwt client holds, and Acme, its owner ana and its
+sign-in client for the tests that need no more."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import OrganizationStore
-from identity.users import UserStore
+from identity.organizations import Organization, OrganizationStore
+from identity.users import User, UserStore
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.token_flows import (
     KeyPair,
@@ -43,6 +44,22 @@ def world(engine: Engine) -> World:
             scopes=["openid", "profile", "email", "offline_access", "members:read"],
         ),
     )
+
+
+@pytest.fixture
+def acme(engine: Engine) -> Organization:
+    return OrganizationStore(engine).create("Acme Foods")
+
+
+@pytest.fixture
+def ana(engine: Engine, acme: Organization) -> User:
+    return UserStore(engine).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
+
+
+@pytest.fixture
+def planner(engine: Engine, acme: Organization, ana: User) -> Registered:
+    """Acme's sign-in client "Menu Planner" (``sign_in_client`` of ``tests/support/token_flows.py``), with ana."""
+    return sign_in_client(engine, acme, "Menu Planner")
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The audit log (issue 7): every security event is one line, written once by the action that causes it.
 
-The actions run through the ASGI app as in ``test_identity_api``, with its helpers
+The actions run through the ASGI app as in ``tests/api/identity/``, with its helpers
 (``tests/support/identity_pages.py``); each test clears the captured records just before the action, so the
 events asserted are exactly the ones that action wrote.
 """

@@ -1,4 +1,4 @@
-"""The menus API through the ASGI app: every endpoint, rule and error (spec §4.1, §7; DESIGN §2)."""
+"""The menus API through the ASGI app: every endpoint, rule and error (openapi/menus.yaml, docs/menus-api.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The operations endpoints (DESIGN §6): liveness, readiness, metrics, and their contract."""
+"""The operations endpoints (openapi/operations.yaml, docs/operations.md): liveness, readiness, metrics, and
+their contract."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 from identity.clients import ClientStore
 from identity.organizations import Organization, OrganizationStore
 from identity.users import User, UserStore
+from tests.support.clocks import MovableClock
 
 CALLBACK = "https://app.example/callback"
 CALLBACK_WITH_QUERY = "https://app.example/callback?tenant=acme"
@@ -25,6 +26,18 @@ PASSWORD = "correct horse battery staple"
 class Registered:
     id: str
     secret: str
+
+
+@dataclass(frozen=True)
+class Shared:
+    """One app for the tests that only send refused or anonymous requests: building an app parses the
+    contracts (about half a second), and these tests leave nothing behind that another could see."""
+
+    app: Any
+    engine: Engine
+    org: Organization
+    web: Registered
+    clock: MovableClock  # the app's: a test that moves it moves it back
 
 
 def register(engine: Engine, org: Organization, **options: Any) -> Registered:

@@ -1,4 +1,4 @@
-"""The command line (DESIGN §4): tables with headers or JSON, one-line errors with exit 2 naming the database,
+"""The command line (docs/cli.md): tables with headers or JSON, one-line errors with exit 2 naming the database,
 nothing half-written, and ``serve`` that checks its port before it touches anything."""
 
 from __future__ import annotations

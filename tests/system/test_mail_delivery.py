@@ -21,7 +21,7 @@ from identity.users import User
 from service.app import create_app
 from service.cli.demo import prepare as prepare_demo
 from service.mail.letters import Letters
-from service.mail.transports import SmtpServer as TransportServer
+from service.mail.smtp_url import SmtpServer as TransportServer
 from service.mail.transports import SmtpTransport, outbox_folder
 from service.settings import Settings
 from tests.support.defaults import ACCOUNT_LIMIT

@@ -1,5 +1,5 @@
-"""Graceful shutdown (DESIGN.md §6): SIGTERM stops accepting, finishes the requests in flight, runs the lifespan
-shutdown (the purge task awaited, the engine disposed) and exits 0.
+"""Graceful shutdown (docs/operations.md, Stopping): SIGTERM stops accepting, finishes the requests in flight,
+runs the lifespan shutdown (the purge task awaited, the engine disposed) and exits 0.
 
 Two kinds of requests are in flight when the signal arrives. Held requests are deterministic: sign-ins (an
 Argon2 verification each) and token requests whose headers and all but the last byte of the body were sent

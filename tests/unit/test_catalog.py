@@ -1,4 +1,4 @@
-"""The catalog's rules (spec §4.1, DESIGN §2), without the web layer."""
+"""The catalog's rules (openapi/menus.yaml, docs/menus-api.md), without the web layer."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import random
 import orjson
 import pytest
 
+from cursors import InvalidCursor
 from data.catalog import COURSES, DIET_INCLUDES, DIETS, Catalog, DishQuery
-from data.catalog_errors import InvalidCursor, NotFound
+from data.catalog_errors import NotFound
 from data.folding import fold
 
 

@@ -1,4 +1,5 @@
-"""The dataset's invariants (spec §1, §2, §8; DESIGN §5), and the loader's refusal of broken data."""
+"""The dataset's invariants (the README's 146 dishes from 16 regions, openapi/menus.yaml's fields and bounds),
+and the loader's refusal of broken data."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import yaml
 
 from data.catalog import COURSES, DIETS, KINDS, DatasetError, build, dataset_directory, load_catalog
 
-SCRIPTS = {  # the script local names are written in, by country (DESIGN §5)
+SCRIPTS = {  # the script local names are written in, by country
     "IN": None,  # several; checked per region below
     "JP": ("CJK", "HIRAGANA", "KATAKANA"),
     "TH": ("THAI",),

@@ -15,14 +15,16 @@ import hmac
 import json
 from functools import lru_cache
 
-from data.catalog_errors import InvalidCursor
-
 _VERSION = b"\x01"
 _MAC_SIZE = 16
 _DIGEST_SIZE = 8
 _HEADER = 1 + _MAC_SIZE + _DIGEST_SIZE
 
 Position = tuple[str, str]
+
+
+class InvalidCursor(Exception):
+    """The cursor does not decode, was altered, or was made for other filters; the message is safe to show a client."""
 
 
 class CursorCodec:

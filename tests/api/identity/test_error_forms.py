@@ -1,0 +1,72 @@
+"""Each identity endpoint answers errors in the form its operation declares (page, oauth or resource): also a
+database outage and an unexpected error, never with a stack trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from starlette.testclient import TestClient
+
+from service.identity_api import http_errors
+from service.web.contracts import Contract, contract
+
+# Which form each path answers errors in.
+
+
+def test_every_path_answers_errors_in_the_form_its_operations_declare() -> None:
+    forms = http_errors.ErrorForms(contract("identity.yaml"), "/tenant-a")
+    assert forms.of("/tenant-a/sign-in") == "page"
+    assert forms.of("/tenant-a/oauth2/token") == "oauth"
+    assert forms.of("/tenant-a/oauth2/userinfo") == "resource"
+    assert forms.of("/tenant-a/nothing-here") == "resource"
+
+
+@pytest.mark.parametrize(
+    "operations",
+    [{"post": {"operationId": "token.exchange"}}, {"get": {"x-error-form": "page"}, "post": {"x-error-form": "oauth"}}],
+    ids=["missing", "disagreeing"],
+)
+def test_an_operation_without_its_one_error_form_stops_the_app_from_starting(operations: dict[str, Any]) -> None:
+    identity = Contract("identity.yaml", {"paths": {"/oauth2/token": operations}})
+    with pytest.raises(ValueError, match="x-error-form"):
+        http_errors.ErrorForms(identity, "")
+
+
+# A database outage, and an unexpected error: each endpoint's own form, never a stack trace.
+
+
+def database_down(*args: object, **kwargs: object) -> None:
+    raise sa.exc.OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused"))
+
+
+def test_database_outage_answers_503_in_the_oauth_form_at_the_token_endpoint(
+    app, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("identity.token_endpoint.TokenEndpoint.exchange", database_down)
+    with TestClient(app) as client:
+        response = client.post("/oauth2/token", data={"grant_type": "client_credentials"})
+    assert response.status_code == 503 and response.headers["retry-after"] == "5"
+    assert response.json()["error"] == "temporarily_unavailable"
+    assert response.headers["cache-control"] == "no-store"
+
+
+def test_database_outage_answers_a_503_page_on_the_sign_in_pages(app, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("identity.flow.SignInFlow.start", database_down)
+    with TestClient(app) as client:
+        response = client.get("/oauth2/authorize", params={"client_id": "cli_x"})
+    assert response.status_code == 503 and response.headers["retry-after"] == "5"
+    assert response.headers["content-type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+
+
+def test_unexpected_error_answers_500_without_a_trace(app, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr("identity.userinfo_claims.UserInfo.claims", broken)
+    with TestClient(app) as client:
+        response = client.get("/oauth2/userinfo", headers={"Authorization": "Bearer abc"})
+    assert response.status_code == 500 and response.json()["error"] == "server_error"
+    assert "secret internal detail" not in response.text and "Traceback" not in response.text
