@@ -38,6 +38,7 @@ from service.database.schema import require_current
 from service.database.secret_keys import open_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.identity_app import create_identity_app
+from service.identity_api.published import PublishedDocuments
 from service.mail.transports import Courier
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import send_problem
@@ -293,6 +294,8 @@ def create_app(
         ),
         mail_interval=settings.mail_poll_interval,
     )
+    # discovery and the JWKS from memory, before the identity API's layers (service/identity_api/published.py)
+    dispatcher.identity = PublishedDocuments.of(dispatcher.identity, provider, settings)
     routes = RouteTemplates(
         [
             ("menus.yaml", "/v1", "/v1"),
