@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.provider import Provider
 from service.identity_api import responses as web
+from service.identity_api.client_forms import ClientForms
 from service.identity_api.http_errors import HANDLED, IdentityErrors
 from service.web.body_limit import BodyLimit
 from service.web.connexion_adapter import connexion_app
@@ -48,21 +49,33 @@ def create_identity_app(
     errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))
     for error in HANDLED:
         app.add_error_handler(error, errors.handle)
-    return BodyLimit(IdentityEntry(app, provider, anyio.CapacityLimiter(client_threads)), form_limit, errors.too_large)
+    threads = anyio.CapacityLimiter(client_threads)
+    forms = ClientForms(provider, identity, errors, threads, form_limit)
+    return BodyLimit(IdentityEntry(app, provider, threads, forms), form_limit, errors.too_large)
 
 
 class IdentityEntry:
     """Puts the provider (and a POST's body recorder) in each request's state for the handlers, and answers HEAD.
+    A well-formed request to the token or introspection endpoint is answered by ``forms`` (``client_forms.py``).
 
     RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
     validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
 
-    def __init__(self, app: ASGIApp, provider: Provider, client_threads: anyio.CapacityLimiter) -> None:
+    def __init__(
+        self, app: ASGIApp, provider: Provider, client_threads: anyio.CapacityLimiter, forms: ClientForms
+    ) -> None:
         self.app = app
         self.provider = provider
         self.client_threads = client_threads
+        self.forms = forms
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.forms:
+            await self.forms(scope, receive, send, self._connexion)
+        else:
+            await self._connexion(scope, receive, send)
+
+    async def _connexion(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             PROVIDER.put(scope, self.provider)
             CLIENT_THREADS.put(scope, self.client_threads)
