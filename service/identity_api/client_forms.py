@@ -13,24 +13,32 @@ chunked body into one of known length), whose body is ``name=value`` pairs joine
 every field the contract declares a string within its bounds, its required fields present, and no control
 character anywhere (``responses.without_controls``). Anything else, an error of the request's shape among it,
 goes on to Connexion with the body as it was read, and is answered there in the contract's words, as before.
+Where responses are validated (``MENUS_VALIDATE_RESPONSES``, the tests), the answers given here are validated
+against the contract too (``ResponseCheck``), as Connexion validates the others.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 from urllib.parse import unquote_plus
 
-import anyio.to_thread
+import orjson
+from connexion.json_schema import Draft4ResponseValidator, resolve_refs
+from jsonschema import Draft4Validator
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.issuer import INTROSPECTION_PATH, TOKEN_PATH
 from identity.provider import Provider
 from identity.text import has_control
+from service.identity_api.client_threads import ClientThreads
 from service.identity_api.http_errors import IdentityErrors
 from service.identity_api.responses import NO_STORE, json
-from service.web.contracts import Contract
+from service.web.contracts import Contract, contract
 
 FORM = b"application/x-www-form-urlencoded"
 Pairs = list[tuple[str, str]]
@@ -86,6 +94,35 @@ def _resolved(document: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[s
     return node
 
 
+class ResponseCheck:
+    """The contract's answers of the operations ``templates`` (POST): a response of an undeclared status, or whose
+    JSON body breaks its schema, raises (and so becomes a 500, as Connexion's response validation makes it)."""
+
+    def __init__(self, identity: Contract, templates: list[str]) -> None:
+        resolved = _resolved_document(identity.name)
+        self._schemas: dict[tuple[str, int], Any] = {}
+        for template in templates:
+            for status, response in resolved["paths"][template]["post"]["responses"].items():
+                schema = response.get("content", {}).get("application/json", {}).get("schema")
+                if schema is not None:
+                    self._schemas[(template, int(status))] = schema
+
+    def check(self, template: str, response: Response) -> None:
+        schema = self._schemas.get((template, response.status_code))
+        if schema is None:
+            raise ValueError(f"identity.yaml POST {template} declares no JSON answer {response.status_code}")
+        Draft4ResponseValidator(schema, format_checker=Draft4Validator.FORMAT_CHECKER).validate(
+            orjson.loads(bytes(response.body))
+        )
+
+
+@cache
+def _resolved_document(name: str) -> dict[str, Any]:
+    """The document ``name`` with every ``$ref`` replaced by what it names (once per process)."""
+    resolved: dict[str, Any] = resolve_refs(copy.deepcopy(dict(contract(name).document)))
+    return resolved
+
+
 class ClientForms:
     """``POST`` to the token and introspection endpoints below ``issuer_path``, when well-formed (see above)."""
 
@@ -94,14 +131,20 @@ class ClientForms:
         provider: Provider,
         identity: Contract,
         errors: IdentityErrors,
-        client_threads: anyio.CapacityLimiter,
+        client_threads: ClientThreads,
         form_limit: int,
+        validate_responses: bool = False,
     ) -> None:
         path = provider.issuer.path
-        self._endpoints: dict[str, tuple[Endpoint, FormRules]] = {
-            path + TOKEN_PATH: (provider.token_endpoint.exchange, FormRules.of(identity, TOKEN_PATH)),
-            path + INTROSPECTION_PATH: (provider.inspector.introspect, FormRules.of(identity, INTROSPECTION_PATH)),
+        self._endpoints: dict[str, tuple[Endpoint, FormRules, str]] = {
+            path + TOKEN_PATH: (provider.token_endpoint.exchange, FormRules.of(identity, TOKEN_PATH), TOKEN_PATH),
+            path + INTROSPECTION_PATH: (
+                provider.inspector.introspect,
+                FormRules.of(identity, INTROSPECTION_PATH),
+                INTROSPECTION_PATH,
+            ),
         }
+        self._check = ResponseCheck(identity, [TOKEN_PATH, INTROSPECTION_PATH]) if validate_responses else None
         self._errors = errors
         self._threads = client_threads
         self._form_limit = form_limit
@@ -111,7 +154,7 @@ class ClientForms:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, otherwise: ASGIApp) -> None:
         """Answer the request at ``scope``, or hand it to ``otherwise`` (Connexion) with its body as it was read."""
-        call, rules = self._endpoints[scope["path"]]
+        call, rules, template = self._endpoints[scope["path"]]
         length = -1
         authorization = origin = None
         form = False
@@ -143,11 +186,13 @@ class ClientForms:
             await otherwise(scope, _replay(body, receive), send)
             return
         try:
-            answer = await anyio.to_thread.run_sync(call, pairs, authorization, origin, limiter=self._threads)
+            answer = await self._threads.run(call, pairs, authorization, origin)
         except Exception as error:  # the domain's errors, and the database's, in the endpoint's form
             response = self._errors.response(scope, error)
         else:
             response = json(answer, headers=NO_STORE)
+        if self._check is not None:
+            self._check.check(template, response)
         await response(scope, receive, send)
 
 

@@ -15,13 +15,13 @@ signing in and up hashes a password with Argon2 for tens of milliseconds. The re
 
 from __future__ import annotations
 
-import anyio
 from connexion.resolver import RelativeResolver
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.provider import Provider
 from service.identity_api import responses as web
 from service.identity_api.client_forms import ClientForms
+from service.identity_api.client_threads import ClientThreads
 from service.identity_api.http_errors import HANDLED, IdentityErrors
 from service.web.body_limit import BodyLimit
 from service.web.connexion_adapter import connexion_app
@@ -49,8 +49,8 @@ def create_identity_app(
     errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))
     for error in HANDLED:
         app.add_error_handler(error, errors.handle)
-    threads = anyio.CapacityLimiter(client_threads)
-    forms = ClientForms(provider, identity, errors, threads, form_limit)
+    threads = ClientThreads(client_threads)
+    forms = ClientForms(provider, identity, errors, threads, form_limit, validate_responses=validate_responses)
     return BodyLimit(IdentityEntry(app, provider, threads, forms), form_limit, errors.too_large)
 
 
@@ -61,9 +61,7 @@ class IdentityEntry:
     RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
     validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
 
-    def __init__(
-        self, app: ASGIApp, provider: Provider, client_threads: anyio.CapacityLimiter, forms: ClientForms
-    ) -> None:
+    def __init__(self, app: ASGIApp, provider: Provider, client_threads: ClientThreads, forms: ClientForms) -> None:
         self.app = app
         self.provider = provider
         self.client_threads = client_threads
