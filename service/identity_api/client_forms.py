@@ -156,20 +156,20 @@ class ClientForms:
         """Answer the request at ``scope``, or hand it to ``otherwise`` (Connexion) with its body as it was read."""
         call, rules, template = self._endpoints[scope["path"]]
         length = -1
-        authorization = origin = None
-        form = False
+        authorization = origin = None  # the first of each, as the handlers read them (Starlette's Headers.get)
+        types: list[bytes] = []
         for name, value in scope["headers"]:
             if name == b"content-type":
-                form = value.lower() == FORM
+                types.append(value.lower())
             elif name == b"content-length":
                 length = int(value) if value.isdigit() else -1
-            elif name == b"authorization":
+            elif name == b"authorization" and authorization is None:
                 authorization = value.decode("latin-1")
-            elif name == b"origin":
+            elif name == b"origin" and origin is None:
                 origin = value.decode("latin-1")
             elif name == b"transfer-encoding":
                 length = -1
-        if not form or not 0 < length <= self._form_limit:
+        if types != [FORM] or not 0 < length <= self._form_limit:
             await otherwise(scope, receive, send)
             return
         chunks: list[bytes] = []

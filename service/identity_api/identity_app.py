@@ -6,11 +6,12 @@ credentials through as anonymous), so Connexion's security middleware is left ou
 Every error, Connexion's own (a malformed body, a wrong media type) included,
 leaves in the form its operation declares (``http_errors.py``).
 
-Handlers are coroutines on the server's event loop. The token, introspection and revocation endpoints
-hand their SQL (commits that wait for the disk included) and RSA signing to worker threads, at most as
-many at once as the database pool has connections; the browser pages hand theirs to a thread too, since
-signing in and up hashes a password with Argon2 for tens of milliseconds. The resource endpoints
-(userinfo, directory, discovery, JWKS) only read, with keys cached, on the loop.
+Handlers are coroutines on the server's event loop. The client endpoints (token, introspection, revocation,
+userinfo, directory) hand their SQL (commits that wait for the disk included) and RSA signing to worker threads,
+at most as many as the database pool has connections (``client_threads.py``); the browser pages hand theirs to a
+thread too, since signing in and up hashes a password with Argon2 for tens of milliseconds. A well-formed token
+or introspection form skips Connexion (``client_forms.py``); discovery and the JWKS are answered before this app,
+from memory (``published.py``).
 """
 
 from __future__ import annotations
