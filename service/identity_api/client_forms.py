@@ -23,6 +23,7 @@ import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from operator import attrgetter
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -136,10 +137,12 @@ class ClientForms:
         validate_responses: bool = False,
     ) -> None:
         path = provider.issuer.path
-        self._endpoints: dict[str, tuple[Endpoint, FormRules, str]] = {
-            path + TOKEN_PATH: (provider.token_endpoint.exchange, FormRules.of(identity, TOKEN_PATH), TOKEN_PATH),
+        # The domain's method is looked up at each request, as the handlers do (``provider().token_endpoint…``).
+        self._provider = provider
+        self._endpoints: dict[str, tuple[Callable[[Provider], Endpoint], FormRules, str]] = {
+            path + TOKEN_PATH: (attrgetter("token_endpoint.exchange"), FormRules.of(identity, TOKEN_PATH), TOKEN_PATH),
             path + INTROSPECTION_PATH: (
-                provider.inspector.introspect,
+                attrgetter("inspector.introspect"),
                 FormRules.of(identity, INTROSPECTION_PATH),
                 INTROSPECTION_PATH,
             ),
@@ -154,7 +157,7 @@ class ClientForms:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, otherwise: ASGIApp) -> None:
         """Answer the request at ``scope``, or hand it to ``otherwise`` (Connexion) with its body as it was read."""
-        call, rules, template = self._endpoints[scope["path"]]
+        endpoint, rules, template = self._endpoints[scope["path"]]
         length = -1
         authorization = origin = None  # the first of each, as the handlers read them (Starlette's Headers.get)
         types: list[bytes] = []
@@ -186,7 +189,7 @@ class ClientForms:
             await otherwise(scope, _replay(body, receive), send)
             return
         try:
-            answer = await self._threads.run(call, pairs, authorization, origin)
+            answer = await self._threads.run(endpoint(self._provider), pairs, authorization, origin)
         except Exception as error:  # the domain's errors, and the database's, in the endpoint's form
             response = self._errors.response(scope, error)
         else:
