@@ -133,6 +133,10 @@ class SigningKeys:
         published = self._published
         return published if published is not None else self.refresh_published()
 
+    def last_published(self) -> PublishedKeys | None:
+        """The JWKS as this node last read it, or None if it never did: never any SQL."""
+        return self._published
+
     def refresh_published(self) -> PublishedKeys:
         """Read the JWKS from the table and keep it, serialised, for ``published``."""
         published = self._published = PublishedKeys.of(self.jwks())

@@ -42,6 +42,7 @@ from service.database.secret_keys import load_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.http_errors import IdentityErrors
 from service.identity_api.identity_app import create_identity_app
+from service.identity_api.published import PublishedDocuments
 from service.mail.transports import Courier
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.key_cache import KeyCache
@@ -288,7 +289,11 @@ def create_app(
                 userinfo_origins=settings.cors_origins,
                 max_age=settings.cors_max_age,
             ),
-            documented(settings, "identity.yaml", provider.issuer.path, settings.issuer),
+            # discovery and the JWKS from memory, before the identity API's app (service/identity_api/published.py)
+            (
+                *documented(settings, "identity.yaml", provider.issuer.path, settings.issuer),
+                PublishedDocuments.of(provider),
+            ),
             _identity_overloaded(provider.issuer),
         ),
         operations=Api(

@@ -6,21 +6,23 @@ credentials through as anonymous), so Connexion's security middleware is left ou
 Every error, Connexion's own (a malformed body, a wrong media type) included,
 leaves in the form its operation declares (``http_errors.py``).
 
-Handlers are coroutines on the server's event loop. The token, introspection and revocation endpoints
-hand their SQL (commits that wait for the disk included) and RSA signing to worker threads, at most as
-many at once as the database pool has connections; the browser pages hand theirs to a thread too, since
-signing in and up hashes a password with Argon2 for tens of milliseconds. The resource endpoints
-(userinfo, directory, discovery, JWKS) only read, with keys cached, on the loop.
+Handlers are coroutines on the server's event loop. The client endpoints (token, introspection, revocation,
+userinfo, directory) hand their SQL (commits that wait for the disk included) and RSA signing to worker threads,
+at most as many as the database pool has connections (``client_threads.py``); the browser pages hand theirs to a
+thread too, since signing in and up hashes a password with Argon2 for tens of milliseconds. A well-formed token
+or introspection form skips Connexion (``client_forms.py``); discovery and the JWKS are answered before this app,
+from memory (``published.py``).
 """
 
 from __future__ import annotations
 
-import anyio
 from connexion.resolver import RelativeResolver
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.provider import Provider
 from service.identity_api import responses as web
+from service.identity_api.client_forms import ClientForms
+from service.identity_api.client_threads import ClientThreads
 from service.identity_api.http_errors import HANDLED, IdentityErrors
 from service.web.body_limit import BodyLimit
 from service.web.connexion_adapter import connexion_app
@@ -48,21 +50,31 @@ def create_identity_app(
     errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))
     for error in HANDLED:
         app.add_error_handler(error, errors.handle)
-    return BodyLimit(IdentityEntry(app, provider, anyio.CapacityLimiter(client_threads)), form_limit, errors.too_large)
+    threads = ClientThreads(client_threads)
+    forms = ClientForms(provider, identity, errors, threads, form_limit, validate_responses=validate_responses)
+    return BodyLimit(IdentityEntry(app, provider, threads, forms), form_limit, errors.too_large)
 
 
 class IdentityEntry:
     """Puts the provider (and a POST's body recorder) in each request's state for the handlers, and answers HEAD.
+    A well-formed request to the token or introspection endpoint is answered by ``forms`` (``client_forms.py``).
 
     RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
     validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
 
-    def __init__(self, app: ASGIApp, provider: Provider, client_threads: anyio.CapacityLimiter) -> None:
+    def __init__(self, app: ASGIApp, provider: Provider, client_threads: ClientThreads, forms: ClientForms) -> None:
         self.app = app
         self.provider = provider
         self.client_threads = client_threads
+        self.forms = forms
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.forms:
+            await self.forms(scope, receive, send, self._connexion)
+        else:
+            await self._connexion(scope, receive, send)
+
+    async def _connexion(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             PROVIDER.put(scope, self.provider)
             CLIENT_THREADS.put(scope, self.client_threads)

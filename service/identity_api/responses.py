@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import anyio.to_thread
 import orjson
 from connexion import context
 from connexion.lifecycle import ConnexionResponse
@@ -41,9 +40,8 @@ def provider() -> Provider:
 async def off_the_loop(call: Callable[..., T], *args: Any) -> T:
     """Run the domain's blocking work (its SQL, commits that wait for the disk, RSA signing) in a worker thread,
     so that one slow commit never holds every request of the worker. At most as many at once as the database
-    pool has connections (the request's ``client_threads`` limiter): more would only wait there."""
-    limiter = CLIENT_THREADS.get(context.scope)
-    return await anyio.to_thread.run_sync(call, *args, limiter=limiter)
+    pool has connections (the request's ``client_threads``, ``client_threads.py``): more would only wait there."""
+    return await CLIENT_THREADS.get(context.scope).run(call, *args)
 
 
 def current() -> Request:

@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from starlette.types import Scope
 
 if TYPE_CHECKING:
-    import anyio
-
     from data.catalog import Catalog
     from identity.provider import Provider
     from service.console_api.console_web import ConsoleWeb
+    from service.identity_api.client_threads import ClientThreads
     from service.identity_api.responses import BodyRecorder
     from service.ops.health import Readiness
 
@@ -46,7 +45,7 @@ API_URL: Slot[str] = Slot("api_url")
 # The menus and operations parameter validation: the validated, typed arguments with the contract's defaults.
 ARGUMENTS: Slot[dict[str, Any]] = Slot("arguments")
 PROVIDER: Slot[Provider] = Slot("provider")  # the identity API's entry: the OpenID provider
-CLIENT_THREADS: Slot[anyio.CapacityLimiter] = Slot("client_threads")  # the identity API: worker threads it may use
+CLIENT_THREADS: Slot[ClientThreads] = Slot("client_threads")  # the identity API: worker threads it may use
 BODY: Slot[BodyRecorder] = Slot("body")  # the identity and console entries: a POST's body, as validation read it
 CONSOLE: Slot[ConsoleWeb] = Slot("console")  # the console's entry: its web side
 READINESS: Slot[Readiness] = Slot("readiness")  # the operations app: the readiness check of /readyz

@@ -7,6 +7,8 @@ user tokens come from a real sign-in through the pages (``tests/support/token_fl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import jwt
 import pytest
 from sqlalchemy.engine import Engine
@@ -87,3 +89,21 @@ def test_client_credentials_without_scope_gets_the_allowed_application_scopes(ht
 
     assert response.status_code == 200, response.text
     assert response.json()["scope"] == "members:read"
+
+
+def test_a_token_request_in_chunks_or_with_a_charset_is_answered_like_any_other(http: TestClient, world: World) -> None:
+    """Both take Connexion's way, or the direct one (service/identity_api/client_forms.py): the same answer."""
+
+    def chunks() -> Iterator[bytes]:
+        yield b"grant_type=client_credentials"
+        yield b"&scope=members%3Aread"
+
+    form = {"Content-Type": "application/x-www-form-urlencoded", **world.reporter.basic}
+    chunked = http.post("/oauth2/token", content=chunks(), headers=form)
+    charset = {**form, "Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
+    with_charset = http.post(
+        "/oauth2/token", content=b"grant_type=client_credentials&scope=members%3Aread", headers=charset
+    )
+    for response in (chunked, with_charset):
+        assert response.status_code == 200, response.text
+        assert response.json()["scope"] == "members:read" and response.headers["cache-control"] == "no-store"
