@@ -22,7 +22,8 @@ from sqlalchemy.engine import Engine
 
 from identity import audit
 from identity.keys import reseal_signing_keys
-from identity.sealing import Sealer, new_key, reseal_column
+from identity.resealing import reseal_column
+from identity.sealing import Sealer, new_key
 from service.database.db import private_file, service_secrets
 
 KEY_FILE_NAME = "secret-keys"
