@@ -15,11 +15,10 @@ from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.console_api.console_web import ConsoleWeb
-from service.identity_api.responses import BodyRecorder, as_connexion
-from service.web.connexion_adapter import connexion_app
+from service.console_api.console_web import CONSOLE, ConsoleWeb
+from service.web.connexion_adapter import as_connexion, connexion_app
 from service.web.contracts import contract
-from service.web.request_state import BODY, CONSOLE
+from service.web.request_reading import BODY, BodyRecorder
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 

@@ -27,7 +27,11 @@ from service.menus_api.ratelimit import Decision, RateLimiter
 from service.web.edge import Exchange
 from service.web.etags import none_match, strong_etag
 from service.web.problems import Problem, nothing_here, send_problem, unauthorized
-from service.web.request_state import API_URL, CATALOG
+from service.web.request_state import Slot
+
+CATALOG: Slot[Catalog] = Slot("catalog")  # the dish catalog the menus handlers read
+# The menus API's URL from the settings (MENUS_BASE_URL + "/v1"), never from the Host header.
+API_URL: Slot[str] = Slot("api_url")
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
 NO_STORE = (b"cache-control", b"no-store")  # /random: a cache must never replay a random pick

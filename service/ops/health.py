@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from service.menus_api.ratelimit import RateLimiter
 from service.web.problems import unavailable
+from service.web.request_state import Slot
 
 log = logging.getLogger("service.health")  # the name operators filter on (kept from before the re-layout)
 
@@ -35,3 +36,6 @@ class Readiness:
     def _ping(self) -> None:
         with self.engine.connect() as connection:
             connection.execute(sa.text("SELECT 1"))
+
+
+READINESS: Slot[Readiness] = Slot("readiness")  # the operations app: the readiness check of /readyz

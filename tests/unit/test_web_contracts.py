@@ -1,9 +1,8 @@
 """The contracts as the service reads them: one parse per document, and what each hands out."""
 
-from service.menus_api.gate import ADDED_HEADERS
+from service.menus_api.gate import ADDED_HEADERS, CATALOG
 from service.web.contracts import contract
 from service.web.documents import authored
-from service.web.request_state import CATALOG
 
 
 def test_each_document_is_parsed_once_and_kept_as_written():
