@@ -10,8 +10,8 @@ from starlette.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
-from service.web.contracts import contract
-from service.web.documents import ServedDocument, authored
+from service.web.contracts import authored, contract
+from service.web.documents import ServedDocument
 from service.web.routes import UNMATCHED, RouteTemplates
 from tests.support.defaults import DEFAULTS
 
