@@ -297,7 +297,7 @@ def create_app(
             _identity_overloaded(provider.issuer),
         ),
         operations=Api(
-            create_operations_app(Readiness(engine, limiter, timeout=settings.ready_timeout)),
+            create_operations_app(Readiness(engine, limiter.reachable, timeout=settings.ready_timeout)),
             (*documented(settings, "operations.yaml", "/ops", settings.base_url), no_body),
         ),
         identity_path=provider.issuer.path,
