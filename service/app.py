@@ -47,8 +47,10 @@ from service.mail.transports import Courier
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
+from service.menus_api.limit_storage import RedisTuning, StorageHealth
 from service.menus_api.menus_app import BASE_PATH, create_menus_app
-from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
+from service.menus_api.menus_problems import send_overloaded
+from service.menus_api.rate_limiter import RateLimiter
 from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.observe import RequestObserver
@@ -68,7 +70,6 @@ from service.web.problems import (
     connexion_handler,
     content_too_large,
     nothing_here,
-    send_overloaded,
     send_problem,
 )
 from service.web.routes import RouteTemplates
