@@ -4,7 +4,7 @@ from connexion import context
 from starlette.responses import Response
 
 from service.console_api.console_web import CONSOLE, ConsoleWeb
-from service.identity_api.responses import current
+from service.identity_api.handler_support import current
 
 
 def _console() -> ConsoleWeb:

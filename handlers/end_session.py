@@ -3,7 +3,7 @@
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.identity_api.responses import current, outcome, provider
+from service.identity_api.handler_support import current, outcome, provider
 from service.web.request_reading import browser, form_pairs, query_pairs
 
 

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from identity.flow import Browser, Outcome, SignInFlow
-from service.identity_api.responses import current, outcome, provider
+from service.identity_api.handler_support import current, outcome, provider
 from service.web.request_reading import browser, form_pairs, query_pairs
 
 Show = Callable[[SignInFlow, str | None, Browser], Outcome]  # a page's form: SignInFlow.sign_in_form, …

@@ -140,7 +140,7 @@ def default_database_url() -> str:
 
 
 # MENUS_SECRET_KEYS: Fernet keys sealing signing keys and service secrets at rest
-# (service/database/secret_keys.py), comma-separated, the first seals and all open; unset: a key file made once
+# (service/database/sealing_keys.py), comma-separated, the first seals and all open; unset: a key file made once
 # beside the SQLite database (./var/secret-keys).
 
 

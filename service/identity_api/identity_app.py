@@ -22,8 +22,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from identity.provider import Provider
 from service.identity_api.client_forms import ClientForms
 from service.identity_api.client_threads import ClientThreads
+from service.identity_api.handler_support import CLIENT_THREADS, PROVIDER
 from service.identity_api.http_errors import HANDLED, IdentityErrors
-from service.identity_api.responses import CLIENT_THREADS, PROVIDER
 from service.web.body_limit import BodyLimit
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import contract

@@ -18,7 +18,7 @@ from email.policy import SMTP
 from pathlib import Path
 
 from identity.outbox import Claimed, Outbox, Transport, Undeliverable
-from service.database.secret_keys import key_file_for
+from service.database.sealing_keys import key_file_for
 from service.mail.letters import Letters
 from service.settings import SmtpServer
 

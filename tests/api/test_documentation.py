@@ -11,8 +11,8 @@ from starlette.testclient import TestClient
 from service.app import create_app
 from service.settings import Settings
 from service.web.contracts import authored, contract
-from service.web.documents import ServedDocument
 from service.web.routes import UNMATCHED, RouteTemplates
+from service.web.served_documents import ServedDocument
 from tests.support.defaults import DEFAULTS
 
 BASE_URL = "https://menus.example.com"
