@@ -2,7 +2,8 @@
 
 from starlette.responses import Response
 
-from service.identity_api.responses import NO_STORE, current, form_pairs, json, off_the_loop, provider
+from service.identity_api.handler_support import NO_STORE, current, json, off_the_loop, provider
+from service.web.request_reading import form_pairs
 
 
 async def exchange() -> Response:

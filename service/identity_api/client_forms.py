@@ -37,8 +37,8 @@ from identity.issuer import INTROSPECTION_PATH, TOKEN_PATH
 from identity.provider import Provider
 from identity.text import has_control
 from service.identity_api.client_threads import ClientThreads
+from service.identity_api.handler_support import NO_STORE, json
 from service.identity_api.http_errors import IdentityErrors
-from service.identity_api.responses import NO_STORE, json
 from service.web.contracts import Contract, contract
 
 FORM = b"application/x-www-form-urlencoded"
