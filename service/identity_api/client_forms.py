@@ -11,8 +11,9 @@ Recognised: ``POST`` with ``Content-Type: application/x-www-form-urlencoded`` (n
 ``Content-Length`` within the form limit (``BodyLimit`` outside has already refused one over it, and turned a
 chunked body into one of known length), whose body is ``name=value`` pairs joined by ``&``, each name once,
 every field the contract declares a string within its bounds, its required fields present, and no control
-character anywhere (``service/web/request_reading.py``, ``without_controls``). Anything else, an error of the request's shape among it,
-goes on to Connexion with the body as it was read, and is answered there in the contract's words, as before.
+character anywhere (``without_controls``, service/web/request_reading.py). Anything else, an error of the
+request's shape among it, goes on to Connexion with the body as it was read, and is answered there in the
+contract's words, as before.
 Where responses are validated (``MENUS_VALIDATE_RESPONSES``, the tests), the answers given here are validated
 against the contract too (``ResponseCheck``), as Connexion validates the others.
 """
