@@ -8,9 +8,12 @@ by client, and deleted once expired.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -19,6 +22,7 @@ from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.storage import commit_without_waiting
 from identity.tables import access_tokens, clients
 
+MAX_READ_TOGETHER = 64  # records read in one statement at most (a bound on its parameters)
 # The statements of every token issued and verified, built once (building one costs more than running it).
 _COLUMNS = ("jti", "grant_id", "client_id", "user_id", "org_id", "session_id", "scope", "issued_at", "expires_at")
 # The row, written only while its client is registered and, when a secret hash is bound, still holds it.
@@ -39,6 +43,7 @@ _RECORD = (
     .returning(access_tokens.c.jti)
 )  # psycopg's rowcount of an INSERT … SELECT is -1
 _BY_JTI = sa.select(access_tokens).where(access_tokens.c.jti == sa.bindparam("jti"))
+_BY_JTIS = sa.select(access_tokens).where(access_tokens.c.jti.in_(sa.bindparam("jtis", expanding=True)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +60,15 @@ class AccessTokenRecord:
     revoked: bool = False
 
 
+class _Read(threading.local):
+    records: dict[str, AccessTokenRecord | None] | None = None
+
+
 class AccessTokenStore:
     def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._clock = clock
+        self._read = _Read()  # per thread: the records read together for the calls it is running
 
     def record(self, token: AccessTokenRecord, *, secret_hash: str | None = None) -> bool:
         """Record a token being issued, in one statement, only while its client is registered (and, with
@@ -81,22 +91,30 @@ class AccessTokenStore:
             return connection.execute(_RECORD, {**values, "secret_hash": secret_hash}).first() is not None
 
     def get(self, jti: str) -> AccessTokenRecord | None:
+        read = self._read.records
+        if read is not None and jti in read:
+            return read[jti]  # read after the request of this use came in (``read_together``)
         with self._engine.connect() as connection:
             row = connection.execute(_BY_JTI, {"jti": jti}).first()
-        if row is None:
-            return None
-        return AccessTokenRecord(
-            jti=row.jti,
-            grant_id=row.grant_id,
-            client_id=row.client_id,
-            user_id=row.user_id,
-            org_id=row.org_id,
-            session_id=row.session_id,
-            scope=tuple(row.scope.split()),
-            issued_at=utc(row.issued_at),
-            expires_at=utc(row.expires_at),
-            revoked=row.revoked_at is not None,
-        )
+        return None if row is None else _record(row)
+
+    @contextmanager
+    def read_together(self, jtis: Collection[str]) -> Iterator[None]:
+        """The records of ``jtis`` read in one statement; within the block, ``get`` of any of them in this
+        thread answers from that read. For the introspections of requests that came in together, none answered
+        before the block ends (``service/identity_api/client_threads.py``): each record is read after its
+        request arrived and before it is answered, as ``get`` alone would read it (RFC 7009 §2.2)."""
+        records: dict[str, AccessTokenRecord | None] = dict.fromkeys(jtis)
+        if len(records) > MAX_READ_TOGETHER:
+            raise ValueError(f"at most {MAX_READ_TOGETHER} records are read together")
+        with self._engine.connect() as connection:
+            for row in connection.execute(_BY_JTIS, {"jtis": list(records)}):
+                records[row.jti] = _record(row)
+        self._read.records = records
+        try:
+            yield
+        finally:
+            self._read.records = None
 
     def revoke(self, jti: str) -> None:
         """RFC 7009 §2.2: the token is invalid from now on (revoking it again changes nothing)."""
@@ -133,6 +151,21 @@ class AccessTokenStore:
         """Delete the records of the tokens expired at ``at`` (refused by their expiry, with or without the
         record); how many."""
         return connection.execute(access_tokens.delete().where(access_tokens.c.expires_at < at)).rowcount
+
+
+def _record(row: sa.Row[Any]) -> AccessTokenRecord:
+    return AccessTokenRecord(
+        jti=row.jti,
+        grant_id=row.grant_id,
+        client_id=row.client_id,
+        user_id=row.user_id,
+        org_id=row.org_id,
+        session_id=row.session_id,
+        scope=tuple(row.scope.split()),
+        issued_at=utc(row.issued_at),
+        expires_at=utc(row.expires_at),
+        revoked=row.revoked_at is not None,
+    )
 
 
 def _revoke_live(connection: Connection, where: sa.ColumnElement[bool], at: datetime) -> None:

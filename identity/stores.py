@@ -7,6 +7,8 @@ every write to its table.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
@@ -48,6 +50,8 @@ class AccessTokens(Protocol):
     def record(self, token: AccessTokenRecord, *, secret_hash: str | None = None) -> bool: ...
 
     def get(self, jti: str) -> AccessTokenRecord | None: ...
+
+    def read_together(self, jtis: Collection[str]) -> AbstractContextManager[None]: ...
 
     def revoke(self, jti: str) -> None: ...
 

@@ -150,6 +150,8 @@ class Dispatcher:
                 if self.deliver_mail is not None:
                     mail = _every(self.deliver_mail, self.mail_interval, stopping, "sending mail from the outbox")
                     tasks.append(asyncio.create_task(mail))
+                if self.admission is not None:  # its bound counts the event loop's lag (service/web/admission.py)
+                    tasks.append(asyncio.create_task(self.admission.watch_loop(stopping)))
                 if self.deliver_logouts is not None:
                     logouts = _every(self.deliver_logouts, self.mail_interval, stopping, "posting logout tokens")
                     tasks.append(asyncio.create_task(logouts))

@@ -189,8 +189,13 @@ class ClientForms:
         if pairs is None:
             await otherwise(scope, _replay(body, receive), send)
             return
+        together = None
+        if template == INTROSPECTION_PATH:  # the token's record, read with those of the others queued with it
+            token = next((value for name, value in pairs if name == "token"), None)
+            if token is not None:
+                together = (self._provider.verifier.read_together, token)
         try:
-            answer = await self._threads.run(endpoint(self._provider), pairs, authorization, origin)
+            answer = await self._threads.run(endpoint(self._provider), pairs, authorization, origin, together=together)
         except Exception as error:  # the domain's errors, and the database's, in the endpoint's form
             response = self._errors.response(scope, error)
         else:

@@ -8,6 +8,12 @@ that arrives while they are busy waits in a queue that the next free thread drai
 answers of the calls a thread ran in a row go back to the event loop together. Each call runs in the context of
 the request that made it (its request id is on the log lines it writes), and its exception is raised in the
 request, as ``anyio.to_thread.run_sync`` would.
+
+A call may name what it will read (``together``: a function and an item): a thread about to run several calls
+that name the same function gives it all their items first, and runs the calls inside what it returns, e.g. one
+SQL statement reading the records of every token being introspected (``TokenVerifier.read_together``). Each
+read still starts after its request was queued. If that read fails, each call reads on its own, and meets the
+error in its own request's form.
 """
 
 from __future__ import annotations
@@ -16,12 +22,15 @@ import asyncio
 import contextvars
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 _Done = tuple[asyncio.Future[Any], Any, BaseException | None]
-_Job = tuple[contextvars.Context, Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]
+ReadTogether = Callable[[list[Any]], AbstractContextManager[Any]]  # the items of several calls: a block to run them in
+Together = tuple[ReadTogether, Hashable]
+_Job = tuple[contextvars.Context, Callable[..., Any], tuple[Any, ...], asyncio.Future[Any], Together | None]
 BATCH = 32  # calls a thread runs before it hands their answers back, when that many wait
 IDLE = 10.0  # seconds a thread waits for a call before it ends (the next call starts one again)
 
@@ -38,11 +47,11 @@ class ClientThreads:
     def size(self) -> int:
         return self._size
 
-    async def run(self, call: Callable[..., T], *args: Any) -> T:
-        """``call(*args)`` on one of the threads; its result, or its exception."""
+    async def run(self, call: Callable[..., T], *args: Any, together: Together | None = None) -> T:
+        """``call(*args)`` on one of the threads; its result, or its exception. ``together``: see above."""
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         with self._ready:
-            self._jobs.append((contextvars.copy_context(), call, args, future))
+            self._jobs.append((contextvars.copy_context(), call, args, future, together))
             if self._idle:
                 self._ready.notify()
             elif self._started < self._size:
@@ -62,15 +71,32 @@ class ClientThreads:
                         return
                 batch = [self._jobs.popleft() for _ in range(min(BATCH, len(self._jobs)))]
             done: dict[asyncio.AbstractEventLoop, list[_Done]] = {}
-            for context, call, args, future in batch:
-                try:
-                    outcome: _Done = (future, context.run(call, *args), None)
-                except BaseException as error:  # handed to the request, which raises it
-                    outcome = (future, None, error)
-                done.setdefault(future.get_loop(), []).append(outcome)
+            with _read_together(batch):
+                for context, call, args, future, _ in batch:
+                    try:
+                        outcome: _Done = (future, context.run(call, *args), None)
+                    except BaseException as error:  # handed to the request, which raises it
+                        outcome = (future, None, error)
+                    done.setdefault(future.get_loop(), []).append(outcome)
             for loop, settled in done.items():
                 if not loop.is_closed():
                     loop.call_soon_threadsafe(_settle, settled)
+
+
+def _read_together(batch: list[_Job]) -> ExitStack:
+    """The blocks of the calls of ``batch`` that read together, entered (only where two or more calls do)."""
+    stack = ExitStack()
+    items: dict[ReadTogether, list[Any]] = {}
+    for *_, together in batch:
+        if together is not None:
+            items.setdefault(together[0], []).append(together[1])
+    for read, named in items.items():
+        if len(named) > 1:
+            try:
+                stack.enter_context(read(named))
+            except Exception:  # noqa: BLE001 - each call then reads on its own, and answers its own error
+                continue
+    return stack
 
 
 def _settle(done: list[_Done]) -> None:

@@ -6,9 +6,12 @@ one worker, the p99 was near a second and some requests waited past five (docs/p
 
 - ``max_in_flight`` requests are already being answered by this worker (each counted from the edge's first
   call to its last byte), or
-- the request has already waited ``max_queue_wait`` seconds between its head being read (stamped in the scope as
-  ``ARRIVED`` by the server's protocol, ``service/ops/bounded_http.py``) and the edge's first call: the event
-  loop is that far behind, and answering it now would only add to the queue.
+- the request has already waited ``max_queue_wait`` seconds: between its head being read (stamped in the scope
+  as ``ARRIVED`` by the server's protocol, ``service/ops/bounded_http.py``) and the edge's first call, plus the
+  event loop's lag (``watch_loop``: how late a timer last ran). The lag stands for the wait before the head was
+  read, which no stamp can see: bytes that arrive while the loop works through a turn wait in the kernel's socket
+  buffer until the next turn reads them, a turn's length later. A loop that far behind answers the request late
+  whatever it does, and answering it would only add to the queue.
 
 The refusal is the API's own 503 in its own error form (the contract lists it for every operation with
 ``Retry-After``); it costs a fraction of an answer and never reaches the database. The operations endpoints
@@ -19,6 +22,7 @@ would get a busy worker restarted, and the metrics are what tells the operator a
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +31,7 @@ from starlette.types import Scope
 
 ARRIVED = "regional_menus.arrived"  # scope key: time.monotonic() when the request's head was complete
 RETRY_AFTER = 1  # seconds: a refusal for load is short-lived
+LAG_EVERY = 0.05  # seconds between the turns of the loop-lag watch (20 wake-ups a second when idle)
 
 
 @dataclass
@@ -38,6 +43,7 @@ class Admission:
     on_refused: Callable[[str], None] = field(default=lambda _reason: None)  # "in_flight" or "waited"
     clock: Callable[[], float] = time.monotonic
     in_flight: int = 0
+    loop_lag: float = 0.0  # seconds the event loop ran the watch's last timer late (``watch_loop``)
 
     def admit(self, scope: Scope) -> bool:
         """True (and counted in flight until ``release``) when this request is taken; False when it is refused."""
@@ -45,7 +51,7 @@ class Admission:
             self.on_refused("in_flight")
             return False
         arrived = scope.get(ARRIVED)
-        if arrived is not None and self.clock() - arrived > self.max_queue_wait:
+        if arrived is not None and self.clock() - arrived + self.loop_lag > self.max_queue_wait:
             self.on_refused("waited")
             return False
         self.in_flight += 1
@@ -53,3 +59,11 @@ class Admission:
 
     def release(self) -> None:
         self.in_flight -= 1
+
+    async def watch_loop(self, stopping: asyncio.Event, every: float = LAG_EVERY) -> None:
+        """Until ``stopping``: every ``every`` seconds, how late the event loop ran the timer (``loop_lag``), a task
+        of the worker's lifespan (``service/app.py``)."""
+        while not stopping.is_set():
+            started = self.clock()
+            await asyncio.sleep(every)
+            self.loop_lag = max(0.0, self.clock() - started - every)

@@ -15,7 +15,9 @@ from starlette.testclient import TestClient
 from identity.organizations import Organization
 from identity.token_endpoint import TokenEndpoint
 from identity.token_introspection import TokenInspector
+from identity.verification import TokenVerifier
 from service.database.db import client_threads, make_engine
+from service.identity_api.client_threads import ClientThreads
 from tests.support import token_flows
 from tests.support.defaults import POOL
 
@@ -64,3 +66,52 @@ def test_client_endpoint_threads_are_one_on_sqlite_and_the_pool_on_postgresql(en
         assert client_threads(postgres, POOL) == POOL.capacity
     finally:
         postgres.dispose()
+
+
+def test_introspections_queued_together_read_their_records_in_one_statement_and_see_a_revocation(
+    app: Any, engine: Engine, acme: Organization, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reporter = token_flows.register(engine, acme, "Reporter", grants=["client_credentials"], scopes=["members:read"])
+    entered, release, read = threading.Event(), threading.Event(), []
+    original_introspect, original_read = TokenInspector.introspect, TokenVerifier.read_together
+    queues: set[Any] = set()
+
+    def held(self: Any, *args: Any) -> Any:  # the first introspection holds the one thread (SQLite)
+        if not entered.is_set():
+            entered.set()
+            release.wait(10)
+        return original_introspect(self, *args)
+
+    def reading(self: Any, tokens: Any) -> Any:
+        read.append(sorted(tokens))
+        return original_read(self, tokens)
+
+    async def run(self: Any, call: Any, *args: Any, **named: Any) -> Any:
+        queues.add(self)
+        return await original_run(self, call, *args, **named)
+
+    original_run = ClientThreads.run
+    monkeypatch.setattr(TokenInspector, "introspect", held)
+    monkeypatch.setattr(TokenVerifier, "read_together", reading)
+    monkeypatch.setattr(ClientThreads, "run", run)
+    with TestClient(app) as http, ThreadPoolExecutor(4) as pool:
+        grant = {"grant_type": "client_credentials", "scope": "members:read"}
+        live, revoked = (
+            http.post("/oauth2/token", data=grant, headers=reporter.basic).json()["access_token"] for _ in "ab"
+        )
+        assert http.post("/oauth2/revoke", data={"token": revoked}, headers=reporter.basic).status_code == 200
+        try:
+            first = pool.submit(http.post, "/oauth2/introspect", data={"token": live}, headers=reporter.basic)
+            assert entered.wait(10)
+            queued = [
+                pool.submit(http.post, "/oauth2/introspect", data={"token": token}, headers=reporter.basic)
+                for token in (live, revoked, "not-a-token")
+            ]
+            deadline = time.monotonic() + 10  # until the three wait in the queue behind the held call
+            while sum(len(queue._jobs) for queue in queues) < 3 and time.monotonic() < deadline:
+                time.sleep(0.005)
+        finally:
+            release.set()
+        answers = [future.result(10).json() for future in [first, *queued]]
+    assert [answer["active"] for answer in answers] == [True, True, False, False]
+    assert read == [sorted([live, revoked, "not-a-token"])]  # one read for the three queued together

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from service.web.admission import ARRIVED, Admission
 
 
@@ -30,3 +32,28 @@ def test_refuses_a_request_queued_longer_than_max_queue_wait_and_counts_it_nowhe
     assert not admission.admit({ARRIVED: clock.now - 0.51})
     assert admission.admit({})  # no stamp (a server other than ours): only the count applies
     assert refused == ["waited"] and admission.in_flight == 2
+
+
+def test_counts_the_event_loops_lag_as_time_queued_before_the_head_was_read() -> None:
+    clock, refused = Clock(), []
+    admission = Admission(10, 0.5, on_refused=refused.append, clock=clock)
+    admission.loop_lag = 0.25  # a turn of the loop takes that long: a head waits about as long to be read
+    assert admission.admit({ARRIVED: clock.now - 0.25})  # 0.25 s stamped + 0.25 s of lag: at the bound, taken
+    assert not admission.admit({ARRIVED: clock.now - 0.375})
+    assert admission.admit({})  # no stamp: only the count applies
+    assert refused == ["waited"]
+
+
+def test_the_loop_watch_records_how_late_its_timer_ran_until_stopped() -> None:
+    stopping = asyncio.Event()
+    readings = iter([10.0, 10.25])  # before and after a timer of 0 s: it ran 0.25 s late
+
+    def clock() -> float:
+        now = next(readings)
+        if now == 10.25:
+            stopping.set()
+        return now
+
+    admission = Admission(10, 0.5, clock=clock)
+    asyncio.run(admission.watch_loop(stopping, every=0))
+    assert admission.loop_lag == 0.25

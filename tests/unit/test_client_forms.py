@@ -7,8 +7,10 @@ which answers it in the contract's words (the API tests of each endpoint check t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
+from collections.abc import Iterator
 
 import pytest
 from starlette.responses import Response
@@ -85,3 +87,52 @@ def test_client_threads_run_each_call_off_the_loop_in_its_requests_context() -> 
     assert isinstance(answers[7], LookupError) and str(answers[7]) == "seven"
     assert answers[8:] == [(n * n, f"request-{n}", True) for n in range(8, 20)]
     assert threads.size == 2
+
+
+def _queued_behind_a_busy_thread(read: object, items: int) -> tuple[list[object], list[str]]:
+    """Calls queued while the only thread is busy, each naming ``read`` with its item; their answers, and what
+    happened in order."""
+    threads = ClientThreads(1)
+    busy, happened = threading.Event(), []
+
+    def first() -> str:
+        busy.wait(5)
+        return "first"
+
+    def call(item: str) -> str:
+        happened.append(f"call {item}")
+        return item.upper()
+
+    async def main() -> list[object]:
+        blocker = asyncio.ensure_future(threads.run(first))
+        await asyncio.sleep(0)
+        queued = [asyncio.ensure_future(threads.run(call, f"t{n}", together=(read, f"t{n}"))) for n in range(items)]
+        await asyncio.sleep(0)  # every call is in the queue now
+        busy.set()
+        return await asyncio.gather(blocker, *queued, return_exceptions=True)
+
+    return asyncio.run(main()), happened
+
+
+def test_calls_queued_together_read_together_once_before_they_run() -> None:
+    happened: list[str] = []
+
+    @contextlib.contextmanager
+    def read(items: list[str]) -> Iterator[None]:
+        happened.append("read " + " ".join(items))
+        yield
+        happened.append("done")
+
+    answers, calls = _queued_behind_a_busy_thread(read, 3)
+    assert answers == ["first", "T0", "T1", "T2"]
+    assert happened == ["read t0 t1 t2", "done"]
+    assert calls == ["call t0", "call t1", "call t2"]
+
+
+def test_a_failed_read_together_leaves_each_call_to_read_on_its_own() -> None:
+    def read(items: list[str]) -> contextlib.AbstractContextManager[None]:
+        raise OSError("the database is away")
+
+    answers, calls = _queued_behind_a_busy_thread(read, 2)
+    assert answers == ["first", "T0", "T1"]
+    assert calls == ["call t0", "call t1"]

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from identity import keys as keys_module
 from identity import passwords
+from identity.access_tokens import AccessTokenStore
 from identity.clients import ClientStore, check_redirect_uri
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidClient, InvalidInput, InvalidToken, UnknownRecord
@@ -184,6 +185,45 @@ def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # t
     store.delete(client.id)
     with pytest.raises(InvalidToken):
         tokens.verifier.verify_access_token(issued.token)
+
+
+def test_records_read_together_answer_the_verifications_of_the_block_from_one_statement(  # type: ignore[no-untyped-def]
+    engine: Engine, org
+) -> None:
+    client, _ = ClientStore(engine).create(
+        name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
+    )
+    tokens = token_services(engine, _keys_ensured(engine))
+    live, revoked = (
+        tokens.minter.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None).token
+        for _ in range(2)
+    )
+    AccessTokenStore(engine).revoke(jwt.decode(revoked, options={"verify_signature": False})["jti"])
+    reads: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *call: reads.append(call[2]))
+
+    def access_token_reads() -> int:
+        return sum("FROM access_tokens" in statement for statement in reads)
+
+    with tokens.verifier.read_together([live, revoked, "not-a-token"]):
+        assert access_token_reads() == 1
+        assert tokens.verifier.verify_access_token(live).client_id == client.id
+        with pytest.raises(InvalidToken, match="revoked"):
+            tokens.verifier.verify_access_token(revoked)
+        assert access_token_reads() == 1
+        assert tokens.verifier.verify_access_token(live).client_id == client.id  # the same token twice
+        assert access_token_reads() == 1
+    AccessTokenStore(engine).revoke(jwt.decode(live, options={"verify_signature": False})["jti"])
+    with pytest.raises(InvalidToken, match="revoked"):  # read at its use, outside the block
+        tokens.verifier.verify_access_token(live)
+
+
+def _keys_ensured(engine: Engine) -> SigningKeys:
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
+    keys.ensure()
+    return keys
 
 
 def _minting(engine: Engine) -> Any:
