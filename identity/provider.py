@@ -27,6 +27,7 @@ from identity.grants.refresh_token import RefreshTokenGrant
 from identity.interactions import InteractionStore
 from identity.issuer import Issuer
 from identity.keys import SigningKeys
+from identity.logout_tokens import LogoutTokens
 from identity.member_directory import Directory
 from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
@@ -140,7 +141,7 @@ class Provider:
         # Back-Channel Logout 1.0: revocations write logout tokens to their own outbox channel (Revoker); the
         # service's worker posts them, signed at delivery (identity/backchannel_logout.py)
         self.logout_outbox = Outbox(engine, tuning.delivery, clock, channel=backchannel_logout.CHANNEL)
-        self.logout_tokens = backchannel_logout.LogoutTokens(self.clients, self.minter)
+        self.logout_tokens = LogoutTokens(self.clients, self.minter)
         self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
         self.flow = SignInFlow(
             issuer=issuer,
