@@ -8,7 +8,7 @@ from service.identity_api.responses import NO_STORE, current, form_pairs, json, 
 async def introspect() -> Response:
     request = current()
     answer = await off_the_loop(
-        provider().inspector.introspect,
+        provider().introspection.introspect,
         await form_pairs(request),
         request.headers.get("Authorization"),
         request.headers.get("Origin"),

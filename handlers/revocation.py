@@ -8,7 +8,7 @@ from service.identity_api.responses import NO_STORE, current, form_pairs, off_th
 async def revoke() -> Response:
     request = current()
     await off_the_loop(
-        provider().inspector.revoke,
+        provider().revocation.revoke,
         await form_pairs(request),
         request.headers.get("Authorization"),
         request.headers.get("Origin"),

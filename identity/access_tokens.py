@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, utc
-from identity.storage import commit_without_waiting
+from identity.database import commit_without_waiting
 from identity.tables import access_tokens, clients
 
 # The statements of every token issued and verified, built once (building one costs more than running it).

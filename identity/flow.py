@@ -42,7 +42,7 @@ from identity.page_data import Page, message
 from identity.password_reset import PasswordReset
 from identity.passwords import WeakPassword, check_strength
 from identity.sessions import BrowserSession, SessionStore
-from identity.stores import AuthorizationCodes
+from identity.store_protocols import AuthorizationCodes
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore, check_email, check_name
 

@@ -22,9 +22,9 @@ from identity.access_tokens import AccessTokenRecord
 from identity.clock import SYSTEM_CLOCK, Clock, epoch, new_id
 from identity.errors import InvalidClient
 from identity.issuer import Issuer
-from identity.keys import ALGORITHM, SigningKeys
 from identity.organizations import Organization
-from identity.stores import AccessTokens, RefreshTokens
+from identity.signing_keys import ALGORITHM, SigningKeys
+from identity.store_protocols import AccessTokens, RefreshTokens
 from identity.users import User
 from identity.verification import ACCESS_TOKEN_TYPE, PublicKeys
 

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.api_keys import api_keys, record_last_used
 from identity.clock import SYSTEM_CLOCK, Clock
-from identity.storage import metadata
+from identity.database import metadata
 from identity.upsert import dialect_insert
 
 api_key_usage = sa.Table(

@@ -13,7 +13,7 @@ from identity.minting import TokenMinter
 from identity.pkce import verifies
 from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
-from identity.stores import AuthorizationCodes
+from identity.store_protocols import AuthorizationCodes
 from identity.users import UserStore
 
 

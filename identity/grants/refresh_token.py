@@ -17,7 +17,7 @@ from identity.grants import issued, member_of_grant, required, revoke_if_raced, 
 from identity.minting import TokenMinter
 from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
-from identity.stores import RefreshTokens
+from identity.store_protocols import RefreshTokens
 from identity.users import UserStore
 
 

@@ -12,9 +12,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
+from identity.introspection import TokenIntrospection
 from identity.organizations import Organization
+from identity.revocation import TokenRevocation
 from identity.token_endpoint import TokenEndpoint
-from identity.token_introspection import TokenInspector
 from service.database.db import client_threads, make_engine
 from tests.support import token_flows
 from tests.support.defaults import POOL
@@ -26,8 +27,8 @@ from tests.support.defaults import POOL
     ("domain", "method", "path"),
     [
         (TokenEndpoint, "exchange", "/oauth2/token"),
-        (TokenInspector, "introspect", "/oauth2/introspect"),
-        (TokenInspector, "revoke", "/oauth2/revoke"),
+        (TokenIntrospection, "introspect", "/oauth2/introspect"),
+        (TokenRevocation, "revoke", "/oauth2/revoke"),
     ],
 )
 def test_client_endpoint_work_runs_in_a_thread_while_the_loop_answers_others(

@@ -29,12 +29,12 @@ from identity.errors import (
 from identity.grants.refresh_token import RefreshTokenGrant
 from identity.interactions import new_interaction
 from identity.issuer import Issuer
-from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore
+from identity.signing_keys import SigningKeys
 from identity.tables import authorization_codes, browser_sessions
 from identity.token_endpoint import single_values
 from identity.users import UserStore

@@ -1,4 +1,4 @@
-"""The domain's storage: the shared SQLAlchemy metadata every table is defined on, and the one
+"""The domain's database: the shared SQLAlchemy metadata every table is defined on, and the one
 transaction kind the domain chooses for itself.
 
 The service (``service.database.db``) makes the engine and adds its own tables to this metadata; the migrations
