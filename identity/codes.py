@@ -17,25 +17,19 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.backchannel_logout import record_holder
-from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.digests import sha256_hex
+from identity.granted import Granted
 from identity.tables import authorization_codes
 
 
 @dataclass(frozen=True, slots=True)
-class CodeGrant:
+class CodeGrant(Granted):
     """What the code stands for: the consented authorization, bound to a client and a redirect URI."""
 
-    grant_id: str
-    client_id: str
     redirect_uri: str
-    user_id: str
-    org_id: str
-    session_id: str
-    scope: tuple[str, ...]
     nonce: str | None
     code_challenge: str | None
-    auth_time: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,35 +49,24 @@ class CodeStore:
         self._lifetime = lifetime
         self._clock = clock
 
-    def record(
-        self,
-        *,
-        client_id: str,
-        redirect_uri: str,
-        user_id: str,
-        org_id: str,
-        session_id: str,
-        scope: tuple[str, ...],
-        nonce: str | None,
-        code_challenge: str | None,
-        auth_time: datetime,
-    ) -> str:
+    def record(self, grant: CodeGrant) -> str:
+        """A new code for ``grant`` (stored only as a hash)."""
         code = secrets.token_urlsafe(32)
         at = self._clock.now()
         with self._engine.begin() as connection:
             connection.execute(
                 authorization_codes.insert().values(
                     code_hash=hash_code(code),
-                    grant_id=new_id("grt"),
-                    client_id=client_id,
-                    redirect_uri=redirect_uri,
-                    user_id=user_id,
-                    org_id=org_id,
-                    session_id=session_id,
-                    scope=" ".join(scope),
-                    nonce=nonce,
-                    code_challenge=code_challenge,
-                    auth_time=auth_time,
+                    grant_id=grant.grant_id,
+                    client_id=grant.client_id,
+                    redirect_uri=grant.redirect_uri,
+                    user_id=grant.user_id,
+                    org_id=grant.org_id,
+                    session_id=grant.session_id,
+                    scope=" ".join(grant.scope),
+                    nonce=grant.nonce,
+                    code_challenge=grant.code_challenge,
+                    auth_time=grant.auth_time,
                     expires_at=at + self._lifetime,
                 )
             )
