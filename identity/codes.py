@@ -17,9 +17,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.backchannel_logout import record_holder
-from identity.clock import SYSTEM_CLOCK, Clock, utc
+from identity.clock import SYSTEM_CLOCK, Clock
 from identity.digests import sha256_hex
-from identity.granted import Granted
+from identity.granted import Granted, granted_columns, granted_of_row
 from identity.tables import authorization_codes
 
 
@@ -57,16 +57,10 @@ class CodeStore:
             connection.execute(
                 authorization_codes.insert().values(
                     code_hash=hash_code(code),
-                    grant_id=grant.grant_id,
-                    client_id=grant.client_id,
+                    **granted_columns(grant),
                     redirect_uri=grant.redirect_uri,
-                    user_id=grant.user_id,
-                    org_id=grant.org_id,
-                    session_id=grant.session_id,
-                    scope=" ".join(grant.scope),
                     nonce=grant.nonce,
                     code_challenge=grant.code_challenge,
-                    auth_time=grant.auth_time,
                     expires_at=at + self._lifetime,
                 )
             )
@@ -100,16 +94,10 @@ class CodeStore:
             return Consumed(None, replayed=row.grant_id if row.used_at is not None else None)
         return Consumed(
             CodeGrant(
-                grant_id=row.grant_id,
-                client_id=row.client_id,
+                **granted_of_row(row),
                 redirect_uri=row.redirect_uri,
-                user_id=row.user_id,
-                org_id=row.org_id,
-                session_id=row.session_id,
-                scope=tuple(row.scope.split()),
                 nonce=row.nonce,
                 code_challenge=row.code_challenge,
-                auth_time=utc(row.auth_time),
             )
         )
 

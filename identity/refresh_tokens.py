@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.digests import sha256_hex
-from identity.granted import Granted
+from identity.granted import Granted, granted_columns, granted_fields, granted_of_row
 from identity.tables import refresh_tokens
 
 
@@ -29,17 +29,7 @@ class RefreshTokenRecord(Granted):
 
     @classmethod
     def of(cls, granted: Granted, issued_at: datetime, expires_at: datetime) -> RefreshTokenRecord:
-        return cls(
-            grant_id=granted.grant_id,
-            client_id=granted.client_id,
-            user_id=granted.user_id,
-            org_id=granted.org_id,
-            session_id=granted.session_id,
-            scope=granted.scope,
-            auth_time=granted.auth_time,
-            issued_at=issued_at,
-            expires_at=expires_at,
-        )
+        return cls(**granted_fields(granted), issued_at=issued_at, expires_at=expires_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +60,7 @@ class RefreshTokenStore:
                 refresh_tokens.insert().values(
                     token_hash=hash_token(token),
                     id=new_id("rt"),
-                    grant_id=record.grant_id,
-                    client_id=record.client_id,
-                    user_id=record.user_id,
-                    org_id=record.org_id,
-                    session_id=record.session_id,
-                    scope=" ".join(record.scope),
-                    auth_time=record.auth_time,
+                    **granted_columns(record),
                     issued_at=record.issued_at,
                     expires_at=record.expires_at,
                 )
@@ -90,15 +74,9 @@ class RefreshTokenStore:
         if row is None:
             return None
         return RefreshToken(
+            **granted_of_row(row),
             id=row.id,
             token_hash=row.token_hash,
-            grant_id=row.grant_id,
-            client_id=row.client_id,
-            user_id=row.user_id,
-            org_id=row.org_id,
-            session_id=row.session_id,
-            scope=tuple(row.scope.split()),
-            auth_time=utc(row.auth_time),
             issued_at=utc(row.issued_at),
             expires_at=utc(row.expires_at),
             rotated=row.rotated_at is not None,

@@ -8,7 +8,6 @@ from typing import Any
 from identity import audit
 from identity.clients import Client
 from identity.errors import InvalidGrant
-from identity.granted import Granted
 from identity.grants import issued, member_of_grant, required, revoke_if_raced, token_response
 from identity.minting import TokenMinter
 from identity.pkce import verifies
@@ -76,18 +75,7 @@ class AuthorizationCodeGrant:
             access_token=access.token,
         )
         if "offline_access" in grant.scope and "refresh_token" in client.grants:
-            response["refresh_token"] = self._minter.refresh_token(
-                Granted(
-                    grant_id=grant.grant_id,
-                    client_id=client.id,
-                    user_id=user.id,
-                    org_id=member.org.id,
-                    session_id=grant.session_id,
-                    scope=grant.scope,
-                    auth_time=grant.auth_time,
-                ),
-                public=client.public,
-            )
+            response["refresh_token"] = self._minter.refresh_token(grant, public=client.public)
         revoke_if_raced(self._revoker, self._sessions, grant.grant_id, grant.session_id)
         issued(self.grant_type, client, user.id, member.org.id, grant.grant_id)
         return response
