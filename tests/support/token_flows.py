@@ -1,6 +1,10 @@
 """What the identity provider's token tests do as a client would: a world of organizations and registered
 clients, key pairs for private_key_jwt, a sign-in through the pages in one call, and the calls to the token,
-introspection and revocation endpoints. The fixtures that make them are in ``tests/api/conftest.py``."""
+introspection and revocation endpoints. The fixtures that make them are in ``tests/api/conftest.py``.
+
+The token tests that use it drive the ASGI app through Starlette's TestClient (responses are validated against
+openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and user
+tokens come from a real sign-in through the pages."""
 
 from __future__ import annotations
 
