@@ -2,15 +2,10 @@
 
 from starlette.responses import Response
 
-from service.identity_api.responses import NO_STORE, current, form_pairs, off_the_loop, provider
+from handlers.authenticated_forms import answer_form
+from service.identity_api.responses import NO_STORE, provider
 
 
 async def revoke() -> Response:
-    request = current()
-    await off_the_loop(
-        provider().revocation.revoke,
-        await form_pairs(request),
-        request.headers.get("Authorization"),
-        request.headers.get("Origin"),
-    )
+    await answer_form(provider().revocation.revoke)
     return Response(status_code=200, headers=NO_STORE)  # the body is empty; it has no media type

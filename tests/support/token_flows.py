@@ -197,7 +197,14 @@ def sign_in_for_code(
 def user_tokens(http: TestClient, registered: Registered, **authorize_params: str) -> dict[str, Any]:
     """Sign in and exchange the code: the token response."""
     code, verifier = sign_in_for_code(http, registered.id, **authorize_params)
-    response = http.post(
+    response = exchange_code(http, registered, code, verifier)
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def exchange_code(http: TestClient, registered: Registered, code: str, verifier: str) -> httpx.Response:
+    """The token request of the authorization code grant (RFC 6749 §4.1.3, with the PKCE verifier)."""
+    return http.post(
         "/oauth2/token",
         data={
             "grant_type": "authorization_code",
@@ -207,8 +214,6 @@ def user_tokens(http: TestClient, registered: Registered, **authorize_params: st
         },
         headers=registered.basic,
     )
-    assert response.status_code == 200, response.text
-    return response.json()  # type: ignore[no-any-return]
 
 
 def refresh(http: TestClient, registered: Registered, refresh_token: str, **extra: str) -> httpx.Response:
