@@ -10,6 +10,7 @@ Revocation, the other client-authenticated token endpoint, is ``identity/revocat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from identity.client_auth import ClientAuthenticator
@@ -27,26 +28,18 @@ from identity.web_origins import WebOrigins
 INACTIVE = {"active": False}
 
 
+@dataclass(frozen=True, slots=True)
 class TokenIntrospection:
-    def __init__(
-        self,
-        issuer: Issuer,
-        authenticator: ClientAuthenticator,
-        clients: ClientStore,
-        verifier: TokenVerifier,
-        refresh_tokens: RefreshTokens,
-        users: UserStore,
-        origins: WebOrigins,
-        clock: Clock = SYSTEM_CLOCK,
-    ) -> None:
-        self._origins = origins
-        self._issuer = issuer
-        self._authenticator = authenticator
-        self._clients = clients
-        self._verifier = verifier
-        self._refresh_tokens = refresh_tokens
-        self._users = users
-        self._clock = clock
+    """The introspection endpoint's rules, over the stores and services the provider joins."""
+
+    issuer: Issuer
+    authenticator: ClientAuthenticator
+    clients: ClientStore
+    verifier: TokenVerifier
+    refresh_tokens: RefreshTokens
+    users: UserStore
+    origins: WebOrigins
+    clock: Clock = SYSTEM_CLOCK
 
     def introspect(
         self, pairs: Sequence[tuple[str, str]], authorization: str | None, origin: str | None = None
@@ -54,8 +47,8 @@ class TokenIntrospection:
         """RFC 7662 §2.2: the token's metadata when active, else only ``active: false``. Never for a page of
         another origin: introspection answers no CORS, and no client registers an origin for it."""
         params = single_values(pairs)
-        caller = self._authenticator.authenticate(params, authorization, public=False)
-        self._origins.check_own(caller, origin)
+        caller = self.authenticator.authenticate(params, authorization, public=False)
+        self.origins.check_own(caller, origin)
         token = required(params, "token")
         lookups = [self._access, self._refresh]
         if params.get("token_type_hint") == "refresh_token":
@@ -68,10 +61,10 @@ class TokenIntrospection:
 
     def _access(self, token: str, caller: Client) -> dict[str, Any] | None:
         try:
-            access = self._verifier.verify_access_token(token)
+            access = self.verifier.verify_access_token(token)
         except InvalidToken:
             return None
-        if not self._clients.same_organization(access.client_id, caller):
+        if not self.clients.same_organization(access.client_id, caller):
             return INACTIVE
         claims = access.claims
         answer: dict[str, Any] = {
@@ -90,10 +83,10 @@ class TokenIntrospection:
         return self._with_user(answer, access.user_id, access.session_id)
 
     def _refresh(self, token: str, caller: Client) -> dict[str, Any] | None:
-        refresh = self._refresh_tokens.find(token)
+        refresh = self.refresh_tokens.find(token)
         if refresh is None:
             return None
-        if not refresh.live(self._clock.now()) or not self._clients.same_organization(refresh.client_id, caller):
+        if not refresh.live(self.clock.now()) or not self.clients.same_organization(refresh.client_id, caller):
             return INACTIVE
         answer: dict[str, Any] = {
             "active": True,
@@ -102,8 +95,8 @@ class TokenIntrospection:
             "sub": refresh.user_id,
             "exp": int(refresh.expires_at.timestamp()),
             "iat": int(refresh.issued_at.timestamp()),
-            "iss": self._issuer.url,
-            "aud": self._issuer.url,
+            "iss": self.issuer.url,
+            "aud": self.issuer.url,
             "token_type": "refresh_token",
             "jti": refresh.id,
             "org_id": refresh.org_id,
@@ -113,7 +106,7 @@ class TokenIntrospection:
     def _with_user(self, answer: dict[str, Any], user_id: str | None, session_id: str | None) -> dict[str, Any]:
         if user_id is not None:
             try:
-                user = self._users.get(user_id)
+                user = self.users.get(user_id)
             except UnknownRecord:
                 return INACTIVE
             if user.disabled:  # its tokens were revoked when it was disabled; one issued in a race is not served

@@ -11,6 +11,7 @@ is ``identity/introspection.py``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from identity import audit
 from identity.client_auth import ClientAuthenticator
@@ -25,39 +26,31 @@ from identity.verification import ACCESS_TOKEN_TYPE, TokenVerifier
 from identity.web_origins import WebOrigins
 
 
+@dataclass(frozen=True, slots=True)
 class TokenRevocation:
-    def __init__(
-        self,
-        issuer: Issuer,
-        authenticator: ClientAuthenticator,
-        clients: ClientStore,
-        verifier: TokenVerifier,
-        access_tokens: AccessTokens,
-        refresh_tokens: RefreshTokens,
-        revoker: Revoker,
-        origins: WebOrigins,
-    ) -> None:
-        self._origins = origins
-        self._issuer = issuer
-        self._authenticator = authenticator
-        self._clients = clients
-        self._verifier = verifier
-        self._access_tokens = access_tokens
-        self._refresh_tokens = refresh_tokens
-        self._revoker = revoker
+    """The revocation endpoint's rules, over the stores and services the provider joins."""
+
+    issuer: Issuer
+    authenticator: ClientAuthenticator
+    clients: ClientStore
+    verifier: TokenVerifier
+    access_tokens: AccessTokens
+    refresh_tokens: RefreshTokens
+    revoker: Revoker
+    origins: WebOrigins
 
     def revoke(self, pairs: Sequence[tuple[str, str]], authorization: str | None, origin: str | None = None) -> None:
         """RFC 7009 §2.2: the answer is the same whether or not there was anything to revoke. A page of an origin
         the client did not register is refused first (``identity/web_origins.py``)."""
         params = single_values(pairs)
-        caller = self._authenticator.authenticate(params, authorization)
-        self._origins.check(caller, origin)
+        caller = self.authenticator.authenticate(params, authorization)
+        self.origins.check(caller, origin)
         token = required(params, "token")
-        refresh = self._refresh_tokens.find(token)
+        refresh = self.refresh_tokens.find(token)
         if refresh is not None:
-            if self._clients.same_organization(refresh.client_id, caller):
+            if self.clients.same_organization(refresh.client_id, caller):
                 # Revoking a refresh token revokes its family and the access tokens issued from it.
-                self._revoker.revoke_grant(refresh.grant_id)
+                self.revoker.revoke_grant(refresh.grant_id)
                 audit.record(
                     audit.TOKEN_REVOKED, client_id=caller.id, token_type="refresh_token", grant_id=refresh.grant_id
                 )
@@ -70,13 +63,13 @@ class TokenRevocation:
     def _revoke_access(self, token: str, caller: Client) -> str | None:
         """Revoke the access token ``token`` if it is ours and of the caller's organization; its jti if so."""
         try:
-            claims = self._verifier.decode(token, audience=self._issuer.url, typ=ACCESS_TOKEN_TYPE, verify_exp=False)
+            claims = self.verifier.decode(token, audience=self.issuer.url, typ=ACCESS_TOKEN_TYPE, verify_exp=False)
         except InvalidToken:
             return None
         client_id, jti = claims.get("client_id"), claims.get("jti")
         if not (
-            isinstance(client_id, str) and isinstance(jti, str) and self._clients.same_organization(client_id, caller)
+            isinstance(client_id, str) and isinstance(jti, str) and self.clients.same_organization(client_id, caller)
         ):
             return None
-        self._access_tokens.revoke(jti)
+        self.access_tokens.revoke(jti)
         return jti
