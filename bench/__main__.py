@@ -29,7 +29,7 @@ from bench.workload import TYPICAL, region_paths, unique_mix, write_lines
 from data.catalog import load_catalog
 from identity.sealing import new_key
 from service.database.db import make_engine, service_secret
-from service.database.secret_keys import load_sealer
+from service.database.sealing_keys import load_sealer
 from service.settings import Settings, secret_keys_from
 
 ROOT = Path(__file__).resolve().parent.parent

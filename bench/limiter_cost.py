@@ -3,7 +3,7 @@
     python -m bench.limiter_cost [--redis redis://127.0.0.1:6379/15]
 
 Before: ``limits``' moving window (one entry per request of the last minute; ``hit`` inserts at the head of
-a list, and the stats read the window), as ``service/menus_api/ratelimit.py`` used it. After: the service's
+a list, and the stats read the window), as ``service/menus_api/rate_limiter.py`` used it. After: the service's
 ``RateLimiter.take`` (a sliding window counter: two counters per key). Each is timed over ``--requests``
 requests after filling the key's window with 1,000 and with 150,000 requests; in Redis also 100 at a time,
 as a busy worker takes them (one pipeline for all). A micro-benchmark in one
@@ -21,7 +21,7 @@ from limits import RateLimitItemPerSecond
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
-from service.menus_api.ratelimit import RateLimiter, RedisTuning
+from service.menus_api.rate_limiter import RateLimiter, RedisTuning
 from service.settings import Settings
 
 FILLS = (1_000, 150_000)

@@ -47,8 +47,8 @@ from data.catalog import DIET_INCLUDES, DISH_KEYS, dataset_directory
 from data.folding import fold, terms
 from identity.api_keys import ApiKeyStore
 from service.database.db import make_engine, service_secret
-from service.database.secret_keys import load_sealer
-from service.menus_api.ratelimit import RateLimiter, RedisTuning
+from service.database.sealing_keys import load_sealer
+from service.menus_api.rate_limiter import RateLimiter, RedisTuning
 from service.settings import Settings, secret_keys_from
 
 COURSES = {"breakfast", "starter", "main", "side", "bread", "rice", "snack", "dessert", "beverage"}

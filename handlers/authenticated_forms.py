@@ -4,7 +4,8 @@
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from service.identity_api.responses import current, form_pairs, off_the_loop
+from service.identity_api.handler_support import current, off_the_loop
+from service.web.request_reading import form_pairs
 
 T = TypeVar("T")
 

@@ -5,7 +5,8 @@ Browser endpoints run the flow in a worker thread (see ``service.identity_api.id
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.identity_api.responses import browser, current, form_pairs, outcome, provider, query_pairs
+from service.identity_api.handler_support import current, outcome, provider
+from service.web.request_reading import browser, form_pairs, query_pairs
 
 
 async def start() -> Response:

@@ -3,9 +3,8 @@
 from connexion import context
 from starlette.responses import Response
 
-from service.console_api.console_web import ConsoleWeb
-from service.identity_api.responses import current
-from service.web.request_state import CONSOLE
+from service.console_api.console_web import CONSOLE, ConsoleWeb
+from service.identity_api.handler_support import current
 
 
 def _console() -> ConsoleWeb:

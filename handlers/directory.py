@@ -5,7 +5,7 @@ from functools import partial
 
 from starlette.responses import Response
 
-from service.identity_api.responses import current, json, off_the_loop, provider
+from service.identity_api.handler_support import current, json, off_the_loop, provider
 from service.web.link_header import next_link
 
 

@@ -3,7 +3,8 @@
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.identity_api.responses import browser, current, form_pairs, outcome, provider, query_pairs
+from service.identity_api.handler_support import current, outcome, provider
+from service.web.request_reading import browser, form_pairs, query_pairs
 
 
 async def end_session() -> Response:

@@ -3,7 +3,7 @@
 from starlette.responses import Response
 
 from handlers.authenticated_forms import answer_form
-from service.identity_api.responses import NO_STORE, json, provider
+from service.identity_api.handler_support import NO_STORE, json, provider
 
 
 async def introspect() -> Response:

@@ -11,8 +11,9 @@ from connexion.context import scope
 from starlette.responses import Response
 
 from data.catalog import Catalog, DishQuery
+from service.menus_api.gate import API_URL, CATALOG
 from service.web.link_header import next_link
-from service.web.request_state import API_URL, ARGUMENTS, CATALOG
+from service.web.request_state import ARGUMENTS
 
 
 def _catalog() -> Catalog:

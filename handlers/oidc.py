@@ -5,7 +5,7 @@ in the background and at once after a rotation here."""
 
 from starlette.responses import Response
 
-from service.identity_api.responses import PUBLIC_CACHE, provider
+from service.identity_api.handler_support import PUBLIC_CACHE, provider
 
 
 async def discovery() -> Response:

@@ -4,7 +4,7 @@ from connexion.context import scope
 from starlette.responses import Response
 
 from service.ops import metrics as counted
-from service.web.request_state import READINESS
+from service.ops.health import READINESS
 
 _OK = b'{"status":"ok"}'
 _STATUS = {"ready": b'{"status":"ready"}', "degraded": b'{"status":"degraded"}'}

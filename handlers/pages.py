@@ -9,7 +9,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from identity.flow import Browser, Outcome, SignInFlow
-from service.identity_api.responses import browser, current, form_pairs, outcome, provider, query_pairs
+from service.identity_api.handler_support import current, outcome, provider
+from service.web.request_reading import browser, form_pairs, query_pairs
 
 Show = Callable[[SignInFlow, str | None, Browser], Outcome]  # a page's form: SignInFlow.sign_in_form, …
 Act = Callable[[SignInFlow, Sequence[tuple[str, str]], Browser], Outcome]  # its POST: SignInFlow.sign_in, …

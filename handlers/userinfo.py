@@ -5,7 +5,8 @@ that touches the database does: never SQL on the event loop."""
 
 from starlette.responses import Response
 
-from service.identity_api.responses import current, form_pairs, json, off_the_loop, provider
+from service.identity_api.handler_support import current, json, off_the_loop, provider
+from service.web.request_reading import form_pairs
 
 
 async def get_userinfo() -> Response:

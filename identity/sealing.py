@@ -11,11 +11,8 @@ starts with the version byte 0x80 (``gAAAAA`` once base64-encoded); a PEM starts
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-import sqlalchemy as sa
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from sqlalchemy.engine import Engine
 
 TOKEN_PREFIX = b"gAAAAA"
 
@@ -67,28 +64,3 @@ class Sealer:
 def new_key() -> str:
     """A fresh key for MENUS_SECRET_KEYS (32 random bytes, URL-safe base64)."""
     return Fernet.generate_key().decode()
-
-
-def reseal_column(engine: Engine, sealer: Sealer, key: sa.Column[str], sealed: sa.Column[Any], *, rotate: bool) -> int:
-    """Seal the values of ``sealed`` stored in clear (with ``rotate``, every value again with the first key); how
-    many rows changed. ``key`` names the row; ``sealed`` holds bytes or, when it is a string column, ASCII text.
-
-    Each row changes only if it still holds what was read (compare-and-set): several nodes may run this at
-    once, and running it again changes nothing.
-    """
-    as_text = isinstance(sealed.type, sa.String)
-    changed = 0
-    with engine.connect() as connection:
-        rows = connection.execute(sa.select(key, sealed)).all()
-    for name, value in rows:
-        resealed = sealer.resealed(value.encode() if as_text else bytes(value), rotate=rotate)
-        if resealed is None:
-            continue
-        with engine.begin() as connection:
-            result = connection.execute(
-                sa.update(sealed.table)
-                .where(key == name, sealed == value)
-                .values({sealed.name: resealed.decode() if as_text else resealed})
-            )
-        changed += result.rowcount
-    return changed

@@ -32,7 +32,8 @@ from sqlalchemy.engine import Engine
 
 from identity import audit
 from identity.clock import SYSTEM_CLOCK, Clock, utc
-from identity.sealing import Sealer, reseal_column
+from identity.resealing import reseal_column
+from identity.sealing import Sealer
 from identity.tables import signing_keys
 
 ALGORITHM = "RS256"

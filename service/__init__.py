@@ -1,5 +1,6 @@
-"""The Regional Menus service: the app factory and settings, above one package per concern (database, web,
-menus_api, identity_api, console_api, ops, cli)."""
+"""The Regional Menus service: the command line over the app factory, over one package per concern, floors that
+point down (pyproject.toml): cli -> app -> (menus_api | identity_api | console_api | mail | outbound) -> ops ->
+database -> web -> settings."""
 
 import warnings
 

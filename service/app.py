@@ -38,7 +38,7 @@ from service.console_api.cookies import CookieLifetimes, Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret
 from service.database.db import client_threads, make_engine, service_secret
 from service.database.schema import require_current
-from service.database.secret_keys import load_sealer, reseal
+from service.database.sealing_keys import load_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.http_errors import IdentityErrors
 from service.identity_api.identity_app import create_identity_app
@@ -47,8 +47,10 @@ from service.mail.transports import Courier
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
+from service.menus_api.limit_storage import RedisTuning, StorageHealth
 from service.menus_api.menus_app import BASE_PATH, create_menus_app
-from service.menus_api.ratelimit import RateLimiter, RedisTuning, StorageHealth
+from service.menus_api.menus_problems import send_overloaded
+from service.menus_api.rate_limiter import RateLimiter
 from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.observe import RequestObserver
@@ -56,11 +58,10 @@ from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, i
 from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
 from service.web.admission import Admission
+from service.web.api_docs import Documentation
 from service.web.body_limit import NO_BODY, BodyCap, describe
 from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
-from service.web.documentation import Documentation
-from service.web.documents import ServedDocument
 from service.web.edge import Api, Observer, Step, Stepped, answer
 from service.web.forwarded import TrustedProxies
 from service.web.problems import (
@@ -68,10 +69,10 @@ from service.web.problems import (
     connexion_handler,
     content_too_large,
     nothing_here,
-    send_overloaded,
     send_problem,
 )
 from service.web.routes import RouteTemplates
+from service.web.served_documents import ServedDocument
 
 logger = logging.getLogger(__name__)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -297,7 +298,7 @@ def create_app(
             _identity_overloaded(provider.issuer),
         ),
         operations=Api(
-            create_operations_app(Readiness(engine, limiter, timeout=settings.ready_timeout)),
+            create_operations_app(Readiness(engine, limiter.reachable, timeout=settings.ready_timeout)),
             (*documented(settings, "operations.yaml", "/ops", settings.base_url), no_body),
         ),
         identity_path=provider.issuer.path,
@@ -350,7 +351,7 @@ class BuiltOnFirstRequest:
 
 
 def _console_app(web: ConsoleWeb, settings: Settings) -> ASGIApp:
-    from service.console_api import create_console_app
+    from service.console_api.console_app import create_console_app
 
     url = settings.base_url + settings.console_path
     steps = documented(settings, "console.yaml", settings.console_path, url, pages_end_in_slash=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -11,7 +12,7 @@ from datetime import timedelta
 from email.utils import parseaddr
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:  # imported where used: reading settings (the command line's --help too) loads no domain
     from identity.outbox import DeliveryPolicy
@@ -139,7 +140,7 @@ def default_database_url() -> str:
 
 
 # MENUS_SECRET_KEYS: Fernet keys sealing signing keys and service secrets at rest
-# (service/database/secret_keys.py), comma-separated, the first seals and all open; unset: a key file made once
+# (service/database/sealing_keys.py), comma-separated, the first seals and all open; unset: a key file made once
 # beside the SQLite database (./var/secret-keys).
 
 
@@ -417,8 +418,6 @@ def _url(env: Mapping[str, str], name: str, default: str) -> str:
 
 
 def _networks(env: Mapping[str, str], name: str) -> tuple[str, ...]:
-    from service.web.forwarded import parse_networks
-
     try:
         return parse_networks(env.get(name, ""), name)
     except ValueError as error:
@@ -450,11 +449,9 @@ def secret_keys_from(env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _smtp_url(env: Mapping[str, str]) -> str:
-    """``MENUS_SMTP_URL``: empty, or a URL ``SmtpServer.parse`` takes (service/mail/smtp_url.py)."""
+    """``MENUS_SMTP_URL``: empty, or a URL ``SmtpServer.parse`` takes (below)."""
     value = env.get("MENUS_SMTP_URL", SMTP_URL).strip()
     if value:
-        from service.mail.smtp_url import SmtpServer, SmtpUrlError  # only when set: settings stay light
-
         if _CONTROL.search(value):
             raise ConfigurationError("MENUS_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…")
         try:
@@ -487,3 +484,70 @@ def _path(env: Mapping[str, str], name: str, default: str) -> str:
             f"{name} must be a path such as /console (not the root, no trailing slash), got {value!r}"
         )
     return value
+
+
+# The grammars of two settings, kept here so that settings check them at start without importing the code
+# that uses them (service/web/forwarded.py, service/mail/transports.py): the layers below import nothing above.
+
+
+def parse_networks(value: str, name: str = "MENUS_TRUSTED_PROXIES") -> tuple[str, ...]:
+    """Addresses and CIDR blocks separated by commas or spaces (``10.0.0.2, 10.1.0.0/16, fd00::/8``); empty: none.
+
+    A value that is not one is a configuration error naming ``name``."""
+    networks = []
+    for item in value.replace(",", " ").split():
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is not an IP address or CIDR block (10.0.0.2, 10.0.0.0/8)") from None
+    return tuple(networks)
+
+
+# ``MENUS_SMTP_URL``: ``smtp://[user:password@]host[:port]`` (port 587 by default) or ``smtps://…`` (port 465 by
+# default, implicit TLS, RFC 8314 §3.3); user and password are percent-decoded (RFC 3986 §2.1). The transports of
+# service/mail/transports.py connect to what it names.
+
+
+class SmtpUrlError(ValueError):
+    """``MENUS_SMTP_URL`` cannot be used; the message never repeats the password."""
+
+
+@dataclass(frozen=True, slots=True)
+class SmtpServer:
+    host: str
+    port: int
+    implicit_tls: bool  # smtps://
+    username: str | None
+    password: str | None
+
+    @classmethod
+    def parse(cls, url: str) -> SmtpServer:
+        """``smtp://user:pass@host:port`` or ``smtps://…``."""
+        try:
+            parts = urlsplit(url.strip())
+            port = parts.port
+        except ValueError:
+            raise SmtpUrlError("MENUS_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…") from None
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname or parts.path not in ("", "/") or parts.query:
+            raise SmtpUrlError("MENUS_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…")
+        implicit = parts.scheme == "smtps"
+        return cls(
+            host=parts.hostname,
+            port=port or (465 if implicit else 587),
+            implicit_tls=implicit,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password is not None else None,
+        )
+
+    @property
+    def loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    def describe(self) -> str:
+        """The server without its credentials, for logs and messages."""
+        return f"{'smtps' if self.implicit_tls else 'smtp'}://{self.host}:{self.port}"

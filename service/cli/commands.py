@@ -703,7 +703,7 @@ def _signing_keys(engine: Engine) -> SigningKeys:
 
 def _sealer(engine: Engine) -> Sealer:
     """The sealer of MENUS_SECRET_KEYS, or of the key file beside the database."""
-    from service.database.secret_keys import load_sealer
+    from service.database.sealing_keys import load_sealer
 
     try:
         return load_sealer(secret_keys_from(os.environ), engine.url.render_as_string(hide_password=False))
@@ -747,7 +747,7 @@ def secrets_rotate(as_json: bool, engine: Engine) -> None:
     removed from MENUS_SECRET_KEYS. Safe to run while the service runs, and to run again.
     """
     from identity.sealing import SealingError
-    from service.database.secret_keys import reseal
+    from service.database.sealing_keys import reseal
 
     try:
         done = reseal(engine, _sealer(engine), rotate=True)

@@ -21,9 +21,8 @@ from identity.issuer import AUTHORIZATION_PATH, TOKEN_PATH, Issuer
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of
 from identity.users import UserStore
-from service.mail.smtp_url import SmtpServer
 from service.mail.transports import outbox_folder
-from service.settings import Settings
+from service.settings import Settings, SmtpServer
 
 KEY_NAME = "demo"
 ORG_NAME = "Demo Kitchen"

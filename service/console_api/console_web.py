@@ -34,8 +34,9 @@ from service.console_api.cookies import (
     NewKey,
 )
 from service.console_api.relying_party import ConsoleClient, PendingSignIn, SignInFailed
-from service.identity_api.responses import browser, form_pairs
 from service.web.problems import Problem
+from service.web.request_reading import browser, form_pairs
+from service.web.request_state import Slot
 
 log = logging.getLogger("service.console")
 
@@ -346,3 +347,6 @@ def _single(pairs: list[tuple[str, str]]) -> dict[str, str] | None:
         return once_each(pairs)
     except RepeatedField:
         return None
+
+
+CONSOLE: Slot[ConsoleWeb] = Slot("console")  # the console's entry: its web side, for the handlers

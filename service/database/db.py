@@ -108,7 +108,7 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
 def service_secret(engine: Engine, sealer: Sealer, name: str, size: int = 32) -> bytes:
     """Return the shared secret ``name``, creating it on first use; every node reads the same one.
 
-    Stored sealed with ``sealer``, the operator's keys (``service.database.secret_keys.load_sealer``); a value
+    Stored sealed with ``sealer``, the operator's keys (``service.database.sealing_keys.load_sealer``); a value
     from before sealing is read as it is, and sealed at the next start or ``secrets rotate``.
     """
     with engine.begin() as connection:

@@ -11,8 +11,9 @@ Recognised: ``POST`` with ``Content-Type: application/x-www-form-urlencoded`` (n
 ``Content-Length`` within the form limit (``BodyLimit`` outside has already refused one over it, and turned a
 chunked body into one of known length), whose body is ``name=value`` pairs joined by ``&``, each name once,
 every field the contract declares a string within its bounds, its required fields present, and no control
-character anywhere (``responses.without_controls``). Anything else, an error of the request's shape among it,
-goes on to Connexion with the body as it was read, and is answered there in the contract's words, as before.
+character anywhere (``without_controls``, service/web/request_reading.py). Anything else, an error of the
+request's shape among it, goes on to Connexion with the body as it was read, and is answered there in the
+contract's words, as before.
 Where responses are validated (``MENUS_VALIDATE_RESPONSES``, the tests), the answers given here are validated
 against the contract too (``ResponseCheck``), as Connexion validates the others.
 """
@@ -37,8 +38,8 @@ from identity.issuer import INTROSPECTION_PATH, TOKEN_PATH
 from identity.provider import Provider
 from identity.text import has_control
 from service.identity_api.client_threads import ClientThreads
+from service.identity_api.handler_support import NO_STORE, json
 from service.identity_api.http_errors import IdentityErrors
-from service.identity_api.responses import NO_STORE, json
 from service.web.contracts import Contract, contract
 
 FORM = b"application/x-www-form-urlencoded"

@@ -36,9 +36,10 @@ from starlette.types import Scope
 from identity.errors import BearerError, ErrorPage, InvalidClient, OAuthError, describable
 from identity.issuer import Issuer
 from identity.page_data import message
+from service.identity_api.handler_support import NO_STORE, json
 from service.identity_api.page_rendering import page_response
-from service.identity_api.responses import NO_STORE, as_connexion, json
 from service.web.body_limit import describe
+from service.web.connexion_adapter import as_connexion
 from service.web.contracts import METHODS, Contract
 from service.web.problems import UNAVAILABLE_RETRY_AFTER
 

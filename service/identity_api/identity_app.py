@@ -20,15 +20,15 @@ from connexion.resolver import RelativeResolver
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.provider import Provider
-from service.identity_api import responses as web
 from service.identity_api.client_forms import ClientForms
 from service.identity_api.client_threads import ClientThreads
+from service.identity_api.handler_support import CLIENT_THREADS, PROVIDER
 from service.identity_api.http_errors import HANDLED, IdentityErrors
 from service.web.body_limit import BodyLimit
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import contract
 from service.web.problems import connexion_handler
-from service.web.request_state import BODY, CLIENT_THREADS, PROVIDER
+from service.web.request_reading import BODY, BodyRecorder
 
 
 def create_identity_app(
@@ -79,7 +79,7 @@ class IdentityEntry:
             PROVIDER.put(scope, self.provider)
             CLIENT_THREADS.put(scope, self.client_threads)
             if scope["method"] == "POST":
-                recorder = web.BodyRecorder(receive)
+                recorder = BodyRecorder(receive)
                 BODY.put(scope, recorder)
                 receive = recorder
         if scope["type"] != "http" or scope["method"] != "HEAD":

@@ -21,13 +21,13 @@ from starlette.types import Receive, Scope
 from identity.issuer import Issuer
 from identity.provider import Provider
 from identity.signing_keys import SigningKeys
-from service.identity_api.responses import PUBLIC_CACHE
+from service.identity_api.handler_support import PUBLIC_CACHE
 from service.web.edge import Exchange
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 JWKS_PATH = "/jwks"
 ANSWERED = ("GET", "HEAD")
-# the headers handlers/oidc.py answers with (service/identity_api/responses.py)
+# the headers handlers/oidc.py answers with (service/identity_api/handler_support.py)
 _HEADERS = [(b"content-type", b"application/json"), (b"cache-control", PUBLIC_CACHE["Cache-Control"].encode())]
 
 

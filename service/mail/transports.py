@@ -18,9 +18,9 @@ from email.policy import SMTP
 from pathlib import Path
 
 from identity.outbox import Claimed, Outbox, Transport, Undeliverable
-from service.database.secret_keys import key_file_for
+from service.database.sealing_keys import key_file_for
 from service.mail.letters import Letters
-from service.mail.smtp_url import SmtpServer
+from service.settings import SmtpServer
 
 logger = logging.getLogger(__name__)
 Compose = Callable[[Claimed], EmailMessage]

@@ -23,11 +23,16 @@ from data.catalog import Catalog
 from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_key
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
-from service.menus_api.ratelimit import Decision, RateLimiter
+from service.menus_api.menus_problems import unauthorized
+from service.menus_api.rate_limiter import Decision, RateLimiter
 from service.web.edge import Exchange
 from service.web.etags import none_match, strong_etag
-from service.web.problems import Problem, nothing_here, send_problem, unauthorized
-from service.web.request_state import API_URL, CATALOG
+from service.web.problems import Problem, nothing_here, send_problem
+from service.web.request_state import Slot
+
+CATALOG: Slot[Catalog] = Slot("catalog")  # the dish catalog the menus handlers read
+# The menus API's URL from the settings (MENUS_BASE_URL + "/v1"), never from the Host header.
+API_URL: Slot[str] = Slot("api_url")
 
 CACHE_CONTROL = (b"cache-control", b"private, max-age=300")
 NO_STORE = (b"cache-control", b"no-store")  # /random: a cache must never replay a random pick

@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from identity.api_keys import KEY_FORMAT, ApiKeyStore, hash_key
 from identity.throttle import network
-from service.menus_api.ratelimit import Decision, RateLimiter
+from service.menus_api.rate_limiter import Decision, RateLimiter
 
 PREFIX = "unknown-key:"  # the failure windows' keys, apart from the per-key windows
 

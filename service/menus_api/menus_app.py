@@ -14,7 +14,8 @@ from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import ADDED_HEADERS, MenusGate
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
-from service.menus_api.ratelimit import RateLimiter
+from service.menus_api.menus_problems import catalog_problem
+from service.menus_api.rate_limiter import RateLimiter
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import Contract, contract
 from service.web.edge import Api
@@ -35,7 +36,7 @@ def create_menus_app(
     failures: KeyFailures | None = None,
 ) -> Api:
     menus = contract("menus.yaml")
-    handler = connexion_handler(menus.allowed_methods(BASE_PATH))
+    handler = connexion_handler(menus.allowed_methods(BASE_PATH), catalog_problem)
     app = connexion_app(
         menus,
         base_path=BASE_PATH,

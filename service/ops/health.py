@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from service.menus_api.ratelimit import RateLimiter
 from service.web.problems import unavailable
+from service.web.request_state import Slot
 
 log = logging.getLogger("service.health")  # the name operators filter on (kept from before the re-layout)
 
 
 class Readiness:
-    def __init__(self, engine: Engine, limiter: RateLimiter | None, *, timeout: float) -> None:
+    def __init__(self, engine: Engine, rate_limit_store: Callable[[], Awaitable[bool]], *, timeout: float) -> None:
         self.engine = engine
-        self.limiter = limiter
+        self.rate_limit_store = rate_limit_store  # whether the rate limit's store answers (always, in memory)
         self.timeout = timeout
 
     async def check(self) -> str:
@@ -28,10 +29,13 @@ class Readiness:
         except (TimeoutError, sa.exc.SQLAlchemyError) as error:
             log.warning("not ready: the database cannot be reached (%s)", type(error).__name__)
             raise unavailable() from None
-        if self.limiter is not None and not await self.limiter.reachable():
+        if not await self.rate_limit_store():
             return "degraded"
         return "ready"
 
     def _ping(self) -> None:
         with self.engine.connect() as connection:
             connection.execute(sa.text("SELECT 1"))
+
+
+READINESS: Slot[Readiness] = Slot("readiness")  # the operations app: the readiness check of /readyz

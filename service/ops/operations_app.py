@@ -12,11 +12,10 @@ from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.ops.health import Readiness
+from service.ops.health import READINESS, Readiness
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import contract
 from service.web.problems import connexion_handler
-from service.web.request_state import READINESS
 
 PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # what the dispatcher sends here, with everything under /ops/
 DOCUMENT_PREFIX = "/ops/"

@@ -297,3 +297,11 @@ class _OnceASGIApp(AsyncASGIApp):  # type: ignore[misc]
     what ``connexion.AsyncApp`` does with its own (in its private ``_middleware_app``)."""
 
     api_cls = _OnceApi
+
+
+def as_connexion(response: StarletteResponse) -> ConnexionResponse:
+    """An error handler's answer in the form Connexion's error handling takes (it makes a response of it again)."""
+    headers = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
+    return ConnexionResponse(
+        status_code=response.status_code, mimetype=response.media_type, body=response.body, headers=headers
+    )

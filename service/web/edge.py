@@ -1,7 +1,7 @@
 """One edge: the cross-cutting work of every request done in one ASGI layer, with ``send`` wrapped once.
 
 Each concern keeps its own module (the request's id, metrics and log line in ``service/ops/observe.py``,
-CORS in ``cors.py``, the documents in ``documentation.py``, the body cap in ``body_limit.py``, the menus
+CORS in ``cors.py``, the documents in ``api_docs.py``, the body cap in ``body_limit.py``, the menus
 API's key, limit and caching in ``service/menus_api/gate.py``, per-key usage in ``identity/usage.py``);
 the edge only calls them in order ("fuse the calls, not the code"). A concern is one of:
 

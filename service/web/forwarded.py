@@ -24,19 +24,6 @@ FORWARDED_FOR = b"x-forwarded-for"
 FORWARDED_PROTO = b"x-forwarded-proto"
 
 
-def parse_networks(value: str, name: str = "MENUS_TRUSTED_PROXIES") -> tuple[str, ...]:
-    """Addresses and CIDR blocks separated by commas or spaces (``10.0.0.2, 10.1.0.0/16, fd00::/8``); empty: none.
-
-    A value that is not one is a configuration error naming ``name``."""
-    networks = []
-    for item in value.replace(",", " ").split():
-        try:
-            networks.append(str(ipaddress.ip_network(item, strict=False)))
-        except ValueError:
-            raise ValueError(f"{name}: {item!r} is not an IP address or CIDR block (10.0.0.2, 10.0.0.0/8)") from None
-    return tuple(networks)
-
-
 def _address(value: str) -> _Address | None:
     """An IP address as a proxy writes it (IPv6 maybe in brackets); None for anything else."""
     value = value.strip()

@@ -1,8 +1,10 @@
-"""RFC 9457 problem details for the menus API, turned into HTTP in this one place.
+"""RFC 9457 problem details, turned into HTTP in this one place: the error form of the menus and operations
+APIs, of the documentation pages, and of the identity API's operations that answer problems.
 
-Every error the menus API answers, whether raised by a handler, by the catalog,
-by Connexion's routing and validation, or by the gate in front, becomes a
-``Problem`` here and leaves as ``application/problem+json`` with a stable ``code``.
+Every error those answer, whether raised by a handler, by Connexion's routing and validation, or by a gate in
+front, becomes a ``Problem`` here and leaves as ``application/problem+json`` with a stable ``code``. What only
+one API says is that API's own (the menus API's challenge and catalog errors: ``service/menus_api/menus_problems.py``),
+handed in as ``domain``: a function that turns the errors of its domain into problems.
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
-from starlette.types import Scope, Send
+from starlette.types import Send
 
 from cursors import InvalidCursor
-from data.catalog_errors import NotFound
 
 log = logging.getLogger("service.problems")
 
@@ -90,24 +91,6 @@ def invalid_parameters(errors: Iterable[tuple[str, str]]) -> Problem:
     return Problem(400, "invalid_parameter", detail, invalid_params=errors)
 
 
-def unauthorized(scheme: str | None) -> Problem:
-    """401 for the menus API; ``scheme`` is the one the request used (lower case), None when it sent none.
-
-    RFC 6750 §3.1: ``error="invalid_token"`` only when a bearer token was sent and refused; a request
-    without credentials, or with another scheme (Basic…), gets the bare challenge.
-    """
-    if scheme == "bearer":
-        challenge = 'Bearer realm="menus", error="invalid_token"'
-        detail = "The API key is malformed, unknown or revoked."
-    elif scheme is None:
-        challenge = 'Bearer realm="menus"'
-        detail = "This API needs an API key: send 'Authorization: Bearer <API_KEY>'."
-    else:  # the scheme the client sent is not repeated (docs/security.md: no client-supplied value is)
-        challenge = 'Bearer realm="menus"'
-        detail = "This API takes an API key in the Bearer scheme only: send 'Authorization: Bearer <API_KEY>'."
-    return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": challenge})
-
-
 def nothing_here() -> Problem:
     return Problem(404, "not_found", "There is nothing at this path.")
 
@@ -146,20 +129,25 @@ def overloaded(retry_after: int) -> Problem:
     )
 
 
-async def send_overloaded(_scope: Scope, send: Send, retry_after: int) -> None:
-    """The menus API's answer when the worker refuses a request for load (an ``Api.overloaded``)."""
-    await send_problem(send, overloaded(retry_after))
+DomainErrors = Callable[[Exception], Problem | None]  # an API's own errors as problems; None: not one of them
 
 
-def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem:
-    """Turn any error raised while answering a request into its problem."""
+def no_domain_errors(_error: Exception) -> Problem | None:
+    """The ``domain`` of an API whose domain raises no error of its own that reaches here."""
+    return None
+
+
+def to_problem(
+    error: Exception, allowed_methods: Sequence[str] = (), domain: DomainErrors = no_domain_errors
+) -> Problem:
+    """Turn any error raised while answering a request into its problem; ``domain`` names the API's own."""
     if isinstance(error, Problem):
         return error
     if isinstance(error, DBAPIError):
         log.error("database unavailable: %s", type(error.orig).__name__ if error.orig else type(error).__name__)
         return unavailable()
-    if isinstance(error, NotFound):
-        return Problem(404, "not_found", str(error))
+    if (problem := domain(error)) is not None:
+        return problem
     if isinstance(error, InvalidCursor):
         return Problem(400, "invalid_cursor", str(error))
     if isinstance(error, HTTPException) and error.status_code in CODE_BY_STATUS:
@@ -177,12 +165,12 @@ def to_problem(error: Exception, allowed_methods: Sequence[str] = ()) -> Problem
 
 
 def connexion_handler(
-    allowed_methods_for: Callable[[str], Sequence[str]],
+    allowed_methods_for: Callable[[str], Sequence[str]], domain: DomainErrors = no_domain_errors
 ) -> Callable[[ConnexionRequest, Exception], ConnexionResponse]:
     """An error handler for Connexion's ``add_error_handler`` that answers with the problem."""
 
     def handle(request: ConnexionRequest, error: Exception) -> ConnexionResponse:
-        problem = to_problem(error, allowed_methods_for(request.scope.get("path", "")))
+        problem = to_problem(error, allowed_methods_for(request.scope.get("path", "")), domain)
         return ConnexionResponse(
             status_code=problem.status,
             mimetype=MEDIA_TYPE,

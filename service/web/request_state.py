@@ -3,22 +3,17 @@
 Connexion calls a handler with the parameters it validated and nothing else, so each API's entry
 (or the gate, or the parameter validation) puts what the handlers need in the request's state, and
 the handlers take it from there: ``CATALOG.put(scope, catalog)`` on the way in, ``CATALOG.get(scope)``
-in the handler, typed at both ends. The slots below are every key the service uses.
+in the handler, typed at both ends. Each package declares the slots it fills beside the code that fills
+them (the menus gate's ``CATALOG``, the console's ``CONSOLE``, the identity API's ``PROVIDER``...); the
+slots here are the shared layer's own: the validated arguments, and the request body's reader
+(``request_reading.py``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from starlette.types import Scope
-
-if TYPE_CHECKING:
-    from data.catalog import Catalog
-    from identity.provider import Provider
-    from service.console_api.console_web import ConsoleWeb
-    from service.identity_api.client_threads import ClientThreads
-    from service.identity_api.responses import BodyRecorder
-    from service.ops.health import Readiness
 
 T = TypeVar("T")
 
@@ -39,13 +34,5 @@ class Slot(Generic[T]):
         return cast(T, scope["state"][self.name])
 
 
-CATALOG: Slot[Catalog] = Slot("catalog")  # the menus gate: the dish catalog the menus handlers read
-# The menus gate: the menus API's URL from the settings (MENUS_BASE_URL + "/v1"), never from the Host header.
-API_URL: Slot[str] = Slot("api_url")
 # The menus and operations parameter validation: the validated, typed arguments with the contract's defaults.
 ARGUMENTS: Slot[dict[str, Any]] = Slot("arguments")
-PROVIDER: Slot[Provider] = Slot("provider")  # the identity API's entry: the OpenID provider
-CLIENT_THREADS: Slot[ClientThreads] = Slot("client_threads")  # the identity API: worker threads it may use
-BODY: Slot[BodyRecorder] = Slot("body")  # the identity and console entries: a POST's body, as validation read it
-CONSOLE: Slot[ConsoleWeb] = Slot("console")  # the console's entry: its web side
-READINESS: Slot[Readiness] = Slot("readiness")  # the operations app: the readiness check of /readyz

@@ -9,7 +9,7 @@ import yaml
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
-from service.web.documents import spec_path
+from service.web.contracts import spec_path
 
 
 @pytest.fixture(scope="module")

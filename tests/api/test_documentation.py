@@ -10,9 +10,9 @@ from starlette.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
-from service.web.contracts import contract
-from service.web.documents import ServedDocument, authored
+from service.web.contracts import authored, contract
 from service.web.routes import UNMATCHED, RouteTemplates
+from service.web.served_documents import ServedDocument
 from tests.support.defaults import DEFAULTS
 
 BASE_URL = "https://menus.example.com"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from service.web.documents import spec_path
+from service.web.contracts import spec_path
 from service.web.validation import PATTERN_WORDS
 
 FORM = "application/x-www-form-urlencoded"

@@ -12,7 +12,7 @@ from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from service.ops.operations_app import PATHS
-from service.web.documents import spec_path
+from service.web.contracts import spec_path
 
 
 def test_healthz_answers_ok_without_credentials(anonymous: TestClient) -> None:

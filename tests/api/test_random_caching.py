@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 from starlette.testclient import TestClient
 
-from service.web.documents import spec_path
+from service.web.contracts import spec_path
 
 
 def test_random_is_no_store_without_an_etag(client: TestClient) -> None:

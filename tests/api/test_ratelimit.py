@@ -1,4 +1,5 @@
-"""The per-key rate limit of the menus API (service/menus_api/ratelimit.py): a sliding window counter, failing open."""
+"""The per-key rate limit of the menus API (service/menus_api/rate_limiter.py and the storage beside it):
+a sliding window counter, failing open."""
 
 from __future__ import annotations
 
@@ -16,16 +17,9 @@ from limits.aio.strategies import SlidingWindowCounterRateLimiter as AsyncSlidin
 from starlette.testclient import TestClient
 
 from service.app import create_app
-from service.menus_api.ratelimit import (
-    KEY_PREFIX,
-    Command,
-    Counted,
-    Decision,
-    RateLimiter,
-    RedisWindows,
-    StorageHealth,
-    async_storage,
-)
+from service.menus_api.limit_storage import KEY_PREFIX, StorageHealth, async_storage
+from service.menus_api.rate_limiter import Decision, RateLimiter
+from service.menus_api.redis_windows import Command, Counted, RedisWindows
 from service.ops import metrics
 from service.settings import Settings
 from tests.support.defaults import REDIS

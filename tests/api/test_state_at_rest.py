@@ -22,7 +22,7 @@ from identity.tables import signing_keys
 from service.app import create_app
 from service.cli.commands import main
 from service.database.db import make_engine, service_secret, service_secrets
-from service.database.secret_keys import load_sealer, reseal
+from service.database.sealing_keys import load_sealer, reseal
 from service.settings import Settings
 from tests.support.defaults import POOL
 

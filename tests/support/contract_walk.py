@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from service.web.documents import spec_path
+from service.web.contracts import spec_path
 
 # Each document and where its paths are served with the default settings (its `servers` entry).
 DOCUMENTS = {"menus.yaml": "/v1", "identity.yaml": "", "operations.yaml": "", "console.yaml": "/console"}

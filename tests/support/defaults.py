@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from service.menus_api.ratelimit import RedisTuning
+from service.menus_api.limit_storage import RedisTuning
 from service.settings import Settings
 
 DEFAULTS = Settings(database_url="sqlite://")

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from data.catalog import Catalog
 from service.app import create_app
 from service.settings import Settings
+from tests.support.logout_rp import RelyingParty
 from tests.support.smtp import SmtpServer, smtp_server
 
 
@@ -23,3 +24,11 @@ def smtp() -> Iterator[SmtpServer]:
 def mailing_app(settings: Settings, engine: Engine, catalog: Catalog, smtp: SmtpServer) -> object:
     """The app over ``engine``'s database, its outbox polled every 0.1 s and delivered to ``smtp``."""
     return create_app(settings.with_changes(smtp_url=smtp.url, mail_poll_interval=0.1), catalog=catalog)
+
+
+@pytest.fixture
+def relying_party() -> Iterator[RelyingParty]:
+    party = RelyingParty()
+    party.start()
+    yield party
+    party.stop()

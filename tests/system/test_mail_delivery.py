@@ -21,9 +21,9 @@ from identity.users import User
 from service.app import create_app
 from service.cli.demo import prepare as prepare_demo
 from service.mail.letters import Letters
-from service.mail.smtp_url import SmtpServer as TransportServer
 from service.mail.transports import SmtpTransport, outbox_folder
 from service.settings import Settings
+from service.settings import SmtpServer as TransportServer
 from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import EMAIL, Registered
 from tests.support.identity_pages import SIGN_UP, authorize, submit, to_page

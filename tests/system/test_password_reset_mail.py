@@ -1,5 +1,5 @@
-"""Forgot password through the pages and a real SMTP server on loopback: mail, link, new password, and the
-tokens of the old one refused."""
+"""Forgot password through the pages and a real SMTP server on loopback: mail, link, new password, the tokens of
+the old one refused, and the client that held the user's session told by a back-channel logout token."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
+from identity.clients import ClientStore
 from identity.users import User, UserStore
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.support.identity_pages import (
@@ -22,6 +23,7 @@ from tests.support.identity_pages import (
     to_page,
     tokens,
 )
+from tests.support.logout_rp import RelyingParty, the_token, verified
 from tests.support.smtp import SmtpServer
 
 NEW_PASSWORD = "a brand new kitchen password"
@@ -36,9 +38,10 @@ def forgot(browser: TestClient, web: Registered, email: str) -> str:
     return re.sub(r"int_[\w-]+", "int_…", page)  # the page without its interaction id
 
 
-def test_forgot_password_mails_a_link_whose_new_password_revokes_the_old_tokens(
-    mailing_app: object, web: Registered, user: User, engine: Engine, smtp: SmtpServer
+def test_forgot_password_mails_a_link_whose_new_password_revokes_the_old_tokens_and_logs_the_clients_out(
+    mailing_app: object, web: Registered, user: User, engine: Engine, smtp: SmtpServer, relying_party: RelyingParty
 ) -> None:
+    ClientStore(engine).update(web.id, backchannel_logout_uri=relying_party.uri())
     with TestClient(mailing_app, follow_redirects=False) as browser:  # type: ignore[arg-type]
         offline = authorize(browser, web.id, scope="openid email offline_access")
         before = tokens(browser, web, code_of(sign_in(browser, to_page(offline, "sign-in"))))
@@ -57,6 +60,8 @@ def test_forgot_password_mails_a_link_whose_new_password_revokes_the_old_tokens(
         done = browser.post(parts.path, data={"token": token, "password": NEW_PASSWORD})
         assert done.status_code == 200 and "Password changed" in done.text
         assert refresh(browser, web, before["refresh_token"]).status_code == 400  # invalid_grant
+        [logout] = relying_party.wait_for(1)  # the client that held the session, told through the outbox
+        assert verified(browser, the_token(logout), web)["sub"] == user.id
         again = browser.post(parts.path, data={"token": token, "password": "yet another password"})
         assert_error_page(again, status=400)
     users = UserStore(engine)

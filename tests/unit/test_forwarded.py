@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.web.forwarded import TrustedProxies, parse_networks
+from service.settings import parse_networks
+from service.web.forwarded import TrustedProxies
 
 PROXIES = TrustedProxies.of(["10.0.0.0/24", "fd00::/8"])
 

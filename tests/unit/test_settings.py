@@ -13,8 +13,7 @@ from starlette.testclient import TestClient
 from data.catalog import Catalog
 from identity.users import User
 from service.app import create_app
-from service.mail.smtp_url import SmtpServer
-from service.settings import Settings, default_database_url
+from service.settings import Settings, SmtpServer, default_database_url
 from tests.support.identity_fixtures import Registered
 from tests.support.identity_pages import assert_error_page, authorize, sign_in, to_page
 

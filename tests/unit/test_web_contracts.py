@@ -1,9 +1,7 @@
 """The contracts as the service reads them: one parse per document, and what each hands out."""
 
-from service.menus_api.gate import ADDED_HEADERS
-from service.web.contracts import contract
-from service.web.documents import authored
-from service.web.request_state import CATALOG
+from service.menus_api.gate import ADDED_HEADERS, CATALOG
+from service.web.contracts import authored, contract
 
 
 def test_each_document_is_parsed_once_and_kept_as_written():

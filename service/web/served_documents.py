@@ -1,4 +1,4 @@
-"""Where the OpenAPI documents live, whether run from a checkout or installed, how they are read and served.
+"""How the OpenAPI documents are served: the authored document (read by ``contracts.py``) in two forms.
 
 Connexion would serve its resolved copy of a document (every ``$ref`` inlined: a generator then makes a class per
 use of a schema); ``ServedDocument`` is the authored document instead, with ``servers`` set from the settings.
@@ -10,44 +10,11 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from importlib import resources
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
 
-if TYPE_CHECKING:
-    from service.web.contracts import Contract
-
-try:
-    from yaml import CSafeLoader as _Loader  # LibYAML (the wheels have it): ten times faster
-except ImportError:  # pragma: no cover - a PyYAML built without LibYAML
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
-
-
-def spec_path(name: str) -> Path:
-    return Path(str(resources.files("openapi") / name))
-
-
-class _AsWritten(_Loader):
-    """YAML as written: a date-like scalar stays the string the author wrote (YAML 1.1 would make a datetime)."""
-
-
-_AsWritten.yaml_implicit_resolvers = {
-    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def authored(name: str) -> dict[str, Any]:
-    """Document ``name`` exactly as its author wrote it: components and every ``$ref`` intact.
-
-    Parses the file on every call: the service asks ``service.web.contracts.contract(name)``, which keeps one parse.
-    """
-    with open(spec_path(name), encoding="utf-8") as stream:
-        document: dict[str, Any] = yaml.load(stream, Loader=_AsWritten)  # noqa: S506 (a SafeLoader)
-    return document
+from service.web.contracts import Contract
 
 
 class Representation:

@@ -1,7 +1,7 @@
 """Each API's documentation: its OpenAPI document as written (JSON and YAML) and its Swagger UI pages.
 
 At the edge of an API (``service/web/edge.py``), ``Documentation`` answers ``{prefix}/openapi.json`` and
-``{prefix}/openapi.yaml`` itself, from bytes made once at start-up (``service.web.documents.ServedDocument``),
+``{prefix}/openapi.yaml`` itself, from bytes made once at start-up (``service.web.served_documents.ServedDocument``),
 with a strong ``ETag`` and 304 on ``If-None-Match``. The Swagger UI pages under ``{prefix}/ui/`` stay
 Connexion's, with a Content Security Policy that allows only the page's own scripts and styles and forbids
 framing (the pages share their origin with the sign-in pages). ``{prefix}/ui`` without its slash is 404, never a
@@ -17,10 +17,10 @@ import re
 
 from starlette.types import Message, Receive, Scope, Send
 
-from service.web.documents import Representation, ServedDocument
 from service.web.edge import Exchange
 from service.web.etags import none_match
 from service.web.problems import Problem, nothing_here, send_problem
+from service.web.served_documents import Representation, ServedDocument
 
 DOCUMENT_CACHE_CONTROL = b"no-cache"  # any cache may keep a document, but revalidates it (cheap: a 304)
 _INLINE = re.compile(rb"<(script|style)>(.*?)</\1>", re.DOTALL)
