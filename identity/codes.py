@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.backchannel_logout import record_holder
 from identity.clock import SYSTEM_CLOCK, Clock
+from identity.database import use_once
 from identity.digests import sha256_hex
 from identity.granted import Granted, granted_columns, granted_of_row
 from identity.tables import authorization_codes
@@ -75,16 +76,7 @@ class CodeStore:
         table = authorization_codes
         code_hash = hash_code(code)
         with self._engine.begin() as connection:
-            claimed = connection.execute(
-                table.update()
-                .where(
-                    table.c.code_hash == code_hash,
-                    table.c.client_id == client_id,
-                    table.c.used_at.is_(None),
-                    table.c.expires_at > at,
-                )
-                .values(used_at=at)
-            ).rowcount
+            claimed = use_once(connection, table, at, table.c.code_hash == code_hash, table.c.client_id == client_id)
             row = connection.execute(sa.select(table).where(table.c.code_hash == code_hash)).first()
             if claimed and row is not None:
                 record_holder(connection, row.session_id, row.client_id, row.user_id, at)
