@@ -12,11 +12,12 @@ import argparse
 import os
 from pathlib import Path
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from bench.servers import run_app
 
 
 def from_env() -> Starlette:
@@ -36,10 +37,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     os.environ["BENCH_CEILING_BODY"] = str(args.body_file.resolve())
-    if args.workers > 1:
-        uvicorn.run("bench.ceiling:from_env", factory=True, workers=args.workers, port=args.port, lifespan="off")
-    else:
-        uvicorn.run(from_env(), host="127.0.0.1", port=args.port, log_level="warning", lifespan="off")
+    run_app("bench.ceiling:from_env", from_env, workers=args.workers, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -35,13 +35,13 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
-import uvicorn
 import yaml
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from bench.servers import run_app
 from cursors import CursorCodec, InvalidCursor
 from data.catalog import DIET_INCLUDES, DISH_KEYS, dataset_directory
 from data.folding import fold, terms
@@ -229,10 +229,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["BENCH_DATABASE_URL"], os.environ["BENCH_RATE_LIMIT"] = args.database_url, str(args.rate_limit)
     os.environ["BENCH_LEAN"] = "1" if args.lean else "0"
-    if args.workers > 1:
-        uvicorn.run("bench.reference:from_env", factory=True, workers=args.workers, port=args.port, lifespan="off")
-    else:
-        uvicorn.run(from_env(), host="127.0.0.1", port=args.port, log_level="info", lifespan="off")
+    run_app("bench.reference:from_env", from_env, workers=args.workers, port=args.port, log_level="info")
 
 
 if __name__ == "__main__":

@@ -11,15 +11,27 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import uvicorn
 
 BIN = Path(sys.executable).parent
 # MENUS_RATE_LIMIT for the benchmark, per key: with the 16 keys the load takes in turn, 26,000 requests a second
 # before any window fills, far above what this machine serves; the sliding window counter's cost does not
 # depend on it (two counters a key).
 UNTHROTTLED = 100_000
+
+
+def run_app(factory: str, build: Callable[[], Any], *, workers: int, port: int, log_level: str) -> None:
+    """Serve an app of ``bench/`` with uvicorn: several workers import ``factory`` (uvicorn needs an import string
+    for them), one serves ``build()`` in this process."""
+    if workers > 1:
+        uvicorn.run(factory, factory=True, workers=workers, port=port, lifespan="off")
+    else:
+        uvicorn.run(build(), host="127.0.0.1", port=port, log_level=log_level, lifespan="off")
 
 
 def free_port() -> int:

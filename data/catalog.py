@@ -353,12 +353,18 @@ def _make_dish(raw: Mapping[str, Any], region: dict[str, str], region_fold: str)
     )
 
 
+def _checked_mapping(filename: str, raw: Any, kind: str, keys: Sequence[str], not_a_mapping: str) -> str:
+    """Where a region or dish record stands, for the messages, once it is a mapping with the keys and a slug."""
+    if not isinstance(raw, dict):
+        raise DatasetError(f"{filename}: {not_a_mapping}")
+    where = f"{filename}: {kind} '{raw.get('slug')}'"
+    _check_keys(where, raw, keys)
+    _check_slug(where, raw["slug"])
+    return where
+
+
 def _check_region(filename: str, record: Any) -> None:
-    if not isinstance(record, dict):
-        raise DatasetError(f"{filename}: a region file holds one mapping")
-    where = f"{filename}: region '{record.get('slug')}'"
-    _check_keys(where, record, REGION_KEYS)
-    _check_slug(where, record["slug"])
+    where = _checked_mapping(filename, record, "region", REGION_KEYS, "a region file holds one mapping")
     if f"{record['slug']}.yaml" != filename:
         raise DatasetError(f"{where}: the file must be named {record['slug']}.yaml")
     for key in ("name", "country", "summary"):
@@ -376,11 +382,7 @@ def _check_region(filename: str, record: Any) -> None:
 
 
 def _check_dish(filename: str, raw: Any) -> None:
-    if not isinstance(raw, dict):
-        raise DatasetError(f"{filename}: every dish is a mapping")
-    where = f"{filename}: dish '{raw.get('slug')}'"
-    _check_keys(where, raw, DISH_KEYS)
-    _check_slug(where, raw["slug"])
+    where = _checked_mapping(filename, raw, "dish", DISH_KEYS, "every dish is a mapping")
     _check_text(where, "name", raw["name"])
     local_name = raw["local_name"]
     if local_name is not None:

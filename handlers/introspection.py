@@ -2,16 +2,9 @@
 
 from starlette.responses import Response
 
-from service.identity_api.handler_support import NO_STORE, current, json, off_the_loop, provider
-from service.web.request_reading import form_pairs
+from handlers.authenticated_forms import answer_form
+from service.identity_api.handler_support import NO_STORE, json, provider
 
 
 async def introspect() -> Response:
-    request = current()
-    answer = await off_the_loop(
-        provider().inspector.introspect,
-        await form_pairs(request),
-        request.headers.get("Authorization"),
-        request.headers.get("Origin"),
-    )
-    return json(answer, headers=NO_STORE)
+    return json(await answer_form(provider().introspection.introspect), headers=NO_STORE)

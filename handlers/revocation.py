@@ -2,16 +2,10 @@
 
 from starlette.responses import Response
 
-from service.identity_api.handler_support import NO_STORE, current, off_the_loop, provider
-from service.web.request_reading import form_pairs
+from handlers.authenticated_forms import answer_form
+from service.identity_api.handler_support import NO_STORE, provider
 
 
 async def revoke() -> Response:
-    request = current()
-    await off_the_loop(
-        provider().inspector.revoke,
-        await form_pairs(request),
-        request.headers.get("Authorization"),
-        request.headers.get("Origin"),
-    )
+    await answer_form(provider().revocation.revoke)
     return Response(status_code=200, headers=NO_STORE)  # the body is empty; it has no media type

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, utc
-from identity.storage import commit_without_waiting
+from identity.database import commit_without_waiting
 from identity.tables import access_tokens, clients
 
 MAX_READ_TOGETHER = 64  # records read in one statement at most (a bound on its parameters)

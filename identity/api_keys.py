@@ -31,9 +31,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity import audit
 from identity.clock import SYSTEM_CLOCK, Clock, utc
+from identity.database import metadata
 from identity.digests import sha256_hex
 from identity.errors import InvalidInput
-from identity.storage import metadata
 from identity.tables import organizations
 from identity.text import display_name
 

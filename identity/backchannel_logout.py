@@ -17,7 +17,7 @@ gets one token per session it holds (each with its ``sid``, §2.2); any other cl
 alone, which §2.6 reads as every session of that user.
 
 **What a message holds.** The client's id, ``sub`` and ``sid``: no secret, so it is written unsealed. The token
-is signed at delivery (``LogoutTokens.prepare``), not at enqueue: its ``exp`` (``LOGOUT_TOKEN_TTL``, two
+is signed at delivery (``identity/logout_tokens.py``), not at enqueue: its ``exp`` (``LOGOUT_TOKEN_TTL``, two
 minutes, §2.4 asks for a short one) then runs from each attempt, so a token posted after hours of retries is
 still valid when it arrives, and it is signed with the key current then (a key rotated meanwhile is the one
 the client finds in the JWKS). Its ``jti`` is the message's id, the same at every attempt: a client that got a
@@ -28,26 +28,20 @@ at delivery: a client deleted, or whose URI was removed, meanwhile is sent nothi
 from __future__ import annotations
 
 import ipaddress
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from datetime import datetime
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from identity.errors import InvalidInput
-from identity.outbox import Claimed, Mail, Outbox, Undeliverable
+from identity.outbox import Mail, Outbox
 from identity.tables import browser_sessions, clients, session_clients
 from identity.text import has_control
 from identity.upsert import dialect_insert
 
-if TYPE_CHECKING:
-    from identity.clients import ClientStore
-    from identity.minting import TokenMinter
-
 CHANNEL = "backchannel_logout"  # the outbox channel of logout tokens
 KIND = "logout_token"
-LOGOUT_TOKEN_TTL = timedelta(minutes=2)  # a logout token's exp, from the attempt that posts it
 MAX_URI_LENGTH = 2000  # characters of a back-channel logout URI
 
 
@@ -136,27 +130,3 @@ def purge(connection: Connection) -> int:
     """Forget the holders of sessions whose row was purged; how many."""
     gone = ~sa.exists().where(browser_sessions.c.id == session_clients.c.session_id)
     return int(connection.execute(session_clients.delete().where(gone)).rowcount)
-
-
-class LogoutTokens:
-    """What the delivery worker posts for a claimed message: the client's URI now, and a token signed now."""
-
-    def __init__(self, clients: ClientStore, minter: TokenMinter, lifetime: timedelta = LOGOUT_TOKEN_TTL) -> None:
-        self._clients = clients
-        self._minter = minter
-        self.lifetime = lifetime
-
-    def prepare(self, claimed: Claimed) -> tuple[str, str]:
-        """The URI to post to and the logout token; ``Undeliverable`` when the client is gone or has no URI."""
-        client = self._clients.get(claimed.mail.recipient)
-        if client is None or client.backchannel_logout_uri is None:
-            raise Undeliverable("the client was deleted or no longer has a back-channel logout URI")
-        params = claimed.mail.params
-        token = self._minter.logout_token(
-            client_id=client.id,
-            jti=claimed.id,
-            subject=params.get("sub"),
-            session_id=params.get("sid"),
-            lifetime=self.lifetime,
-        )
-        return client.backchannel_logout_uri, token

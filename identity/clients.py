@@ -344,6 +344,16 @@ class ClientStore:
             row = connection.execute(_BY_ID, {"client_id": client_id}).first()
         return _client(row) if row else None
 
+    def same_organization(self, client_id: str, caller: Client) -> bool:
+        """Whether ``caller`` may introspect or revoke a token of ``client_id`` (RFC 7662 §2.1, RFC 7009 §2.1):
+        the token's client is the caller, or (for a confidential caller) a client of the same organization."""
+        if client_id == caller.id:
+            return True
+        if caller.public:
+            return False  # anyone may send a public client's id: it reaches no other client's tokens
+        owner = self.get(client_id)
+        return owner is not None and owner.org_id == caller.org_id
+
     def update(
         self,
         client_id: str,

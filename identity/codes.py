@@ -17,25 +17,20 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.backchannel_logout import record_holder
-from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.clock import SYSTEM_CLOCK, Clock
+from identity.database import use_once
 from identity.digests import sha256_hex
+from identity.granted import Granted, granted_columns, granted_of_row
 from identity.tables import authorization_codes
 
 
 @dataclass(frozen=True, slots=True)
-class CodeGrant:
+class CodeGrant(Granted):
     """What the code stands for: the consented authorization, bound to a client and a redirect URI."""
 
-    grant_id: str
-    client_id: str
     redirect_uri: str
-    user_id: str
-    org_id: str
-    session_id: str
-    scope: tuple[str, ...]
     nonce: str | None
     code_challenge: str | None
-    auth_time: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,35 +50,18 @@ class CodeStore:
         self._lifetime = lifetime
         self._clock = clock
 
-    def record(
-        self,
-        *,
-        client_id: str,
-        redirect_uri: str,
-        user_id: str,
-        org_id: str,
-        session_id: str,
-        scope: tuple[str, ...],
-        nonce: str | None,
-        code_challenge: str | None,
-        auth_time: datetime,
-    ) -> str:
+    def record(self, grant: CodeGrant) -> str:
+        """A new code for ``grant`` (stored only as a hash)."""
         code = secrets.token_urlsafe(32)
         at = self._clock.now()
         with self._engine.begin() as connection:
             connection.execute(
                 authorization_codes.insert().values(
                     code_hash=hash_code(code),
-                    grant_id=new_id("grt"),
-                    client_id=client_id,
-                    redirect_uri=redirect_uri,
-                    user_id=user_id,
-                    org_id=org_id,
-                    session_id=session_id,
-                    scope=" ".join(scope),
-                    nonce=nonce,
-                    code_challenge=code_challenge,
-                    auth_time=auth_time,
+                    **granted_columns(grant),
+                    redirect_uri=grant.redirect_uri,
+                    nonce=grant.nonce,
+                    code_challenge=grant.code_challenge,
                     expires_at=at + self._lifetime,
                 )
             )
@@ -98,16 +76,7 @@ class CodeStore:
         table = authorization_codes
         code_hash = hash_code(code)
         with self._engine.begin() as connection:
-            claimed = connection.execute(
-                table.update()
-                .where(
-                    table.c.code_hash == code_hash,
-                    table.c.client_id == client_id,
-                    table.c.used_at.is_(None),
-                    table.c.expires_at > at,
-                )
-                .values(used_at=at)
-            ).rowcount
+            claimed = use_once(connection, table, at, table.c.code_hash == code_hash, table.c.client_id == client_id)
             row = connection.execute(sa.select(table).where(table.c.code_hash == code_hash)).first()
             if claimed and row is not None:
                 record_holder(connection, row.session_id, row.client_id, row.user_id, at)
@@ -117,16 +86,10 @@ class CodeStore:
             return Consumed(None, replayed=row.grant_id if row.used_at is not None else None)
         return Consumed(
             CodeGrant(
-                grant_id=row.grant_id,
-                client_id=row.client_id,
+                **granted_of_row(row),
                 redirect_uri=row.redirect_uri,
-                user_id=row.user_id,
-                org_id=row.org_id,
-                session_id=row.session_id,
-                scope=tuple(row.scope.split()),
                 nonce=row.nonce,
                 code_challenge=row.code_challenge,
-                auth_time=utc(row.auth_time),
             )
         )
 

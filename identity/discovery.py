@@ -18,8 +18,8 @@ from identity.issuer import (
     USERINFO_PATH,
     Issuer,
 )
-from identity.keys import ALGORITHM
 from identity.pkce import METHOD
+from identity.signing_keys import ALGORITHM
 
 CLAIMS = (
     "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", "sid", "at_hash",

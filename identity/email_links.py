@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock
+from identity.database import use_once
 from identity.tables import email_links
 
 VERIFY_EMAIL = "verify_email"
@@ -76,16 +77,9 @@ class EmailLinks:
         at = self._clock.now()
         token_hash = _hash(token)
         with self._engine.begin() as connection:
-            consumed = connection.execute(
-                email_links.update()
-                .where(
-                    email_links.c.token_hash == token_hash,
-                    email_links.c.purpose == purpose,
-                    email_links.c.used_at.is_(None),
-                    email_links.c.expires_at > at,
-                )
-                .values(used_at=at)
-            ).rowcount
+            consumed = use_once(
+                connection, email_links, at, email_links.c.token_hash == token_hash, email_links.c.purpose == purpose
+            )
             if consumed != 1:
                 return None
             row = connection.execute(

@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 from identity import audit
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.clients import Client, ClientStore
-from identity.clock import SYSTEM_CLOCK, Clock
+from identity.clock import SYSTEM_CLOCK, Clock, new_id
+from identity.codes import CodeGrant
 from identity.consents import ConsentStore
 from identity.device_cookies import DEVICE_COOKIE, DeviceCookies
 from identity.email_verification import EmailVerification, verified_page
@@ -42,7 +43,7 @@ from identity.page_data import Page, message
 from identity.password_reset import PasswordReset
 from identity.passwords import WeakPassword, check_strength
 from identity.sessions import BrowserSession, SessionStore
-from identity.stores import AuthorizationCodes
+from identity.store_protocols import AuthorizationCodes
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore, check_email, check_name
 
@@ -470,15 +471,18 @@ class SignInFlow:
         request = interaction.request
         assert interaction.user_id and interaction.session_id and interaction.org_id and interaction.auth_time
         code = self.codes.record(
-            client_id=request.client_id,
-            redirect_uri=request.redirect_uri,
-            user_id=interaction.user_id,
-            org_id=interaction.org_id,
-            session_id=interaction.session_id,
-            scope=request.scope,
-            nonce=request.nonce,
-            code_challenge=request.code_challenge,
-            auth_time=interaction.auth_time,
+            CodeGrant(
+                grant_id=new_id("grt"),
+                client_id=request.client_id,
+                redirect_uri=request.redirect_uri,
+                user_id=interaction.user_id,
+                org_id=interaction.org_id,
+                session_id=interaction.session_id,
+                scope=request.scope,
+                nonce=request.nonce,
+                code_challenge=request.code_challenge,
+                auth_time=interaction.auth_time,
+            )
         )
         location = redirect_with(request.redirect_uri, {"code": code, "state": request.state, "iss": self.issuer.url})
         return Outcome(location=location)

@@ -21,10 +21,12 @@ from cryptography.hazmat.primitives.asymmetric import padding
 from identity.access_tokens import AccessTokenRecord
 from identity.clock import SYSTEM_CLOCK, Clock, epoch, new_id
 from identity.errors import InvalidClient
+from identity.granted import Granted
 from identity.issuer import Issuer
-from identity.keys import ALGORITHM, SigningKeys
 from identity.organizations import Organization
-from identity.stores import AccessTokens, RefreshTokens
+from identity.refresh_tokens import RefreshTokenRecord
+from identity.signing_keys import ALGORITHM, SigningKeys
+from identity.store_protocols import AccessTokens, RefreshTokens
 from identity.users import User
 from identity.verification import ACCESS_TOKEN_TYPE, PublicKeys
 
@@ -182,36 +184,14 @@ class TokenMinter:
             claims["sid"] = session_id
         return self._sign(claims, LOGOUT_TOKEN_TYPE)
 
-    def refresh_token(
-        self,
-        *,
-        grant_id: str,
-        client_id: str,
-        user_id: str,
-        org_id: str,
-        session_id: str,
-        scope: tuple[str, ...],
-        auth_time: datetime,
-        expires_at: datetime | None = None,
-        public: bool = False,
-    ) -> str:
+    def refresh_token(self, granted: Granted, *, expires_at: datetime | None = None, public: bool = False) -> str:
         """A new refresh token of the family ``grant_id``; a family lives ``refresh_ttl`` from its start, a public
         client's ``public_refresh_ttl`` (RFC 9700 §4.14.2: refresh tokens of public clients "MUST be
         sender-constrained or use refresh token rotation", and may expire sooner; they rotate, and live less)."""
         token = "rt_" + secrets.token_urlsafe(32)
         at = self._clock.now()
-        self._refresh_tokens.record(
-            token,
-            grant_id=grant_id,
-            client_id=client_id,
-            user_id=user_id,
-            org_id=org_id,
-            session_id=session_id,
-            scope=scope,
-            auth_time=auth_time,
-            issued_at=at,
-            expires_at=expires_at or at + (self.public_refresh_ttl if public else self.refresh_ttl),
-        )
+        expires = expires_at or at + (self.public_refresh_ttl if public else self.refresh_ttl)
+        self._refresh_tokens.record(token, RefreshTokenRecord.of(granted, at, expires))
         return token
 
     def _sign(self, claims: dict[str, Any], typ: str) -> str:

@@ -25,8 +25,9 @@ from identity.grants.authorization_code import AuthorizationCodeGrant
 from identity.grants.client_credentials import ClientCredentialsGrant
 from identity.grants.refresh_token import RefreshTokenGrant
 from identity.interactions import InteractionStore
+from identity.introspection import TokenIntrospection
 from identity.issuer import Issuer
-from identity.keys import SigningKeys
+from identity.logout_tokens import LogoutTokens
 from identity.member_directory import Directory
 from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
@@ -35,13 +36,14 @@ from identity.own_account import OwnAccount
 from identity.password_reset import PasswordReset
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
+from identity.revocation import TokenRevocation
 from identity.revoked_grants import Revoker
 from identity.rp_logout import EndSession
 from identity.sealing import Sealer
 from identity.sessions import SessionStore
+from identity.signing_keys import SigningKeys
 from identity.throttle import SignInThrottle, SqlCounters, ThrottlePolicy
 from identity.token_endpoint import TokenEndpoint
-from identity.token_introspection import TokenInspector
 from identity.userinfo_claims import UserInfo
 from identity.users import UserStore
 from identity.verification import PublicKeys, TokenVerifier
@@ -140,7 +142,7 @@ class Provider:
         # Back-Channel Logout 1.0: revocations write logout tokens to their own outbox channel (Revoker); the
         # service's worker posts them, signed at delivery (identity/backchannel_logout.py)
         self.logout_outbox = Outbox(engine, tuning.delivery, clock, channel=backchannel_logout.CHANNEL)
-        self.logout_tokens = backchannel_logout.LogoutTokens(self.clients, self.minter)
+        self.logout_tokens = LogoutTokens(self.clients, self.minter)
         self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
         self.flow = SignInFlow(
             issuer=issuer,
@@ -178,7 +180,10 @@ class Provider:
             self.web_origins,
         )
         self.userinfo = UserInfo(self.verifier, self.users, self.clients, public_clients=tuning.public_clients)
-        self.inspector = TokenInspector(
+        self.introspection = TokenIntrospection(
+            issuer, self.client_auth, self.clients, self.verifier, refresh_tokens, self.users, self.web_origins, clock
+        )
+        self.revocation = TokenRevocation(
             issuer,
             self.client_auth,
             self.clients,
@@ -186,9 +191,7 @@ class Provider:
             access_tokens,
             refresh_tokens,
             revoker,
-            self.users,
             self.web_origins,
-            clock,
         )
         self.end_session = EndSession(
             issuer,

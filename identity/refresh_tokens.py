@@ -15,22 +15,29 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.digests import sha256_hex
+from identity.granted import Granted, granted_columns, granted_fields, granted_of_row
 from identity.tables import refresh_tokens
 
 
 @dataclass(frozen=True, slots=True)
-class RefreshToken:
-    id: str
-    token_hash: str
-    grant_id: str
-    client_id: str
-    user_id: str
-    org_id: str
-    session_id: str
-    scope: tuple[str, ...]
-    auth_time: datetime
+class RefreshTokenRecord(Granted):
+    """A refresh token of the family ``grant_id``, as recorded: the grant, and when the token was issued and its
+    family expires."""
+
     issued_at: datetime
     expires_at: datetime
+
+    @classmethod
+    def of(cls, granted: Granted, issued_at: datetime, expires_at: datetime) -> RefreshTokenRecord:
+        return cls(**granted_fields(granted), issued_at=issued_at, expires_at=expires_at)
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshToken(RefreshTokenRecord):
+    """A refresh token as read back: its record, its id and hash, and whether it was used or revoked."""
+
+    id: str
+    token_hash: str
     rotated: bool
     revoked: bool
 
@@ -46,35 +53,16 @@ class RefreshTokenStore:
         self._engine = engine
         self._clock = clock
 
-    def record(
-        self,
-        token: str,
-        *,
-        grant_id: str,
-        client_id: str,
-        user_id: str,
-        org_id: str,
-        session_id: str,
-        scope: tuple[str, ...],
-        auth_time: datetime,
-        issued_at: datetime,
-        expires_at: datetime,
-    ) -> None:
+    def record(self, token: str, record: RefreshTokenRecord) -> None:
         """Record a new token of the family ``grant_id``, by its hash only."""
         with self._engine.begin() as connection:
             connection.execute(
                 refresh_tokens.insert().values(
                     token_hash=hash_token(token),
                     id=new_id("rt"),
-                    grant_id=grant_id,
-                    client_id=client_id,
-                    user_id=user_id,
-                    org_id=org_id,
-                    session_id=session_id,
-                    scope=" ".join(scope),
-                    auth_time=auth_time,
-                    issued_at=issued_at,
-                    expires_at=expires_at,
+                    **granted_columns(record),
+                    issued_at=record.issued_at,
+                    expires_at=record.expires_at,
                 )
             )
 
@@ -86,15 +74,9 @@ class RefreshTokenStore:
         if row is None:
             return None
         return RefreshToken(
+            **granted_of_row(row),
             id=row.id,
             token_hash=row.token_hash,
-            grant_id=row.grant_id,
-            client_id=row.client_id,
-            user_id=row.user_id,
-            org_id=row.org_id,
-            session_id=row.session_id,
-            scope=tuple(row.scope.split()),
-            auth_time=utc(row.auth_time),
             issued_at=utc(row.issued_at),
             expires_at=utc(row.expires_at),
             rotated=row.rotated_at is not None,

@@ -1,5 +1,5 @@
 """Sealing what is stored in clear, row by row: the start-up step and ``secrets rotate`` for the signing keys
-(``identity/keys.py``) and the service's own secrets (``service/database``). Apart from ``identity/sealing.py``
+(``identity/signing_keys.py``) and the service's own secrets (``service/database``). Apart from ``identity/sealing.py``
 so that a command that only makes a key imports no SQLAlchemy."""
 
 from __future__ import annotations

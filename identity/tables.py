@@ -7,7 +7,7 @@ random value). Lists (redirect URIs, scopes, grants) are JSON.
 
 import sqlalchemy as sa
 
-from identity.storage import metadata
+from identity.database import metadata
 
 Timestamp = sa.DateTime(timezone=True)
 

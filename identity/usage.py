@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.api_keys import api_keys, record_last_used
 from identity.clock import SYSTEM_CLOCK, Clock
-from identity.storage import metadata
+from identity.database import metadata
 from identity.upsert import dialect_insert
 
 api_key_usage = sa.Table(
@@ -161,12 +161,7 @@ class UsageReport:
 
     def per_key(self, org_id: str) -> dict[str, KeyUsage]:
         days = self.days()
-        query = (
-            sa.select(api_key_usage.c.key_id, api_key_usage.c.day, sa.func.sum(api_key_usage.c.requests))
-            .join(api_keys, api_keys.c.id == api_key_usage.c.key_id)
-            .where(api_keys.c.org_id == org_id, api_key_usage.c.day >= days[0])
-            .group_by(api_key_usage.c.key_id, api_key_usage.c.day)
-        )
+        query = _requests_since(org_id, days[0], api_key_usage.c.key_id, api_key_usage.c.day)
         today: Counter[str] = Counter()
         month: Counter[str] = Counter()
         with self._engine.connect() as connection:
@@ -179,15 +174,20 @@ class UsageReport:
     def daily(self, org_id: str) -> list[DailyUsage]:
         """Requests of every key of the organization, by day and status class, for each of the last 30 days."""
         days = self.days()
-        query = (
-            sa.select(api_key_usage.c.day, api_key_usage.c.status_class, sa.func.sum(api_key_usage.c.requests))
-            .join(api_keys, api_keys.c.id == api_key_usage.c.key_id)
-            .where(api_keys.c.org_id == org_id, api_key_usage.c.day >= days[0])
-            .group_by(api_key_usage.c.day, api_key_usage.c.status_class)
-        )
+        query = _requests_since(org_id, days[0], api_key_usage.c.day, api_key_usage.c.status_class)
         found: dict[date, dict[int, int]] = {day: {} for day in days}
         with self._engine.connect() as connection:
             for day, status_class, requests in connection.execute(query):
                 if day in found:
                     found[day][int(status_class)] = int(requests)
         return [DailyUsage(day, found[day]) for day in days]
+
+
+def _requests_since(org_id: str, first_day: date, *by: sa.ColumnElement[Any]) -> sa.Select[Any]:
+    """The requests of the organization's keys from ``first_day`` on, summed by the columns ``by``."""
+    return (
+        sa.select(*by, sa.func.sum(api_key_usage.c.requests))
+        .join(api_keys, api_keys.c.id == api_key_usage.c.key_id)
+        .where(api_keys.c.org_id == org_id, api_key_usage.c.day >= first_day)
+        .group_by(*by)
+    )

@@ -21,8 +21,8 @@ from jwt.algorithms import RSAAlgorithm
 from identity.clock import SYSTEM_CLOCK, Clock, epoch
 from identity.errors import InvalidToken
 from identity.issuer import Issuer
-from identity.keys import ALGORITHM, SigningKeys
-from identity.stores import AccessTokens
+from identity.signing_keys import ALGORITHM, SigningKeys
+from identity.store_protocols import AccessTokens
 
 ACCESS_TOKEN_TYPE = "at+jwt"  # RFC 9068 §2.1
 

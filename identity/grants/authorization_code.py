@@ -13,7 +13,7 @@ from identity.minting import TokenMinter
 from identity.pkce import verifies
 from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
-from identity.stores import AuthorizationCodes
+from identity.store_protocols import AuthorizationCodes
 from identity.users import UserStore
 
 
@@ -75,16 +75,7 @@ class AuthorizationCodeGrant:
             access_token=access.token,
         )
         if "offline_access" in grant.scope and "refresh_token" in client.grants:
-            response["refresh_token"] = self._minter.refresh_token(
-                grant_id=grant.grant_id,
-                client_id=client.id,
-                user_id=user.id,
-                org_id=member.org.id,
-                session_id=grant.session_id,
-                scope=grant.scope,
-                auth_time=grant.auth_time,
-                public=client.public,
-            )
+            response["refresh_token"] = self._minter.refresh_token(grant, public=client.public)
         revoke_if_raced(self._revoker, self._sessions, grant.grant_id, grant.session_id)
         issued(self.grant_type, client, user.id, member.org.id, grant.grant_id)
         return response

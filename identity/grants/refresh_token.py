@@ -17,7 +17,7 @@ from identity.grants import issued, member_of_grant, required, revoke_if_raced, 
 from identity.minting import TokenMinter
 from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
-from identity.stores import RefreshTokens
+from identity.store_protocols import RefreshTokens
 from identity.users import UserStore
 
 
@@ -74,16 +74,7 @@ class RefreshTokenGrant:
             secret_hash=client.secret_hash,
         )
         response = token_response(access, scope)
-        response["refresh_token"] = self._minter.refresh_token(
-            grant_id=presented.grant_id,
-            client_id=client.id,
-            user_id=user.id,
-            org_id=member.org.id,
-            session_id=presented.session_id,
-            scope=presented.scope,
-            auth_time=presented.auth_time,
-            expires_at=presented.expires_at,
-        )
+        response["refresh_token"] = self._minter.refresh_token(presented, expires_at=presented.expires_at)
         revoke_if_raced(self._revoker, self._sessions, presented.grant_id, presented.session_id)
         if "openid" in scope:
             # OpenID Connect Core §12.2: the same sub, auth_time and organization; no nonce.

@@ -40,8 +40,8 @@ from service.settings import (
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from identity.keys import SigningKeys
     from identity.sealing import Sealer
+    from identity.signing_keys import SigningKeys
 
 _database_url_option = click.option(
     "--database-url",
@@ -688,7 +688,7 @@ def keys_group() -> None:
 
 
 def _signing_keys(engine: Engine) -> SigningKeys:
-    from identity.keys import SigningKeys
+    from identity.signing_keys import SigningKeys
 
     settings = _settings()
     lifetimes = settings.lifetimes()

@@ -1,6 +1,6 @@
 """The state database: one SQLAlchemy engine, and service secrets (sealed at rest).
 
-The shared metadata and ``commit_without_waiting`` belong to the domain (``identity.storage``); they are
+The shared metadata and ``commit_without_waiting`` belong to the domain (``identity.database``); they are
 re-exported here for the migrations and the tools.
 
 SQLite (the default) runs in WAL mode, synchronous=FULL, with foreign keys on; PostgreSQL is used
@@ -18,9 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from identity.database import commit_without_waiting as commit_without_waiting
+from identity.database import metadata as metadata
 from identity.sealing import Sealer
-from identity.storage import commit_without_waiting as commit_without_waiting
-from identity.storage import metadata as metadata
 from service.settings import Pool
 
 

@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity import audit
-from identity.keys import reseal_signing_keys
 from identity.resealing import reseal_column
 from identity.sealing import Sealer, new_key
+from identity.signing_keys import reseal_signing_keys
 from service.database.db import private_file, service_secrets
 
 KEY_FILE_NAME = "secret-keys"

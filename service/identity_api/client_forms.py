@@ -143,7 +143,7 @@ class ClientForms:
         self._endpoints: dict[str, tuple[Callable[[Provider], Endpoint], FormRules, str]] = {
             path + TOKEN_PATH: (attrgetter("token_endpoint.exchange"), FormRules.of(identity, TOKEN_PATH), TOKEN_PATH),
             path + INTROSPECTION_PATH: (
-                attrgetter("inspector.introspect"),
+                attrgetter("introspection.introspect"),
                 FormRules.of(identity, INTROSPECTION_PATH),
                 INTROSPECTION_PATH,
             ),

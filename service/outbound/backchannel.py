@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from identity.backchannel_logout import LogoutTokens
+from identity.logout_tokens import LogoutTokens
 from identity.outbox import Claimed, Outbox
 
 logger = logging.getLogger(__name__)

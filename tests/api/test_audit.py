@@ -24,11 +24,11 @@ from identity import audit
 from identity.api_keys import ApiKeyStore
 from identity.disabled_users import disable, enable
 from identity.email_links import VERIFY_EMAIL, EmailLinks
-from identity.keys import SigningKeys
 from identity.organizations import Organization
 from identity.password_reset import replace_password
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
+from identity.signing_keys import SigningKeys
 from identity.users import User, UserStore
 from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import CALLBACK, Registered, register

@@ -20,15 +20,16 @@ from starlette.testclient import TestClient
 
 from data.catalog import Catalog
 from identity import backchannel_logout
-from identity.backchannel_logout import CHANNEL, LOGOUT_TOKEN_TTL, LogoutTokens
+from identity.backchannel_logout import CHANNEL
 from identity.clients import ClientStore
 from identity.disabled_users import disable
 from identity.errors import InvalidInput
-from identity.keys import SigningKeys
+from identity.logout_tokens import LOGOUT_TOKEN_TTL, LogoutTokens
 from identity.outbox import Mail, Outbox, Undeliverable
 from identity.password_reset import replace_password
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
+from identity.signing_keys import SigningKeys
 from identity.tables import browser_sessions, mail_outbox
 from identity.users import UserStore
 from service.app import create_app

@@ -1,8 +1,6 @@
 """Application tokens (RFC 6749 §4.4): the client_credentials grant, its subject, and the application scopes.
 
-Every test drives the ASGI app through Starlette's TestClient (responses are validated against
-openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
-user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+How every test here runs (the app in process, both databases): ``tests/support/token_flows.py``.
 """
 
 from __future__ import annotations

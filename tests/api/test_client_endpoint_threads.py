@@ -12,9 +12,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
+from identity.introspection import TokenIntrospection
 from identity.organizations import Organization
+from identity.revocation import TokenRevocation
 from identity.token_endpoint import TokenEndpoint
-from identity.token_introspection import TokenInspector
 from identity.verification import TokenVerifier
 from service.database.db import client_threads, make_engine
 from service.identity_api.client_threads import ClientThreads
@@ -28,8 +29,8 @@ from tests.support.defaults import POOL
     ("domain", "method", "path"),
     [
         (TokenEndpoint, "exchange", "/oauth2/token"),
-        (TokenInspector, "introspect", "/oauth2/introspect"),
-        (TokenInspector, "revoke", "/oauth2/revoke"),
+        (TokenIntrospection, "introspect", "/oauth2/introspect"),
+        (TokenRevocation, "revoke", "/oauth2/revoke"),
     ],
 )
 def test_client_endpoint_work_runs_in_a_thread_while_the_loop_answers_others(
@@ -73,7 +74,7 @@ def test_introspections_queued_together_read_their_records_in_one_statement_and_
 ) -> None:
     reporter = token_flows.register(engine, acme, "Reporter", grants=["client_credentials"], scopes=["members:read"])
     entered, release, read = threading.Event(), threading.Event(), []
-    original_introspect, original_read = TokenInspector.introspect, TokenVerifier.read_together
+    original_introspect, original_read = TokenIntrospection.introspect, TokenVerifier.read_together
     queues: set[Any] = set()
 
     def held(self: Any, *args: Any) -> Any:  # the first introspection holds the one thread (SQLite)
@@ -91,7 +92,7 @@ def test_introspections_queued_together_read_their_records_in_one_statement_and_
         return await original_run(self, call, *args, **named)
 
     original_run = ClientThreads.run
-    monkeypatch.setattr(TokenInspector, "introspect", held)
+    monkeypatch.setattr(TokenIntrospection, "introspect", held)
     monkeypatch.setattr(TokenVerifier, "read_together", reading)
     monkeypatch.setattr(ClientThreads, "run", run)
     with TestClient(app) as http, ThreadPoolExecutor(4) as pool:

@@ -15,10 +15,10 @@ from identity.users import UserStore
 from service.cli.commands import main
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.token_flows import (
-    REDIRECT_URI,
     World,
     application_token,
     assert_oauth_error,
+    exchange_code,
     hidden_inputs,
     introspect,
     refresh,
@@ -69,17 +69,7 @@ def test_a_code_issued_before_the_user_was_disabled_gives_no_token(
 ) -> None:
     code, verifier = sign_in_for_code(http, world.planner.id)
     users_command(database_url, "disable", world.ana.email)
-    response = http.post(
-        "/oauth2/token",
-        data={
-            "grant_type": "authorization_code",
-            "code": code,
-            "redirect_uri": REDIRECT_URI,
-            "code_verifier": verifier,
-        },
-        headers=world.planner.basic,
-    )
-    assert_oauth_error(response, "invalid_grant")
+    assert_oauth_error(exchange_code(http, world.planner, code, verifier), "invalid_grant")
     assert UserStore(engine).get(world.ana.id).disabled
 
 

@@ -1,9 +1,7 @@
 """The member directory: the members of the client's organization, paginated with a signed cursor, for
 application tokens with ``members:read`` only.
 
-Every test drives the ASGI app through Starlette's TestClient (responses are validated against
-openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
-user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+How every test here runs (the app in process, both databases): ``tests/support/token_flows.py``.
 """
 
 from __future__ import annotations

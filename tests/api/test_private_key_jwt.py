@@ -1,9 +1,7 @@
 """private_key_jwt client authentication (RFC 7523 §3, OpenID Connect Core §9): the algorithms and audiences
 accepted, single-use assertions, and every broken rule answered invalid_client alike.
 
-Every test drives the ASGI app through Starlette's TestClient (responses are validated against
-openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
-user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+How every test here runs (the app in process, both databases): ``tests/support/token_flows.py``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Refresh tokens through the ASGI app (RFC 6749 §6, RFC 9700 §4.14.2): rotated on every use, a
 rotated token presented again revokes its family, and the scope of a refresh never grows.
 
-Every test drives the ASGI app through Starlette's TestClient (responses are validated against
-openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
-user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+How every test here runs (the app in process, both databases): ``tests/support/token_flows.py``.
 """
 
 from __future__ import annotations

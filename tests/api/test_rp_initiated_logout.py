@@ -1,9 +1,7 @@
 """RP-initiated sign-out (OpenID Connect RP-Initiated Logout 1.0): the hint, the confirmation page, and
 the tokens of the session revoked.
 
-Every test drives the ASGI app through Starlette's TestClient (responses are validated against
-openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
-user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+How every test here runs (the app in process, both databases): ``tests/support/token_flows.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Introspection (RFC 7662): metadata of active tokens, and only ``active: false`` for anything else.
 
-Every test drives the ASGI app through Starlette's TestClient (responses are validated against
-openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
-user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+How every test here runs (the app in process, both databases): ``tests/support/token_flows.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Revocation (RFC 7009): a refresh token takes its family with it, an access token goes at once.
 
-Every test drives the ASGI app through Starlette's TestClient (responses are validated against
-openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and
-user tokens come from a real sign-in through the pages (``tests/support/token_flows.py``).
+How every test here runs (the app in process, both databases): ``tests/support/token_flows.py``.
 """
 
 from __future__ import annotations

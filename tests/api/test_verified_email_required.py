@@ -4,16 +4,16 @@ straight to the client with a code, in another browser by verifying the address 
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from click.testing import CliRunner
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.email_links import VERIFY_EMAIL, EmailLinks
@@ -54,18 +54,12 @@ def mailed(monkeypatch: pytest.MonkeyPatch) -> list[Link]:
     links: list[Link] = []
     issue = EmailLinks.issue
 
-    def recording(
-        self: EmailLinks,
-        connection: Connection,
-        purpose: str,
-        user_id: str,
-        email_key: str,
-        lifetime: timedelta,
-        interaction_id: str | None = None,
-    ) -> str:
-        token = issue(self, connection, purpose, user_id, email_key, lifetime, interaction_id)
-        if purpose == VERIFY_EMAIL:
-            links.append(Link(token, interaction_id))
+    def recording(self: EmailLinks, *args: Any, **kwargs: Any) -> str:
+        token = issue(self, *args, **kwargs)
+        call = inspect.signature(issue).bind(self, *args, **kwargs)
+        call.apply_defaults()
+        if call.arguments["purpose"] == VERIFY_EMAIL:
+            links.append(Link(token, call.arguments["interaction_id"]))
         return token
 
     monkeypatch.setattr(EmailLinks, "issue", recording)

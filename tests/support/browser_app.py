@@ -47,6 +47,26 @@ def bundled_spa(folder: Path) -> Bundle:
     return Bundle(folder, seconds)
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler of a test's tiny server, which logs nothing."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def loopback_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """``handler`` served on a free loopback port, in a thread, until the block ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @dataclass
 class ServedApp:
     origin: str  # http://127.0.0.1:<port>
@@ -60,7 +80,7 @@ def serve_spa(bundle: Bundle, config: dict[str, str]) -> Iterator[ServedApp]:
     files = {"/app.js": ((bundle.folder / "app.js").read_bytes(), "text/javascript")}
     index = ((bundle.folder / "index.html").read_bytes(), "text/html; charset=utf-8")
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
             path = urlsplit(self.path).path
             app.requests.append(f"GET {path}")
@@ -73,18 +93,9 @@ def serve_spa(bundle: Bundle, config: dict[str, str]) -> Iterator[ServedApp]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    app = ServedApp(f"http://127.0.0.1:{server.server_address[1]}")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback_server(Handler) as server:
+        app = ServedApp(f"http://127.0.0.1:{server.server_address[1]}")
         yield app
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @dataclass
@@ -98,7 +109,7 @@ class Listener:
 def loopback_listener() -> Iterator[Listener]:
     """A native app's redirect listener on a port the system picks (RFC 8252 §7.3), as its own tiny server."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:  # noqa: N802
             if urlsplit(self.path).path != "/callback":  # the browser's /favicon.ico
                 self.send_error(404)
@@ -112,15 +123,6 @@ def loopback_listener() -> Iterator[Listener]:
             self.wfile.write(body)
             listener.arrived.set()
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    listener = Listener(f"http://127.0.0.1:{server.server_address[1]}/callback")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback_server(Handler) as server:
+        listener = Listener(f"http://127.0.0.1:{server.server_address[1]}/callback")
         yield listener
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -112,6 +112,17 @@ class Browser:
         raise AssertionError("too many redirects")
 
 
+def code_through_sign_in(base_url: str, authorize_query: str, email: str, password: str) -> str:
+    """The code of an authorization request whose client needs no consent: sign in on its page and read the
+    code off the redirect to the client's callback."""
+    browser = Browser(base_url)
+    page = browser.go(f"{base_url}/oauth2/authorize?{authorize_query}")
+    assert isinstance(page, Page) and page.path == "/sign-in", page
+    callback = browser.submit(page, email=email, password=password)
+    assert isinstance(callback, Callback), callback
+    return parse_qs(urlsplit(callback.url).query)["code"][0]
+
+
 def console_owner_session(base_url: str, email: str = "sam@example.com") -> str:
     """The ``console_session`` cookie of a new owner, signed up through the console's "Create an account"."""
     browser = Browser(base_url)

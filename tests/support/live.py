@@ -68,6 +68,22 @@ class LiveService:
         return str(json.loads(self.cli("api-keys", "create", "--json", "--name", name))["key"])
 
 
+@dataclass(frozen=True)
+class LiveProvider:
+    """A live service as the identity provider of a module's end-to-end tests, with the organizations and
+    users of ``LiveService.two_organizations``; each module adds its own client to it."""
+
+    service: LiveService
+    acme: dict[str, Any]  # organization "Acme Foods"
+    beta: dict[str, Any]  # organization "Beta Bakery"
+    ana: dict[str, Any]  # a user of Acme Foods only
+    bo: dict[str, Any]  # a user of both organizations
+
+    @property
+    def issuer(self) -> str:
+        return self.service.url
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,6 +1,10 @@
 """What the identity provider's token tests do as a client would: a world of organizations and registered
 clients, key pairs for private_key_jwt, a sign-in through the pages in one call, and the calls to the token,
-introspection and revocation endpoints. The fixtures that make them are in ``tests/api/conftest.py``."""
+introspection and revocation endpoints. The fixtures that make them are in ``tests/api/conftest.py``.
+
+The token tests that use it drive the ASGI app through Starlette's TestClient (responses are validated against
+openapi/identity.yaml), on SQLite and on PostgreSQL; records are created through the identity stores, and user
+tokens come from a real sign-in through the pages."""
 
 from __future__ import annotations
 
@@ -193,7 +197,14 @@ def sign_in_for_code(
 def user_tokens(http: TestClient, registered: Registered, **authorize_params: str) -> dict[str, Any]:
     """Sign in and exchange the code: the token response."""
     code, verifier = sign_in_for_code(http, registered.id, **authorize_params)
-    response = http.post(
+    response = exchange_code(http, registered, code, verifier)
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def exchange_code(http: TestClient, registered: Registered, code: str, verifier: str) -> httpx.Response:
+    """The token request of the authorization code grant (RFC 6749 §4.1.3, with the PKCE verifier)."""
+    return http.post(
         "/oauth2/token",
         data={
             "grant_type": "authorization_code",
@@ -203,8 +214,6 @@ def user_tokens(http: TestClient, registered: Registered, **authorize_params: st
         },
         headers=registered.basic,
     )
-    assert response.status_code == 200, response.text
-    return response.json()  # type: ignore[no-any-return]
 
 
 def refresh(http: TestClient, registered: Registered, refresh_token: str, **extra: str) -> httpx.Response:

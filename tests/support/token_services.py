@@ -10,10 +10,10 @@ from sqlalchemy.engine import Engine
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.issuer import Issuer
-from identity.keys import SigningKeys
 from identity.minting import TokenMinter
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
+from identity.signing_keys import SigningKeys
 from identity.verification import PublicKeys, TokenVerifier
 from tests.support.defaults import TUNING
 

@@ -30,7 +30,7 @@ from playwright.sync_api import Page
 from tests.support.browser_rp import SCOPE, RelyingParty, relying_party
 from tests.support.chromium import SCREENSHOTS, browser, check_page, context, on_page, page, playwright
 from tests.support.identity_fixtures import PASSWORD
-from tests.support.live import LiveService, live_service
+from tests.support.live import LiveProvider, live_service
 
 __all__ = ["browser", "context", "page", "playwright"]  # the Chromium fixtures of tests/support/chromium.py
 
@@ -38,18 +38,9 @@ __all__ = ["browser", "context", "page", "playwright"]  # the Chromium fixtures 
 
 
 @dataclass(frozen=True)
-class Provider:
-    service: LiveService
+class Provider(LiveProvider):
     rp: RelyingParty
     client_secret: str
-    acme: dict[str, Any]  # organization "Acme Foods"
-    beta: dict[str, Any]  # organization "Beta Bakery"
-    ana: dict[str, Any]  # a user of Acme Foods only
-    bo: dict[str, Any]  # a user of both organizations
-
-    @property
-    def issuer(self) -> str:
-        return self.service.url
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +55,9 @@ def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
             "--scope", "openid", "--scope", "profile", "--scope", "email",
         )  # fmt: skip
         rp.issuer, rp.client_id = service.url, client["client_id"]
-        yield Provider(service, rp, client["client_secret"], acme, beta, ana, bo)
+        yield Provider(
+            service=service, acme=acme, beta=beta, ana=ana, bo=bo, rp=rp, client_secret=client["client_secret"]
+        )
 
 
 # Checks of each page

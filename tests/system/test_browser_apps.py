@@ -247,6 +247,12 @@ def test_a_page_of_an_unregistered_origin_cannot_spend_a_code(deployment: Deploy
     verifier, challenge = pkce_pair()
     # A code of the SPA client, obtained by the test through the browser (the app never receives it).
     code = browser_code(page, issuer, d.spa_client["client_id"], f"{d.spa.origin}/callback", challenge)
+    form = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier,
+            "redirect_uri": f"{d.spa.origin}/callback", "client_id": d.spa_client["client_id"]}  # fmt: skip
+
+    def exchange_from(origin: str) -> requests.Response:
+        return requests.post(f"{issuer}/oauth2/token", data=form, headers={"Origin": origin}, timeout=10)
+
     page.goto(d.stranger.origin + "/")
     outcome = page.evaluate(
         """async ([tokenUrl, form]) => {
@@ -255,29 +261,17 @@ def test_a_page_of_an_unregistered_origin_cannot_spend_a_code(deployment: Deploy
                 return 'read ' + answer.status;
             } catch (error) { return 'blocked: ' + error.message; }
         }""",
-        [f"{issuer}/oauth2/token", {"grant_type": "authorization_code", "code": code, "code_verifier": verifier,
-                                    "redirect_uri": f"{d.spa.origin}/callback",
-                                    "client_id": d.spa_client["client_id"]}],
-    )  # fmt: skip
+        [f"{issuer}/oauth2/token", form],
+    )
     assert outcome.startswith("blocked"), outcome  # the page cannot read the answer
     refused = [e for e in server_log(d.service) if e["path"] == "/oauth2/token"][-1]
     assert refused["status"] == 403
     print(f"\nrefusal seen by the page of {d.stranger.origin}: {outcome}; the server answered {refused['status']}")
-    answer = requests.post(
-        f"{issuer}/oauth2/token",
-        data={"grant_type": "authorization_code", "code": code, "code_verifier": verifier,
-              "redirect_uri": f"{d.spa.origin}/callback", "client_id": d.spa_client["client_id"]},
-        headers={"Origin": d.stranger.origin}, timeout=10,
-    )  # fmt: skip
+    answer = exchange_from(d.stranger.origin)
     print(f"the same request replayed: {answer.status_code} {answer.text}")
     assert answer.status_code == 403 and answer.json()["error"] == "access_denied"
     assert "access-control-allow-origin" not in {k.lower() for k in answer.headers}
-    spent = requests.post(
-        f"{issuer}/oauth2/token",
-        data={"grant_type": "authorization_code", "code": code, "code_verifier": verifier,
-              "redirect_uri": f"{d.spa.origin}/callback", "client_id": d.spa_client["client_id"]},
-        headers={"Origin": d.spa.origin}, timeout=10,
-    )  # fmt: skip
+    spent = exchange_from(d.spa.origin)
     assert spent.status_code == 200, spent.text  # the refusals spent nothing
 
 

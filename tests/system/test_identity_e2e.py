@@ -31,7 +31,7 @@ from jwt.algorithms import RSAAlgorithm
 
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.identity_fixtures import PASSWORD
-from tests.support.live import REDIRECT_URI, LiveService, live_service
+from tests.support.live import REDIRECT_URI, LiveProvider, live_service
 
 SCOPE = "openid profile email offline_access"
 TIMEOUT = 10
@@ -41,20 +41,11 @@ TIMEOUT = 10
 
 
 @dataclass(frozen=True)
-class Provider:
-    service: LiveService
+class Provider(LiveProvider):
     metadata: dict[str, Any]
     jwks: jwt.PyJWKClient
     client_id: str
     client_secret: str
-    acme: dict[str, Any]  # organization "Acme Foods"
-    beta: dict[str, Any]  # organization "Beta Bakery"
-    ana: dict[str, Any]  # a user of Acme Foods only
-    bo: dict[str, Any]  # a user of both organizations
-
-    @property
-    def issuer(self) -> str:
-        return self.service.url
 
 
 @pytest.fixture(scope="module")

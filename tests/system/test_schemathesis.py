@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
 import requests
 
-from tests.support.form_browser import Browser, Callback, Page
+from tests.support.form_browser import code_through_sign_in
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import REDIRECT_URI, LiveService, live_service
 from tests.support.pkce_pairs import pkce_pair
@@ -67,12 +67,7 @@ def identity_credentials(service: LiveService) -> dict[str, str]:
     query = urlencode({"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT_URI,
                        "scope": "openid profile email", "state": "s", "code_challenge": challenge,
                        "code_challenge_method": "S256"})  # fmt: skip
-    browser = Browser(service.url)
-    page = browser.go(f"{service.url}/oauth2/authorize?{query}")
-    assert isinstance(page, Page) and page.path == "/sign-in", page
-    callback = browser.submit(page, email=user["email"], password=PASSWORD)
-    assert isinstance(callback, Callback), callback
-    code = parse_qs(urlsplit(callback.url).query)["code"][0]
+    code = code_through_sign_in(service.url, query, user["email"], PASSWORD)
     exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
                 "code_verifier": verifier}  # fmt: skip
     user_token = requests.post(token_url, data=exchange, auth=basic, timeout=TIMEOUT).json()["access_token"]

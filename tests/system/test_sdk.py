@@ -25,13 +25,13 @@ from http import HTTPStatus
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
 import attrs
 import pytest
 
 from data.folding import fold
-from tests.support.form_browser import Browser, Callback, Page
+from tests.support.form_browser import code_through_sign_in
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import REDIRECT_URI, LiveService, live_service
 
@@ -376,12 +376,7 @@ def identity(service: LiveService) -> Tokens:
     )  # fmt: skip
     query = urlencode({"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT_URI,
                        "scope": "openid profile email", "state": "s"})  # fmt: skip
-    browser = Browser(service.url)
-    page = browser.go(f"{service.url}/oauth2/authorize?{query}")
-    assert isinstance(page, Page) and page.path == "/sign-in", page
-    callback = browser.submit(page, email=user["email"], password=PASSWORD)
-    assert isinstance(callback, Callback), callback
-    code = parse_qs(urlsplit(callback.url).query)["code"][0]
+    code = code_through_sign_in(service.url, query, user["email"], PASSWORD)
     form = urlencode({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI}).encode()
     request = urllib.request.Request(f"{service.url}/oauth2/token", data=form, headers={"Authorization": basic(client)})
     with urllib.request.urlopen(request, timeout=10) as answer:

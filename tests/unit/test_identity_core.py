@@ -11,16 +11,16 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity import keys as keys_module
 from identity import passwords
+from identity import signing_keys as keys_module
 from identity.access_tokens import AccessTokenStore
 from identity.clients import ClientStore, check_redirect_uri
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidClient, InvalidInput, InvalidToken, UnknownRecord
-from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.passwords import verify_password
 from identity.sealing import Sealer, new_key
+from identity.signing_keys import SigningKeys
 from identity.tables import clients, users
 from identity.users import UserStore
 from tests.support.clocks import MovableClock
@@ -359,10 +359,10 @@ def test_a_key_rotated_on_another_node_signs_here_from_its_time_though_keys_are_
     new = there.rotate()
     assert here.signing_key()[0] == old_kid  # published, not signing yet
     real_monotonic = keys_module.monotonic()
-    monkeypatch.setattr("identity.keys.monotonic", lambda: real_monotonic + 60)  # half the delay later
+    monkeypatch.setattr("identity.signing_keys.monotonic", lambda: real_monotonic + 60)  # half the delay later
     clock.advance(60)
     assert here.signing_key()[0] == old_kid
-    monkeypatch.setattr("identity.keys.monotonic", lambda: real_monotonic + 121)
+    monkeypatch.setattr("identity.signing_keys.monotonic", lambda: real_monotonic + 121)
     clock.advance(61)
     assert here.signing_key()[0] == new.kid
 

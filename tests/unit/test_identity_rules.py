@@ -13,8 +13,8 @@ from sqlalchemy.engine import Engine
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.client_auth import ClientAuthenticator, decode_basic
 from identity.clients import ClientStore
-from identity.clock import SYSTEM_CLOCK
-from identity.codes import CodeStore
+from identity.clock import SYSTEM_CLOCK, new_id
+from identity.codes import CodeGrant, CodeStore
 from identity.consents import ConsentStore
 from identity.errors import (
     ErrorPage,
@@ -26,15 +26,16 @@ from identity.errors import (
     UnauthorizedClient,
     UnsupportedResponseType,
 )
+from identity.granted import Granted
 from identity.grants.refresh_token import RefreshTokenGrant
 from identity.interactions import new_interaction
 from identity.issuer import Issuer
-from identity.keys import SigningKeys
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore
+from identity.signing_keys import SigningKeys
 from identity.tables import authorization_codes, browser_sessions
 from identity.token_endpoint import single_values
 from identity.users import UserStore
@@ -206,15 +207,18 @@ def test_response_parameters_keep_the_redirect_uris_own_query() -> None:
 
 def issue_code(codes: CodeStore, client_id: str) -> str:
     return codes.record(
-        client_id=client_id,
-        redirect_uri=REDIRECT,
-        user_id="usr_1",
-        org_id="org_1",
-        session_id="ses_1",
-        scope=("openid",),
-        nonce=None,
-        code_challenge=CHALLENGE,
-        auth_time=SYSTEM_CLOCK.now(),
+        CodeGrant(
+            grant_id=new_id("grt"),
+            client_id=client_id,
+            redirect_uri=REDIRECT,
+            user_id="usr_1",
+            org_id="org_1",
+            session_id="ses_1",
+            scope=("openid",),
+            nonce=None,
+            code_challenge=CHALLENGE,
+            auth_time=SYSTEM_CLOCK.now(),
+        )
     )
 
 
@@ -404,8 +408,10 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
     tokens = token_services(engine, keys)
     store = tokens.refresh_tokens
     token = tokens.minter.refresh_token(
-        grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
-        scope=("openid", "offline_access"), auth_time=SYSTEM_CLOCK.now(),
+        Granted(
+            grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
+            scope=("openid", "offline_access"), auth_time=SYSTEM_CLOCK.now(),
+        )
     )  # fmt: skip
     stale = store.find(token)
     assert stale is not None and store.rotate(stale)  # the other request wins the rotation...

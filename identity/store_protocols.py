@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from contextlib import AbstractContextManager
-from datetime import datetime
 from typing import Protocol
 
 from identity.access_tokens import AccessTokenRecord
-from identity.codes import Consumed
-from identity.refresh_tokens import RefreshToken
+from identity.codes import CodeGrant, Consumed
+from identity.refresh_tokens import RefreshToken, RefreshTokenRecord
 
 
 class AuthorizationCodes(Protocol):
@@ -22,19 +21,7 @@ class AuthorizationCodes(Protocol):
     refused, and the tokens issued from it should be revoked. Consuming is one atomic statement, so two
     concurrent exchanges cannot both succeed."""
 
-    def record(
-        self,
-        *,
-        client_id: str,
-        redirect_uri: str,
-        user_id: str,
-        org_id: str,
-        session_id: str,
-        scope: tuple[str, ...],
-        nonce: str | None,
-        code_challenge: str | None,
-        auth_time: datetime,
-    ) -> str:
+    def record(self, grant: CodeGrant) -> str:
         """A new code for this authorization (stored only as a hash)."""
         ...
 
@@ -60,20 +47,7 @@ class RefreshTokens(Protocol):
     """RFC 6749 §10.4 and RFC 9700 §4.14.2: refresh tokens rotate; each is used once, and presenting a
     rotated one revokes its family. Rotating is one atomic statement."""
 
-    def record(
-        self,
-        token: str,
-        *,
-        grant_id: str,
-        client_id: str,
-        user_id: str,
-        org_id: str,
-        session_id: str,
-        scope: tuple[str, ...],
-        auth_time: datetime,
-        issued_at: datetime,
-        expires_at: datetime,
-    ) -> None:
+    def record(self, token: str, record: RefreshTokenRecord) -> None:
         """Record a new token of the family ``grant_id`` (only as a hash)."""
         ...
 

@@ -1,4 +1,4 @@
-"""The domain's storage: the shared SQLAlchemy metadata every table is defined on, and the one
+"""The domain's database: the shared SQLAlchemy metadata every table is defined on, and the one
 transaction kind the domain chooses for itself.
 
 The service (``service.database.db``) makes the engine and adds its own tables to this metadata; the migrations
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["commit_without_waiting", "metadata"]
+__all__ = ["commit_without_waiting", "metadata", "use_once"]
 
 metadata = sa.MetaData()
 
@@ -47,3 +48,12 @@ def commit_without_waiting(engine: Engine) -> Iterator[Connection]:
             except Exception:
                 connection.invalidate()  # never hand a connection that may not wait for the disk to the pool
                 raise
+
+
+def use_once(connection: Connection, table: sa.Table, at: datetime, *where: sa.ColumnElement[bool]) -> int:
+    """Mark the rows of ``table`` matching ``where`` used at ``at``, if still unused and unexpired; how many.
+
+    A single-use secret (an authorization code, RFC 6749 §4.1.2; an e-mail link) is spent by this one UPDATE,
+    so two concurrent attempts cannot both succeed, on SQLite or PostgreSQL."""
+    unused = (table.c.used_at.is_(None), table.c.expires_at > at)
+    return int(connection.execute(table.update().where(*where, *unused).values(used_at=at)).rowcount)

@@ -1,0 +1,40 @@
+"""OpenID Connect Back-Channel Logout 1.0 §2.4: the logout token of a message the outbox claimed, signed at
+delivery, and the URI it is posted to (what is queued, and when: ``identity/backchannel_logout.py``).
+
+A module of its own above the client store and the token minter, so that the back-channel bookkeeping, which
+the code store calls, imports neither.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from identity.clients import ClientStore
+from identity.minting import TokenMinter
+from identity.outbox import Claimed, Undeliverable
+
+LOGOUT_TOKEN_TTL = timedelta(minutes=2)  # a logout token's exp, from the attempt that posts it
+
+
+class LogoutTokens:
+    """What the delivery worker posts for a claimed message: the client's URI now, and a token signed now."""
+
+    def __init__(self, clients: ClientStore, minter: TokenMinter, lifetime: timedelta = LOGOUT_TOKEN_TTL) -> None:
+        self._clients = clients
+        self._minter = minter
+        self.lifetime = lifetime
+
+    def prepare(self, claimed: Claimed) -> tuple[str, str]:
+        """The URI to post to and the logout token; ``Undeliverable`` when the client is gone or has no URI."""
+        client = self._clients.get(claimed.mail.recipient)
+        if client is None or client.backchannel_logout_uri is None:
+            raise Undeliverable("the client was deleted or no longer has a back-channel logout URI")
+        params = claimed.mail.params
+        token = self._minter.logout_token(
+            client_id=client.id,
+            jti=claimed.id,
+            subject=params.get("sub"),
+            session_id=params.get("sid"),
+            lifetime=self.lifetime,
+        )
+        return client.backchannel_logout_uri, token
