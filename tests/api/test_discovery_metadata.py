@@ -6,7 +6,6 @@ How every test here runs (the app in process, both databases): ``tests/support/t
 
 from __future__ import annotations
 
-import pytest
 from starlette.testclient import TestClient
 
 from tests.support.token_flows import (
@@ -14,11 +13,7 @@ from tests.support.token_flows import (
     TOKEN_URL,
 )
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 def test_discovery_advertises_client_authentication_methods_and_algorithms(http: TestClient) -> None:

@@ -25,11 +25,7 @@ from tests.support.token_flows import (
     verified,
 )
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 @pytest.mark.parametrize("algorithm", ["RS256", "PS256", "ES256"])

@@ -6,7 +6,6 @@ How every test here runs (the app in process, both databases): ``tests/support/t
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -23,11 +22,7 @@ from tests.support.token_flows import (
     verified,
 )
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 def test_refresh_token_rotates_on_every_use(http: TestClient, world: World) -> None:

@@ -30,11 +30,7 @@ from tests.support.token_flows import (
     verified,
 )
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 SESSION_COOKIE = "rm_session"

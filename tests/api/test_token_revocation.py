@@ -5,7 +5,6 @@ How every test here runs (the app in process, both databases): ``tests/support/t
 
 from __future__ import annotations
 
-import pytest
 from starlette.testclient import TestClient
 
 from tests.support.token_flows import (
@@ -18,11 +17,7 @@ from tests.support.token_flows import (
     userinfo_status,
 )
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 def test_revocation_requires_client_authentication(http: TestClient, world: World) -> None:
