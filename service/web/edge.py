@@ -143,13 +143,13 @@ async def answer(
         observer.end(token)
 
 
+@dataclass(eq=False)
 class Stepped:
     """An ASGI app that runs ``steps`` before ``app`` inside the edge (``send`` must be the request's exchange):
     for an app built after start-up, such as the developer console, whose steps are built with it."""
 
-    def __init__(self, app: ASGIApp, steps: Sequence[Step]) -> None:
-        self.app = app
-        self.steps = steps
+    app: ASGIApp
+    steps: Sequence[Step]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
