@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.database import commit_without_waiting
 from identity.tables import access_tokens, clients
+from identity.token_tables import TokenTable, revoke_live
 
 MAX_READ_TOGETHER = 64  # records read in one statement at most (a bound on its parameters)
 # The statements of every token issued and verified, built once (building one costs more than running it).
@@ -64,7 +65,9 @@ class _Read(threading.local):
     records: dict[str, AccessTokenRecord | None] | None = None
 
 
-class AccessTokenStore:
+class AccessTokenStore(TokenTable):
+    _table = access_tokens
+
     def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._clock = clock
@@ -119,38 +122,25 @@ class AccessTokenStore:
     def revoke(self, jti: str) -> None:
         """RFC 7009 §2.2: the token is invalid from now on (revoking it again changes nothing)."""
         with self._engine.begin() as connection:
-            _revoke_live(connection, access_tokens.c.jti == jti, self._clock.now())
+            revoke_live(connection, access_tokens, access_tokens.c.jti == jti, self._clock.now())
 
     # In the caller's transaction: revoking across tables is all or nothing.
 
     @staticmethod
     def revoke_grant(connection: Connection, grant_id: str, at: datetime) -> None:
         """Revoke every access token issued from one authorization."""
-        _revoke_live(connection, access_tokens.c.grant_id == grant_id, at)
+        revoke_live(connection, access_tokens, access_tokens.c.grant_id == grant_id, at)
 
     @staticmethod
     def revoke_session(connection: Connection, session_id: str, grant_ids: Sequence[str], at: datetime) -> None:
         """Revoke the access tokens issued in a browser session or from the authorizations ``grant_ids``."""
         issued_here = access_tokens.c.session_id == session_id
-        _revoke_live(
-            connection, sa.or_(issued_here, access_tokens.c.grant_id.in_(grant_ids)) if grant_ids else issued_here, at
+        revoke_live(
+            connection,
+            access_tokens,
+            sa.or_(issued_here, access_tokens.c.grant_id.in_(grant_ids)) if grant_ids else issued_here,
+            at,
         )
-
-    @staticmethod
-    def revoke_user(connection: Connection, user_id: str, at: datetime) -> None:
-        """Revoke every access token issued to a user (a password reset)."""
-        _revoke_live(connection, access_tokens.c.user_id == user_id, at)
-
-    @staticmethod
-    def revoke_client(connection: Connection, client_id: str, at: datetime) -> None:
-        """Revoke every access token issued to a client (it is being deleted)."""
-        _revoke_live(connection, access_tokens.c.client_id == client_id, at)
-
-    @staticmethod
-    def purge(connection: Connection, at: datetime) -> int:
-        """Delete the records of the tokens expired at ``at`` (refused by their expiry, with or without the
-        record); how many."""
-        return connection.execute(access_tokens.delete().where(access_tokens.c.expires_at < at)).rowcount
 
 
 def _record(row: sa.Row[Any]) -> AccessTokenRecord:
@@ -166,8 +156,3 @@ def _record(row: sa.Row[Any]) -> AccessTokenRecord:
         expires_at=utc(row.expires_at),
         revoked=row.revoked_at is not None,
     )
-
-
-def _revoke_live(connection: Connection, where: sa.ColumnElement[bool], at: datetime) -> None:
-    """Revoke at ``at`` the access_tokens matching ``where`` that are still live (a first revocation stands)."""
-    connection.execute(access_tokens.update().where(where, access_tokens.c.revoked_at.is_(None)).values(revoked_at=at))

@@ -17,6 +17,7 @@ from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.digests import sha256_hex
 from identity.granted import Granted, granted_columns, granted_fields, granted_of_row
 from identity.tables import refresh_tokens
+from identity.token_tables import TokenTable, revoke_live
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,9 @@ class RefreshToken(RefreshTokenRecord):
 hash_token = sha256_hex
 
 
-class RefreshTokenStore:
+class RefreshTokenStore(TokenTable):
+    _table = refresh_tokens
+
     def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._clock = clock
@@ -107,7 +110,7 @@ class RefreshTokenStore:
     @staticmethod
     def revoke_grant(connection: Connection, grant_id: str, at: datetime) -> None:
         """Revoke the whole family of one authorization."""
-        _revoke_live(connection, refresh_tokens.c.grant_id == grant_id, at)
+        revoke_live(connection, refresh_tokens, refresh_tokens.c.grant_id == grant_id, at)
 
     @staticmethod
     def revoke_session(connection: Connection, session_id: str, at: datetime) -> list[str]:
@@ -117,27 +120,5 @@ class RefreshTokenStore:
                 sa.select(refresh_tokens.c.grant_id).where(refresh_tokens.c.session_id == session_id).distinct()
             )
         )
-        _revoke_live(connection, refresh_tokens.c.session_id == session_id, at)
+        revoke_live(connection, refresh_tokens, refresh_tokens.c.session_id == session_id, at)
         return grant_ids
-
-    @staticmethod
-    def revoke_user(connection: Connection, user_id: str, at: datetime) -> None:
-        """Revoke every refresh token of a user (a password reset, RFC 9700 §4.14)."""
-        _revoke_live(connection, refresh_tokens.c.user_id == user_id, at)
-
-    @staticmethod
-    def revoke_client(connection: Connection, client_id: str, at: datetime) -> None:
-        """Revoke every refresh token issued to a client (it is being deleted)."""
-        _revoke_live(connection, refresh_tokens.c.client_id == client_id, at)
-
-    @staticmethod
-    def purge(connection: Connection, at: datetime) -> int:
-        """Delete the tokens expired at ``at`` (refused by their expiry already); how many."""
-        return connection.execute(refresh_tokens.delete().where(refresh_tokens.c.expires_at < at)).rowcount
-
-
-def _revoke_live(connection: Connection, where: sa.ColumnElement[bool], at: datetime) -> None:
-    """Revoke at ``at`` the refresh_tokens matching ``where`` that are still live (a first revocation stands)."""
-    connection.execute(
-        refresh_tokens.update().where(where, refresh_tokens.c.revoked_at.is_(None)).values(revoked_at=at)
-    )

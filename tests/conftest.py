@@ -111,11 +111,28 @@ def catalog() -> Catalog:
     return load_catalog(cursor_key=CURSOR_KEY)
 
 
+ENGINES = ["sqlite", "postgresql"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module that tests the store on both engines says ``ON_BOTH_ENGINES = True``: each of its tests that
+    uses the state database runs on SQLite and on PostgreSQL in turn."""
+    if getattr(metafunc.module, "ON_BOTH_ENGINES", False) and "database_url" in metafunc.fixturenames:
+        metafunc.parametrize("database_url", ENGINES, indirect=True)
+
+
+def _fresh_state_database(request: pytest.FixtureRequest, tmp_path: Path, engine: str) -> str:
+    if engine == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.sqlite3'}"
+    url: str = request.getfixturevalue("postgres_database")
+    empty_every_table(url)
+    return url
+
+
 @pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    """The state database of a test: SQLite. Modules that test the store on both engines override it
-    with ``either_database``."""
-    return f"sqlite:///{tmp_path / 'state.sqlite3'}"
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The state database of a test: SQLite, or each engine in turn in a module ``ON_BOTH_ENGINES``."""
+    return _fresh_state_database(request, tmp_path, getattr(request, "param", "sqlite"))
 
 
 @pytest.fixture(scope="session")
@@ -125,14 +142,10 @@ def postgres_database() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def either_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh state database on each engine in turn."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'state.sqlite3'}"
-    url: str = request.getfixturevalue("postgres_database")
-    empty_every_table(url)
-    return url
+    return _fresh_state_database(request, tmp_path, request.param)
 
 
 @pytest.fixture

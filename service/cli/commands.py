@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from identity.sealing import Sealer
     from identity.signing_keys import SigningKeys
+    from identity.users import UserStore
 
 _database_url_option = click.option(
     "--database-url",
@@ -135,6 +136,17 @@ def _settings(*, port: int = DEFAULT_PORT) -> Settings:
 
 def _print(as_json: bool, document: Any, text: str) -> None:
     click.echo(json.dumps(document, ensure_ascii=False, indent=2) if as_json else text)
+
+
+def _user_of(engine: Engine, email: str) -> tuple[UserStore, str]:
+    """The users and the id of the account with this address; none is a bad input."""
+    from identity.users import UserStore
+
+    users = UserStore(engine)
+    user_id = users.account_id(email)
+    if user_id is None:
+        raise BadInput("no user has this email address")
+    return users, user_id
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -397,19 +409,15 @@ def users_reset_password(email: str, password_stdin: bool, as_json: bool, engine
     from identity.password_reset import replace_password
     from identity.passwords import WeakPassword, check_strength
     from identity.revoked_grants import Revoker
-    from identity.users import UserStore
 
-    users = UserStore(engine)
-    user_id = users.account_id(email)
-    if user_id is None:
-        _fail("no user has this email address")
+    users, user_id = _user_of(engine, email)
     password = sys.stdin.readline().rstrip("\r\n")
     try:
         check_strength(password)
     except WeakPassword as error:
         _fail(str(error))
-    replace_password(users, Revoker(engine), str(user_id), password)
-    document = {"id": user_id, "email": users.get(str(user_id)).email, "sessions_ended": True}
+    replace_password(users, Revoker(engine), user_id, password)
+    document = {"id": user_id, "email": users.get(user_id).email, "sessions_ended": True}
     _print(as_json, document, f"{document['email']}: password replaced; every session and token ended")
 
 
@@ -420,13 +428,11 @@ def users_reset_password(email: str, password_stdin: bool, as_json: bool, engine
 def users_verify_email(email: str, as_json: bool, engine: Engine) -> None:
     """Mark a user's email address verified (email_verified becomes true), as a followed mailed link would."""
     from identity import audit
-    from identity.users import UserStore
 
-    users = UserStore(engine)
-    user_id = users.account_id(email)
-    if user_id is None or not users.mark_email_verified(user_id, email):
+    users, user_id = _user_of(engine, email)
+    if not users.mark_email_verified(user_id, email):
         _fail("no user has this email address")
-    user = users.get(str(user_id))
+    user = users.get(user_id)
     audit.record(audit.EMAIL_VERIFIED, user_id=user.id)
     document = {"id": user.id, "email": user.email, "email_verified": user.email_verified}
     _print(as_json, document, f"{user.email}: email address verified")
@@ -440,14 +446,10 @@ def users_disable(email: str, as_json: bool, engine: Engine) -> None:
     """Disable a user: no sign-in from now on, and every session and token of the user ends at once."""
     from identity.disabled_users import disable
     from identity.revoked_grants import Revoker
-    from identity.users import UserStore
 
-    users = UserStore(engine)
-    user_id = users.account_id(email)
-    if user_id is None:
-        _fail("no user has this email address")
-    disable(users, Revoker(engine), str(user_id))
-    user = users.get(str(user_id))
+    users, user_id = _user_of(engine, email)
+    disable(users, Revoker(engine), user_id)
+    user = users.get(user_id)
     document = {"id": user.id, "email": user.email, "disabled": True, "sessions_ended": True}
     _print(as_json, document, f"{user.email}: disabled; every session and token ended")
 
@@ -459,14 +461,10 @@ def users_disable(email: str, as_json: bool, engine: Engine) -> None:
 def users_enable(email: str, as_json: bool, engine: Engine) -> None:
     """Enable a disabled user: they may sign in again (the tokens revoked when they were disabled stay revoked)."""
     from identity.disabled_users import enable
-    from identity.users import UserStore
 
-    users = UserStore(engine)
-    user_id = users.account_id(email)
-    if user_id is None:
-        _fail("no user has this email address")
-    enable(users, str(user_id))
-    user = users.get(str(user_id))
+    users, user_id = _user_of(engine, email)
+    enable(users, user_id)
+    user = users.get(user_id)
     document = {"id": user.id, "email": user.email, "disabled": False}
     _print(as_json, document, f"{user.email}: enabled; the user may sign in again")
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from identity.usage import DailyUsage
 from service.web.html_headers import page_headers
+from service.web.page_templates import templates_of
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -67,14 +68,7 @@ PAGE_HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 @cache
 def _environment() -> Environment:
     """The templates' Jinja environment, made on the first page rendered (start-up does not load Jinja)."""
-    from jinja2 import Environment, PackageLoader, select_autoescape
-
-    return Environment(
-        loader=PackageLoader("service.console_api", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return templates_of("service.console_api")
 
 
 def render(template: str, **context: Any) -> str:

@@ -32,7 +32,7 @@ import orjson
 from connexion.json_schema import Draft4ResponseValidator, resolve_refs
 from jsonschema import Draft4Validator
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from identity.issuer import INTROSPECTION_PATH, TOKEN_PATH
 from identity.provider import Provider
@@ -40,6 +40,7 @@ from identity.text import has_control
 from service.identity_api.client_threads import ClientThreads
 from service.identity_api.handler_support import NO_STORE, json
 from service.identity_api.http_errors import IdentityErrors
+from service.web.body_limit import replay
 from service.web.contracts import Contract, contract
 
 FORM = b"application/x-www-form-urlencoded"
@@ -187,7 +188,7 @@ class ClientForms:
         body = b"".join(chunks)
         pairs = rules.pairs(body) if len(body) == length else None
         if pairs is None:
-            await otherwise(scope, _replay(body, receive), send)
+            await otherwise(scope, replay(body, receive), send)
             return
         together = None
         if template == INTROSPECTION_PATH:  # the token's record, read with those of the others queued with it
@@ -203,17 +204,3 @@ class ClientForms:
         if self._check is not None:
             self._check.check(template, response)
         await response(scope, receive, send)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """The request's ``receive`` with the body already read given again, once."""
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if replayed:
-            return await receive()  # after the body: the disconnect, whenever it comes
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay

@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse
 
 from identity.page_data import Page
 from service.web.html_headers import page_headers
+from service.web.page_templates import templates_of
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -105,14 +106,7 @@ _PRESENTATION: dict[str, Callable[[Page], dict[str, Any]]] = {
 @cache
 def _environment() -> Environment:
     """The templates' Jinja environment, made on the first page rendered (start-up does not load Jinja)."""
-    from jinja2 import Environment, PackageLoader, select_autoescape
-
-    return Environment(
-        loader=PackageLoader("service.identity_api", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return templates_of("service.identity_api")
 
 
 def render(page: Page) -> str:

@@ -21,6 +21,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 NO_BODY = 0  # the menus and operations APIs take no request body at all
 
 
+def replay(body: bytes, receive: Receive) -> Receive:
+    """The request's ``receive`` with the body already read given again, once."""
+    replayed = False
+
+    async def replay_body() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()  # after the body: the disconnect, whenever it comes
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay_body
+
+
 class BodyCap:
     """The cap as a step of the edge (``service/web/edge.py``): answers a refusal itself, or returns the request
     (a chunked body read whole and replayed, as one of known length)."""
@@ -59,20 +73,11 @@ class BodyCap:
             chunks.append(body)
             if not message.get("more_body", False):
                 break
-        replayed = False
         whole = b"".join(chunks)
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()  # after the body: the disconnect, whenever it comes
-            replayed = True
-            return {"type": "http.request", "body": whole, "more_body": False}
-
         # Read whole, the body is now one of known length (Connexion reads a body only when it has one).
         headers = [(n, v) for n, v in scope["headers"] if n not in (b"transfer-encoding", b"content-length")]
         headers.append((b"content-length", str(len(whole)).encode()))
-        return {**scope, "headers": headers}, replay
+        return {**scope, "headers": headers}, replay(whole, receive)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = self.too_large(scope, self.limit)

@@ -44,6 +44,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from connexion.apps.asynchronous import AsyncApi, AsyncASGIApp, AsyncOperation
@@ -168,22 +169,14 @@ class ContractParameters:
         return rules
 
 
+@dataclass(eq=False, slots=True)
 class _ParameterValidation:
     """One request's parameter validation (what Connexion's ``ParameterValidator.validate`` does, by our rules)."""
 
-    __slots__ = ("factory", "parameters", "strict", "uri_parser")
-
-    def __init__(
-        self,
-        factory: ContractParameters,
-        parameters: list[dict[str, Any]],
-        uri_parser: AbstractURIParser,
-        strict: bool,
-    ) -> None:
-        self.factory = factory
-        self.parameters = parameters
-        self.uri_parser = uri_parser
-        self.strict = strict
+    factory: ContractParameters
+    parameters: list[dict[str, Any]]
+    uri_parser: AbstractURIParser
+    strict: bool
 
     def validate(self, scope: Scope) -> None:
         rules = self.factory.rules(scope["extensions"][ROUTING_CONTEXT]["operation_id"], self.parameters)

@@ -127,12 +127,7 @@ async def answer(
                 return
             in_flight = True
         try:
-            for step in api.steps:
-                admitted = await step(scope, receive, exchange)
-                if admitted is None:
-                    return
-                scope, receive = admitted
-            await api.app(scope, receive, exchange)
+            await through(api.steps, api.app, scope, receive, exchange)
         except Exception as error:
             # Last line of defence: an error that escapes an app is answered as a problem, never a bare 500.
             if exchange.started:
@@ -148,22 +143,28 @@ async def answer(
         observer.end(token)
 
 
+@dataclass(eq=False)
 class Stepped:
     """An ASGI app that runs ``steps`` before ``app`` inside the edge (``send`` must be the request's exchange):
     for an app built after start-up, such as the developer console, whose steps are built with it."""
 
-    def __init__(self, app: ASGIApp, steps: Sequence[Step]) -> None:
-        self.app = app
-        self.steps = steps
+    app: ASGIApp
+    steps: Sequence[Step]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         assert isinstance(send, Exchange), "Stepped runs inside the edge"
-        for step in self.steps:
-            admitted = await step(scope, receive, send)
-            if admitted is None:
-                return
-            scope, receive = admitted
-        await self.app(scope, receive, send)
+        await through(self.steps, self.app, scope, receive, send)
+
+
+async def through(steps: Sequence[Step], app: ASGIApp, scope: Scope, receive: Receive, exchange: Exchange) -> None:
+    """Run the request through ``steps`` in turn, then ``app``: a step that answers itself ends it there, one that
+    lets it pass may hand on a new scope and ``receive``."""
+    for step in steps:
+        admitted = await step(scope, receive, exchange)
+        if admitted is None:
+            return
+        scope, receive = admitted
+    await app(scope, receive, exchange)

@@ -12,31 +12,23 @@ from starlette.testclient import TestClient
 
 from identity.organizations import Organization, OrganizationStore
 from identity.users import User, UserStore
+from tests.support import token_flows as flows
 from tests.support.identity_fixtures import PASSWORD
-from tests.support.token_flows import (
-    KeyPair,
-    Registered,
-    World,
-    ec_pair,
-    register,
-    rsa_pair,
-    sign_in_client,
-)
 
 
 @pytest.fixture
-def world(engine: Engine) -> World:
+def world(engine: Engine) -> flows.World:
     organizations = OrganizationStore(engine)
     acme, beta = organizations.create("Acme Foods"), organizations.create("Beta Bakery")
     ana = UserStore(engine).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
-    return World(
+    return flows.World(
         acme=acme,
         beta=beta,
         ana=ana,
-        planner=sign_in_client(engine, acme, "Menu Planner"),
-        companion=sign_in_client(engine, acme, "Shopping List"),
-        reporter=register(engine, acme, "Member Report", grants=["client_credentials"], scopes=["members:read"]),
-        rival=sign_in_client(
+        planner=flows.sign_in_client(engine, acme, "Menu Planner"),
+        companion=flows.sign_in_client(engine, acme, "Shopping List"),
+        reporter=flows.register(engine, acme, "Member Report", grants=["client_credentials"], scopes=["members:read"]),
+        rival=flows.sign_in_client(
             engine,
             beta,
             "Beta Planner",
@@ -57,9 +49,9 @@ def ana(engine: Engine, acme: Organization) -> User:
 
 
 @pytest.fixture
-def planner(engine: Engine, acme: Organization, ana: User) -> Registered:
+def planner(engine: Engine, acme: Organization, ana: User) -> flows.Registered:
     """Acme's sign-in client "Menu Planner" (``sign_in_client`` of ``tests/support/token_flows.py``), with ana."""
-    return sign_in_client(engine, acme, "Menu Planner")
+    return flows.sign_in_client(engine, acme, "Menu Planner")
 
 
 @pytest.fixture
@@ -72,25 +64,25 @@ def http(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def rsa_key() -> KeyPair:
-    return rsa_pair("rsa-1")
+def rsa_key() -> flows.KeyPair:
+    return flows.rsa_pair("rsa-1")
 
 
 @pytest.fixture(scope="module")
-def ec_key() -> KeyPair:
-    return ec_pair("ec-1")
+def ec_key() -> flows.KeyPair:
+    return flows.ec_pair("ec-1")
 
 
 @pytest.fixture(scope="module")
-def stranger_key() -> KeyPair:
+def stranger_key() -> flows.KeyPair:
     """An RSA key nobody registered, under the kid of the registered one."""
-    return rsa_pair("rsa-1")
+    return flows.rsa_pair("rsa-1")
 
 
 @pytest.fixture
-def signer(engine: Engine, world: World, rsa_key: KeyPair, ec_key: KeyPair) -> Registered:
+def signer(engine: Engine, world: flows.World, rsa_key: flows.KeyPair, ec_key: flows.KeyPair) -> flows.Registered:
     """An Acme client authenticating with private_key_jwt, holding an RSA and an EC key."""
-    return register(
+    return flows.register(
         engine,
         world.acme,
         "Key Holder",

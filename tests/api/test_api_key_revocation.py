@@ -19,9 +19,7 @@ from tests.support.defaults import KEY_REVOCATION_BOUND
 REGIONS = "/v1/menus/regions"
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 @pytest.fixture

@@ -19,10 +19,7 @@ ENDPOINTS = {
 }
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 @pytest.mark.parametrize("path", ENDPOINTS)

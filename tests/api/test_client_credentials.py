@@ -12,29 +12,21 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from tests.support.token_flows import (
-    ISSUER,
-    REDIRECT_URI,
-    World,
-    application_token,
-    assert_oauth_error,
-    register,
-    verified,
-)
+from tests.support import token_flows as flows
+
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+def test_client_credentials_is_unauthorized_for_clients_not_allowed_the_grant(
+    http: TestClient, world: flows.World
+) -> None:
+    flows.assert_oauth_error(flows.application_token(http, world.planner, scope="members:read"), "unauthorized_client")
 
 
-def test_client_credentials_is_unauthorized_for_clients_not_allowed_the_grant(http: TestClient, world: World) -> None:
-    assert_oauth_error(application_token(http, world.planner, scope="members:read"), "unauthorized_client")
-
-
-def test_application_token_has_the_client_as_subject_and_no_refresh_or_id_token(http: TestClient, world: World) -> None:
-    response = application_token(http, world.reporter, scope="members:read")
+def test_application_token_has_the_client_as_subject_and_no_refresh_or_id_token(
+    http: TestClient, world: flows.World
+) -> None:
+    response = flows.application_token(http, world.reporter, scope="members:read")
 
     assert response.status_code == 200, response.text
     assert response.headers["cache-control"] == "no-store"
@@ -42,54 +34,58 @@ def test_application_token_has_the_client_as_subject_and_no_refresh_or_id_token(
     assert body["token_type"] == "Bearer"
     assert body["scope"] == "members:read"
     assert "refresh_token" not in body and "id_token" not in body
-    claims = verified(http, body["access_token"], ISSUER)
+    claims = flows.verified(http, body["access_token"], flows.ISSUER)
     assert claims["sub"] == claims["client_id"] == world.reporter.id
     assert claims["org_id"] == world.acme.id
 
 
-def test_application_access_token_is_typed_at_jwt(http: TestClient, world: World) -> None:
-    body = application_token(http, world.reporter, scope="members:read").json()
+def test_application_access_token_is_typed_at_jwt(http: TestClient, world: flows.World) -> None:
+    body = flows.application_token(http, world.reporter, scope="members:read").json()
 
     assert jwt.get_unverified_header(body["access_token"])["typ"] == "at+jwt"
 
 
 @pytest.mark.parametrize("scope", ["openid", "profile", "offline_access", "members:read email"])
 def test_client_credentials_asking_a_scope_beyond_the_application_scopes_is_invalid_scope(
-    http: TestClient, world: World, scope: str
+    http: TestClient, world: flows.World, scope: str
 ) -> None:
-    assert_oauth_error(application_token(http, world.reporter, scope=scope), "invalid_scope")
+    flows.assert_oauth_error(flows.application_token(http, world.reporter, scope=scope), "invalid_scope")
 
 
 def test_client_credentials_asking_members_read_without_it_allowed_is_invalid_scope(
-    http: TestClient, engine: Engine, world: World
+    http: TestClient, engine: Engine, world: flows.World
 ) -> None:
-    no_directory = register(
+    no_directory = flows.register(
         engine,
         world.acme,
         "Sign-in With Credentials",
         grants=["authorization_code", "client_credentials"],
         scopes=["openid", "profile"],
-        redirect_uris=[REDIRECT_URI],
+        redirect_uris=[flows.REDIRECT_URI],
     )
 
-    assert_oauth_error(application_token(http, no_directory, scope="members:read"), "invalid_scope")
+    flows.assert_oauth_error(flows.application_token(http, no_directory, scope="members:read"), "invalid_scope")
 
 
-def test_client_credentials_ignores_unknown_scopes(http: TestClient, world: World) -> None:
-    response = application_token(http, world.reporter, scope="members:read recipes:write")
-
-    assert response.status_code == 200, response.text
-    assert response.json()["scope"] == "members:read"
-
-
-def test_client_credentials_without_scope_gets_the_allowed_application_scopes(http: TestClient, world: World) -> None:
-    response = application_token(http, world.reporter)
+def test_client_credentials_ignores_unknown_scopes(http: TestClient, world: flows.World) -> None:
+    response = flows.application_token(http, world.reporter, scope="members:read recipes:write")
 
     assert response.status_code == 200, response.text
     assert response.json()["scope"] == "members:read"
 
 
-def test_a_token_request_in_chunks_or_with_a_charset_is_answered_like_any_other(http: TestClient, world: World) -> None:
+def test_client_credentials_without_scope_gets_the_allowed_application_scopes(
+    http: TestClient, world: flows.World
+) -> None:
+    response = flows.application_token(http, world.reporter)
+
+    assert response.status_code == 200, response.text
+    assert response.json()["scope"] == "members:read"
+
+
+def test_a_token_request_in_chunks_or_with_a_charset_is_answered_like_any_other(
+    http: TestClient, world: flows.World
+) -> None:
     """Both take Connexion's way, or the direct one (service/identity_api/client_forms.py): the same answer."""
 
     def chunks() -> Iterator[bytes]:

@@ -4,6 +4,7 @@ a node that serves only the APIs never builds it. Its Jinja templates too are lo
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from starlette.responses import PlainTextResponse
@@ -15,14 +16,19 @@ from service.console_api import rendering
 from service.settings import Settings
 
 
-def test_the_app_is_built_once_on_its_first_request_and_not_before() -> None:
-    builds: list[int] = []
+def counted(builds: list[int]) -> Callable[[], ASGIApp]:
+    """A build that notes each time it runs in ``builds``."""
 
     def build() -> ASGIApp:
         builds.append(1)
         return PlainTextResponse("built")
 
-    lazy = BuiltOnFirstRequest(build)
+    return build
+
+
+def test_the_app_is_built_once_on_its_first_request_and_not_before() -> None:
+    builds: list[int] = []
+    lazy = BuiltOnFirstRequest(counted(builds))
     assert builds == [] and not lazy.built
     client = TestClient(lazy)  # no lifespan: the console's requests are all this wrapper sees
     assert client.get("/").text == "built"
@@ -32,12 +38,7 @@ def test_the_app_is_built_once_on_its_first_request_and_not_before() -> None:
 
 def test_two_first_requests_at_once_build_it_once() -> None:
     builds: list[int] = []
-
-    def build() -> ASGIApp:
-        builds.append(1)
-        return PlainTextResponse("built")
-
-    lazy = BuiltOnFirstRequest(build)
+    lazy = BuiltOnFirstRequest(counted(builds))
 
     async def request() -> None:
         scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": b""}

@@ -40,10 +40,7 @@ CONTROLS = ["a\x00b", "a\x1bb", "a\rb", "a\x7fb", "a\x85b"]
 SPOOFING = ["a\u202eb", "a\u200bb", "a\u2066b", "\ufeffab", "a\u200fb", "a\u2028b"]
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 @pytest.fixture

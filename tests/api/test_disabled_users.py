@@ -13,20 +13,8 @@ from starlette.testclient import TestClient
 
 from identity.users import UserStore
 from service.cli.commands import main
+from tests.support import token_flows as flows
 from tests.support.identity_fixtures import PASSWORD
-from tests.support.token_flows import (
-    World,
-    application_token,
-    assert_oauth_error,
-    exchange_code,
-    hidden_inputs,
-    introspect,
-    refresh,
-    sign_in_for_code,
-    start_authorization,
-    user_tokens,
-    userinfo_status,
-)
 
 
 def users_command(database_url: str, *args: str) -> dict[str, object]:
@@ -38,43 +26,43 @@ def users_command(database_url: str, *args: str) -> dict[str, object]:
 def sign_in_page_answer(http: TestClient, client_id: str, password: str) -> str:
     """Start an authorization in a browser without a session and post the sign-in form: the page's text."""
     http.cookies.clear()
-    location, _ = start_authorization(http, client_id)
+    location, _ = flows.start_authorization(http, client_id)
     assert urlsplit(location).path == "/sign-in"
-    form = hidden_inputs(http.get(location).text)
+    form = flows.hidden_inputs(http.get(location).text)
     answer = http.post("/sign-in", data={**form, "email": "ana@example.com", "password": password})
     assert answer.status_code == 200, answer.headers
     return answer.text
 
 
 def test_disabling_a_user_ends_every_token_and_session_at_once(
-    http: TestClient, world: World, database_url: str
+    http: TestClient, world: flows.World, database_url: str
 ) -> None:
-    tokens = user_tokens(http, world.planner)
+    tokens = flows.user_tokens(http, world.planner)
     assert users_command(database_url, "disable", "ANA@example.com") == {
         "id": world.ana.id,
         "email": world.ana.email,
         "disabled": True,
         "sessions_ended": True,
     }
-    assert_oauth_error(refresh(http, world.planner, tokens["refresh_token"]), "invalid_grant")
-    assert userinfo_status(http, tokens["access_token"]) == 401
-    assert introspect(http, world.planner, tokens["access_token"]) == {"active": False}
-    assert introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
-    location, _ = start_authorization(http, world.planner.id)  # the browser's session has ended too
+    flows.assert_oauth_error(flows.refresh(http, world.planner, tokens["refresh_token"]), "invalid_grant")
+    assert flows.userinfo_status(http, tokens["access_token"]) == 401
+    assert flows.introspect(http, world.planner, tokens["access_token"]) == {"active": False}
+    assert flows.introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
+    location, _ = flows.start_authorization(http, world.planner.id)  # the browser's session has ended too
     assert urlsplit(location).path == "/sign-in"
 
 
 def test_a_code_issued_before_the_user_was_disabled_gives_no_token(
-    http: TestClient, world: World, engine: Engine, database_url: str
+    http: TestClient, world: flows.World, engine: Engine, database_url: str
 ) -> None:
-    code, verifier = sign_in_for_code(http, world.planner.id)
+    code, verifier = flows.sign_in_for_code(http, world.planner.id)
     users_command(database_url, "disable", world.ana.email)
-    assert_oauth_error(exchange_code(http, world.planner, code, verifier), "invalid_grant")
+    flows.assert_oauth_error(flows.exchange_code(http, world.planner, code, verifier), "invalid_grant")
     assert UserStore(engine).get(world.ana.id).disabled
 
 
 def test_a_disabled_account_is_named_only_to_whoever_gives_its_password(
-    http: TestClient, world: World, database_url: str
+    http: TestClient, world: flows.World, database_url: str
 ) -> None:
     users_command(database_url, "disable", world.ana.email)
     assert "Invalid email or password." in sign_in_page_answer(http, world.planner.id, "not the password at all")
@@ -84,23 +72,23 @@ def test_a_disabled_account_is_named_only_to_whoever_gives_its_password(
 
 
 def test_an_enabled_user_signs_in_again_while_the_old_tokens_stay_revoked(
-    http: TestClient, world: World, database_url: str
+    http: TestClient, world: flows.World, database_url: str
 ) -> None:
-    old = user_tokens(http, world.planner)
+    old = flows.user_tokens(http, world.planner)
     users_command(database_url, "disable", world.ana.email)
     assert users_command(database_url, "enable", world.ana.email)["disabled"] is False
-    assert_oauth_error(refresh(http, world.planner, old["refresh_token"]), "invalid_grant")
-    assert userinfo_status(http, old["access_token"]) == 401
+    flows.assert_oauth_error(flows.refresh(http, world.planner, old["refresh_token"]), "invalid_grant")
+    assert flows.userinfo_status(http, old["access_token"]) == 401
     http.cookies.clear()
-    new = user_tokens(http, world.planner)
-    assert userinfo_status(http, new["access_token"]) == 200
+    new = flows.user_tokens(http, world.planner)
+    assert flows.userinfo_status(http, new["access_token"]) == 200
 
 
 def test_the_member_directory_stops_listing_a_disabled_user(
-    http: TestClient, world: World, engine: Engine, database_url: str
+    http: TestClient, world: flows.World, engine: Engine, database_url: str
 ) -> None:
     UserStore(engine).create("bo@example.com", "Bo Chen", PASSWORD, [(world.acme.id, "member")])
-    token = application_token(http, world.reporter, scope="members:read").json()["access_token"]
+    token = flows.application_token(http, world.reporter, scope="members:read").json()["access_token"]
 
     def listed() -> tuple[int, list[str]]:
         page = http.get("/directory/members", headers={"Authorization": f"Bearer {token}"}).json()

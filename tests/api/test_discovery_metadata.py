@@ -6,19 +6,11 @@ How every test here runs (the app in process, both databases): ``tests/support/t
 
 from __future__ import annotations
 
-import pytest
 from starlette.testclient import TestClient
 
-from tests.support.token_flows import (
-    ISSUER,
-    TOKEN_URL,
-)
+from tests.support import token_flows as flows
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 def test_discovery_advertises_client_authentication_methods_and_algorithms(http: TestClient) -> None:
@@ -34,11 +26,11 @@ def test_discovery_advertises_client_authentication_methods_and_algorithms(http:
 def test_discovery_advertises_endpoints_scopes_and_claims(http: TestClient) -> None:
     metadata = http.get("/.well-known/openid-configuration").json()
 
-    assert metadata["issuer"] == ISSUER
-    assert metadata["token_endpoint"] == TOKEN_URL
-    assert metadata["introspection_endpoint"] == ISSUER + "/oauth2/introspect"
-    assert metadata["revocation_endpoint"] == ISSUER + "/oauth2/revoke"
-    assert metadata["end_session_endpoint"] == ISSUER + "/oauth2/end-session"
+    assert metadata["issuer"] == flows.ISSUER
+    assert metadata["token_endpoint"] == flows.TOKEN_URL
+    assert metadata["introspection_endpoint"] == flows.ISSUER + "/oauth2/introspect"
+    assert metadata["revocation_endpoint"] == flows.ISSUER + "/oauth2/revoke"
+    assert metadata["end_session_endpoint"] == flows.ISSUER + "/oauth2/end-session"
     assert {"openid", "profile", "email", "offline_access", "members:read"} <= set(metadata["scopes_supported"])
     assert {"sub", "name", "email", "email_verified", "org_id", "org_name", "sid", "auth_time"} <= set(
         metadata["claims_supported"]

@@ -16,27 +16,15 @@ from starlette.testclient import TestClient
 from identity.clock import SYSTEM_CLOCK
 from identity.users import User, UserStore
 from service.settings import Settings
+from tests.support import token_flows as flows
 from tests.support.clocks import FixedClock
 from tests.support.identity_fixtures import PASSWORD
-from tests.support.token_flows import (
-    KeyPair,
-    Registered,
-    World,
-    application_token,
-    look_alike,
-    revoke,
-    user_tokens,
-)
+
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 @pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
-
-
-@pytest.fixture
-def crew(engine: Engine, world: World) -> list[User]:
+def crew(engine: Engine, world: flows.World) -> list[User]:
     """Four more members of Acme, five in all with Ana."""
     users = UserStore(engine)
     return [world.ana] + [
@@ -49,14 +37,14 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def members_token(http: TestClient, registered: Registered) -> str:
-    response = application_token(http, registered, scope="members:read")
+def members_token(http: TestClient, registered: flows.Registered) -> str:
+    response = flows.application_token(http, registered, scope="members:read")
     assert response.status_code == 200, response.text
     return response.json()["access_token"]  # type: ignore[no-any-return]
 
 
 def test_directory_lists_the_members_of_the_clients_organization(
-    http: TestClient, world: World, crew: list[User]
+    http: TestClient, world: flows.World, crew: list[User]
 ) -> None:
     response = http.get("/directory/members", headers=bearer(members_token(http, world.reporter)))
 
@@ -73,7 +61,7 @@ def test_directory_lists_the_members_of_the_clients_organization(
     assert order == sorted(order)
 
 
-def test_directory_pagination_visits_every_member_once(http: TestClient, world: World, crew: list[User]) -> None:
+def test_directory_pagination_visits_every_member_once(http: TestClient, world: flows.World, crew: list[User]) -> None:
     headers = bearer(members_token(http, world.reporter))
     seen: list[str] = []
     sizes: list[int] = []
@@ -96,7 +84,7 @@ def test_directory_pagination_visits_every_member_once(http: TestClient, world: 
 
 
 def test_a_directory_page_with_more_links_to_the_next_from_the_issuer_not_the_host_header(
-    http: TestClient, world: World, crew: list[User], settings: Settings
+    http: TestClient, world: flows.World, crew: list[User], settings: Settings
 ) -> None:
     """RFC 8288 §3: ``Link: <URI-Reference>; rel="next"``; the URL comes from MENUS_ISSUER, whatever ``Host`` says."""
     headers = {**bearer(members_token(http, world.reporter)), "Host": "attacker.example"}
@@ -113,7 +101,7 @@ def test_a_directory_page_with_more_links_to_the_next_from_the_issuer_not_the_ho
     assert last.json()["next_cursor"] is None and "link" not in last.headers
 
 
-def test_directory_pagination_breaks_joined_at_ties_by_id(http: TestClient, engine: Engine, world: World) -> None:
+def test_directory_pagination_breaks_joined_at_ties_by_id(http: TestClient, engine: Engine, world: flows.World) -> None:
     moment = SYSTEM_CLOCK.now().replace(microsecond=0) + timedelta(seconds=1)  # after Ana joined
     users = UserStore(engine, FixedClock(moment))  # four members join at the same instant
     twins = [users.create(f"twin{n}@example.com", f"Twin {n}", PASSWORD, [(world.acme.id, "member")]) for n in range(4)]
@@ -135,7 +123,7 @@ def tampered(cursor: str) -> str:
     return cursor[:middle] + ("A" if cursor[middle] != "A" else "B") + cursor[middle + 1 :]
 
 
-def test_directory_refuses_an_altered_cursor(http: TestClient, world: World, crew: list[User]) -> None:
+def test_directory_refuses_an_altered_cursor(http: TestClient, world: flows.World, crew: list[User]) -> None:
     headers = bearer(members_token(http, world.reporter))
     cursor = http.get("/directory/members", params={"limit": 2}, headers=headers).json()["next_cursor"]
 
@@ -145,7 +133,9 @@ def test_directory_refuses_an_altered_cursor(http: TestClient, world: World, cre
         assert response.json()["error"] == "invalid_request"
 
 
-def test_directory_refuses_a_cursor_of_another_organization(http: TestClient, world: World, crew: list[User]) -> None:
+def test_directory_refuses_a_cursor_of_another_organization(
+    http: TestClient, world: flows.World, crew: list[User]
+) -> None:
     acme = bearer(members_token(http, world.reporter))
     cursor = http.get("/directory/members", params={"limit": 2}, headers=acme).json()["next_cursor"]
 
@@ -158,7 +148,7 @@ def test_directory_refuses_a_cursor_of_another_organization(http: TestClient, wo
 
 
 @pytest.mark.parametrize("limit", [0, 101, -1])
-def test_directory_refuses_a_limit_out_of_range(http: TestClient, world: World, limit: int) -> None:
+def test_directory_refuses_a_limit_out_of_range(http: TestClient, world: flows.World, limit: int) -> None:
     response = http.get(
         "/directory/members", params={"limit": limit}, headers=bearer(members_token(http, world.reporter))
     )
@@ -177,9 +167,11 @@ def test_directory_without_a_token_is_invalid_token_without_error_attribute(http
     assert "error=" not in challenge
 
 
-def test_directory_with_a_bad_token_is_invalid_token(http: TestClient, world: World, stranger_key: KeyPair) -> None:
+def test_directory_with_a_bad_token_is_invalid_token(
+    http: TestClient, world: flows.World, stranger_key: flows.KeyPair
+) -> None:
     genuine = members_token(http, world.reporter)
-    forged = look_alike(genuine, stranger_key)
+    forged = flows.look_alike(genuine, stranger_key)
 
     for token in ("not.a.jwt", forged):
         response = http.get("/directory/members", headers=bearer(token))
@@ -188,9 +180,9 @@ def test_directory_with_a_bad_token_is_invalid_token(http: TestClient, world: Wo
         assert 'error="invalid_token"' in response.headers["www-authenticate"]
 
 
-def test_directory_refuses_a_revoked_application_token(http: TestClient, world: World) -> None:
+def test_directory_refuses_a_revoked_application_token(http: TestClient, world: flows.World) -> None:
     token = members_token(http, world.reporter)
-    assert revoke(http, world.reporter, token).status_code == 200
+    assert flows.revoke(http, world.reporter, token).status_code == 200
 
     response = http.get("/directory/members", headers=bearer(token))
 
@@ -198,8 +190,8 @@ def test_directory_refuses_a_revoked_application_token(http: TestClient, world: 
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
 
 
-def test_directory_refuses_a_user_access_token_with_insufficient_scope(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
+def test_directory_refuses_a_user_access_token_with_insufficient_scope(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
 
     response = http.get("/directory/members", headers=bearer(tokens["access_token"]))
 
@@ -210,8 +202,10 @@ def test_directory_refuses_a_user_access_token_with_insufficient_scope(http: Tes
     assert 'scope="members:read"' in challenge
 
 
-def test_a_sign_in_cannot_obtain_members_read(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.rival, scope="openid members:read")  # rival may use members:read, but not here
+def test_a_sign_in_cannot_obtain_members_read(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(
+        http, world.rival, scope="openid members:read"
+    )  # rival may use members:read, but not here
 
     assert "members:read" not in tokens["scope"].split()
     response = http.get("/directory/members", headers=bearer(tokens["access_token"]))
@@ -220,7 +214,7 @@ def test_a_sign_in_cannot_obtain_members_read(http: TestClient, world: World) ->
 
 
 def test_directory_of_another_organization_lists_only_its_own_members(
-    http: TestClient, engine: Engine, world: World
+    http: TestClient, engine: Engine, world: flows.World
 ) -> None:
     users = UserStore(engine)
     bo = users.create("bo@example.com", "Bo Berg", PASSWORD, [(world.beta.id, "owner")])

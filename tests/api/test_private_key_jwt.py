@@ -11,88 +11,76 @@ import time
 import pytest
 from starlette.testclient import TestClient
 
-from tests.support.token_flows import (
-    ISSUER,
-    TOKEN_URL,
-    KeyPair,
-    Registered,
-    World,
-    application_token,
-    assert_oauth_error,
-    assertion_form,
-    assertion_token_request,
-    client_assertion,
-    verified,
-)
+from tests.support import token_flows as flows
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 @pytest.mark.parametrize("algorithm", ["RS256", "PS256", "ES256"])
 def test_private_key_jwt_accepts_rs256_ps256_and_es256(
-    http: TestClient, signer: Registered, rsa_key: KeyPair, ec_key: KeyPair, algorithm: str
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair, ec_key: flows.KeyPair, algorithm: str
 ) -> None:
     key = ec_key if algorithm == "ES256" else rsa_key
 
-    response = assertion_token_request(http, client_assertion(signer.id, key, algorithm))
+    response = flows.assertion_token_request(http, flows.client_assertion(signer.id, key, algorithm))
 
     assert response.status_code == 200, response.text
-    assert verified(http, response.json()["access_token"], ISSUER)["client_id"] == signer.id
+    assert flows.verified(http, response.json()["access_token"], flows.ISSUER)["client_id"] == signer.id
 
 
 def test_private_key_jwt_accepts_the_token_endpoint_as_audience(
-    http: TestClient, signer: Registered, rsa_key: KeyPair
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair
 ) -> None:
-    response = assertion_token_request(http, client_assertion(signer.id, rsa_key, aud=TOKEN_URL))
+    response = flows.assertion_token_request(http, flows.client_assertion(signer.id, rsa_key, aud=flows.TOKEN_URL))
 
     assert response.status_code == 200, response.text
 
 
 def test_private_key_jwt_accepts_client_id_alongside_the_assertion(
-    http: TestClient, signer: Registered, rsa_key: KeyPair
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair
 ) -> None:
-    response = assertion_token_request(http, client_assertion(signer.id, rsa_key), client_id=signer.id)
+    response = flows.assertion_token_request(http, flows.client_assertion(signer.id, rsa_key), client_id=signer.id)
 
     assert response.status_code == 200, response.text
 
 
-def test_replayed_client_assertion_is_invalid_client(http: TestClient, signer: Registered, rsa_key: KeyPair) -> None:
-    token = client_assertion(signer.id, rsa_key)
-    assert assertion_token_request(http, token).status_code == 200
+def test_replayed_client_assertion_is_invalid_client(
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair
+) -> None:
+    token = flows.client_assertion(signer.id, rsa_key)
+    assert flows.assertion_token_request(http, token).status_code == 200
 
-    assert_oauth_error(assertion_token_request(http, token), "invalid_client", 401)
+    flows.assert_oauth_error(flows.assertion_token_request(http, token), "invalid_client", 401)
 
 
 def test_client_assertion_jti_is_single_use_even_in_a_new_assertion(
-    http: TestClient, signer: Registered, rsa_key: KeyPair
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair
 ) -> None:
-    assert assertion_token_request(http, client_assertion(signer.id, rsa_key, jti="once")).status_code == 200
+    assert (
+        flows.assertion_token_request(http, flows.client_assertion(signer.id, rsa_key, jti="once")).status_code == 200
+    )
 
-    again = assertion_token_request(http, client_assertion(signer.id, rsa_key, "PS256", jti="once"))
+    again = flows.assertion_token_request(http, flows.client_assertion(signer.id, rsa_key, "PS256", jti="once"))
 
-    assert_oauth_error(again, "invalid_client", 401)
+    flows.assert_oauth_error(again, "invalid_client", 401)
 
 
-def bad_assertions(client_id: str, rsa_key: KeyPair, stranger_key: KeyPair) -> dict[str, str]:
+def bad_assertions(client_id: str, rsa_key: flows.KeyPair, stranger_key: flows.KeyPair) -> dict[str, str]:
     """One assertion per rule of RFC 7523 §3 it breaks."""
-    hmac_key = KeyPair(b"a shared secret of at least 32 bytes!!", {"kid": "rsa-1"})
+    hmac_key = flows.KeyPair(b"a shared secret of at least 32 bytes!!", {"kid": "rsa-1"})
     return {
-        "expired": client_assertion(client_id, rsa_key, expires_in=-60),
-        "expiring_in_two_hours": client_assertion(client_id, rsa_key, expires_in=7200),
-        "wrong_audience": client_assertion(client_id, rsa_key, aud="https://elsewhere.example.com"),
-        "iss_not_sub": client_assertion(client_id, rsa_key, sub="cli_someoneelse0000"),
-        "unregistered_key": client_assertion(client_id, stranger_key),
-        "hs256": client_assertion(client_id, hmac_key, "HS256"),
-        "two_audiences": client_assertion(client_id, rsa_key, aud=[ISSUER, TOKEN_URL]),
-        "audience_list": client_assertion(client_id, rsa_key, aud=[ISSUER]),
-        "without_jti": client_assertion(client_id, rsa_key, omit=("jti",)),
-        "without_exp": client_assertion(client_id, rsa_key, omit=("exp",)),
-        "unknown_client": client_assertion("cli_0000000000000000", rsa_key),
-        "exp_as_text": client_assertion(client_id, rsa_key, replace={"exp": str(int(time.time()) + 300)}),
+        "expired": flows.client_assertion(client_id, rsa_key, expires_in=-60),
+        "expiring_in_two_hours": flows.client_assertion(client_id, rsa_key, expires_in=7200),
+        "wrong_audience": flows.client_assertion(client_id, rsa_key, aud="https://elsewhere.example.com"),
+        "iss_not_sub": flows.client_assertion(client_id, rsa_key, sub="cli_someoneelse0000"),
+        "unregistered_key": flows.client_assertion(client_id, stranger_key),
+        "hs256": flows.client_assertion(client_id, hmac_key, "HS256"),
+        "two_audiences": flows.client_assertion(client_id, rsa_key, aud=[flows.ISSUER, flows.TOKEN_URL]),
+        "audience_list": flows.client_assertion(client_id, rsa_key, aud=[flows.ISSUER]),
+        "without_jti": flows.client_assertion(client_id, rsa_key, omit=("jti",)),
+        "without_exp": flows.client_assertion(client_id, rsa_key, omit=("exp",)),
+        "unknown_client": flows.client_assertion("cli_0000000000000000", rsa_key),
+        "exp_as_text": flows.client_assertion(client_id, rsa_key, replace={"exp": str(int(time.time()) + 300)}),
     }
 
 
@@ -114,74 +102,84 @@ BAD_ASSERTIONS = [
 
 @pytest.mark.parametrize("case", BAD_ASSERTIONS)
 def test_client_assertion_breaking_a_rule_is_invalid_client(
-    http: TestClient, signer: Registered, rsa_key: KeyPair, stranger_key: KeyPair, case: str
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair, stranger_key: flows.KeyPair, case: str
 ) -> None:
     token = bad_assertions(signer.id, rsa_key, stranger_key)[case]
 
-    response = assertion_token_request(http, token)
+    response = flows.assertion_token_request(http, token)
 
-    assert_oauth_error(response, "invalid_client", 401)
+    flows.assert_oauth_error(response, "invalid_client", 401)
     assert "access_token" not in response.json()
 
 
 def test_client_assertion_failures_all_say_the_same_thing(
-    http: TestClient, signer: Registered, rsa_key: KeyPair, stranger_key: KeyPair
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair, stranger_key: flows.KeyPair
 ) -> None:
-    replayed = client_assertion(signer.id, rsa_key)
-    assert assertion_token_request(http, replayed).status_code == 200
+    replayed = flows.client_assertion(signer.id, rsa_key)
+    assert flows.assertion_token_request(http, replayed).status_code == 200
     tokens = [*bad_assertions(signer.id, rsa_key, stranger_key).values(), replayed]
 
-    answers = [assertion_token_request(http, token) for token in tokens]
+    answers = [flows.assertion_token_request(http, token) for token in tokens]
 
     assert {response.status_code for response in answers} == {401}
     assert len({response.content for response in answers}) == 1
 
 
 def test_client_assertion_from_a_client_secret_client_is_invalid_client(
-    http: TestClient, world: World, rsa_key: KeyPair
+    http: TestClient, world: flows.World, rsa_key: flows.KeyPair
 ) -> None:
-    response = assertion_token_request(http, client_assertion(world.reporter.id, rsa_key))
+    response = flows.assertion_token_request(http, flows.client_assertion(world.reporter.id, rsa_key))
 
-    assert_oauth_error(response, "invalid_client", 401)
+    flows.assert_oauth_error(response, "invalid_client", 401)
 
 
-def test_private_key_jwt_client_sending_a_secret_is_invalid_client(http: TestClient, signer: Registered) -> None:
-    guessed = Registered(signer.client, "cs_guessed")
+def test_private_key_jwt_client_sending_a_secret_is_invalid_client(http: TestClient, signer: flows.Registered) -> None:
+    guessed = flows.Registered(signer.client, "cs_guessed")
 
-    response = application_token(http, guessed, scope="members:read")
+    response = flows.application_token(http, guessed, scope="members:read")
 
-    assert_oauth_error(response, "invalid_client", 401)
+    flows.assert_oauth_error(response, "invalid_client", 401)
 
 
 def test_client_assertion_with_another_client_id_parameter_is_invalid_client(
-    http: TestClient, world: World, signer: Registered, rsa_key: KeyPair
+    http: TestClient, world: flows.World, signer: flows.Registered, rsa_key: flows.KeyPair
 ) -> None:
-    response = assertion_token_request(http, client_assertion(signer.id, rsa_key), client_id=world.reporter.id)
+    response = flows.assertion_token_request(
+        http, flows.client_assertion(signer.id, rsa_key), client_id=world.reporter.id
+    )
 
-    assert_oauth_error(response, "invalid_client", 401)
+    flows.assert_oauth_error(response, "invalid_client", 401)
 
 
 def test_client_assertion_with_an_absurd_expiry_is_invalid_client(
-    http: TestClient, signer: Registered, rsa_key: KeyPair
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair
 ) -> None:
-    response = assertion_token_request(http, client_assertion(signer.id, rsa_key, expires_in=10**20))
+    response = flows.assertion_token_request(http, flows.client_assertion(signer.id, rsa_key, expires_in=10**20))
 
-    assert_oauth_error(response, "invalid_client", 401)
+    flows.assert_oauth_error(response, "invalid_client", 401)
 
 
-def test_client_assertion_may_live_up_to_an_hour(http: TestClient, signer: Registered, rsa_key: KeyPair) -> None:
-    response = assertion_token_request(http, client_assertion(signer.id, rsa_key, expires_in=3600))
+def test_client_assertion_may_live_up_to_an_hour(
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair
+) -> None:
+    response = flows.assertion_token_request(http, flows.client_assertion(signer.id, rsa_key, expires_in=3600))
 
     assert response.status_code == 200, response.text
 
 
 def test_private_key_jwt_authenticates_at_introspection_and_revocation(
-    http: TestClient, signer: Registered, rsa_key: KeyPair, ec_key: KeyPair
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair, ec_key: flows.KeyPair
 ) -> None:
-    access_token = assertion_token_request(http, client_assertion(signer.id, rsa_key)).json()["access_token"]
+    access_token = flows.assertion_token_request(http, flows.client_assertion(signer.id, rsa_key)).json()[
+        "access_token"
+    ]
 
     def form(**fields: str) -> dict[str, str]:
-        return {"token": access_token, **assertion_form(client_assertion(signer.id, ec_key, "ES256")), **fields}
+        return {
+            "token": access_token,
+            **flows.assertion_form(flows.client_assertion(signer.id, ec_key, "ES256")),
+            **fields,
+        }
 
     active = http.post("/oauth2/introspect", data=form())
     assert active.status_code == 200, active.text
@@ -196,11 +194,13 @@ def test_private_key_jwt_authenticates_at_introspection_and_revocation(
 
 
 def test_private_key_jwt_failures_at_introspection_and_revocation_are_invalid_client(
-    http: TestClient, signer: Registered, rsa_key: KeyPair, stranger_key: KeyPair
+    http: TestClient, signer: flows.Registered, rsa_key: flows.KeyPair, stranger_key: flows.KeyPair
 ) -> None:
-    access_token = assertion_token_request(http, client_assertion(signer.id, rsa_key)).json()["access_token"]
+    access_token = flows.assertion_token_request(http, flows.client_assertion(signer.id, rsa_key)).json()[
+        "access_token"
+    ]
     for path in ("/oauth2/introspect", "/oauth2/revoke"):
-        forged = assertion_form(client_assertion(signer.id, stranger_key))
-        assert_oauth_error(http.post(path, data={"token": access_token, **forged}), "invalid_client", 401)
-    check = assertion_form(client_assertion(signer.id, rsa_key))
+        forged = flows.assertion_form(flows.client_assertion(signer.id, stranger_key))
+        flows.assert_oauth_error(http.post(path, data={"token": access_token, **forged}), "invalid_client", 401)
+    check = flows.assertion_form(flows.client_assertion(signer.id, rsa_key))
     assert http.post("/oauth2/introspect", data={"token": access_token, **check}).json()["active"] is True

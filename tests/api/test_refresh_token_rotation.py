@@ -6,110 +6,94 @@ How every test here runs (the app in process, both databases): ``tests/support/t
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from tests.support.token_flows import (
-    ISSUER,
-    USER_SCOPE,
-    World,
-    assert_oauth_error,
-    introspect,
-    refresh,
-    sign_in_client,
-    user_tokens,
-    userinfo_status,
-    verified,
-)
+from tests.support import token_flows as flows
+
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
-
-
-def test_refresh_token_rotates_on_every_use(http: TestClient, world: World) -> None:
-    first = user_tokens(http, world.planner)
-    family_expiry = introspect(http, world.planner, first["refresh_token"])["exp"]
-    second = refresh(http, world.planner, first["refresh_token"])
+def test_refresh_token_rotates_on_every_use(http: TestClient, world: flows.World) -> None:
+    first = flows.user_tokens(http, world.planner)
+    family_expiry = flows.introspect(http, world.planner, first["refresh_token"])["exp"]
+    second = flows.refresh(http, world.planner, first["refresh_token"])
     assert second.status_code == 200, second.text
     assert second.headers["cache-control"] == "no-store"
     rotated = second.json()
     assert rotated["refresh_token"] != first["refresh_token"]
     assert rotated["access_token"] != first["access_token"]
     assert rotated["token_type"] == "Bearer"
-    assert userinfo_status(http, rotated["access_token"]) == 200
-    assert introspect(http, world.planner, rotated["refresh_token"])["exp"] == family_expiry  # same family
-    third = refresh(http, world.planner, rotated["refresh_token"])
+    assert flows.userinfo_status(http, rotated["access_token"]) == 200
+    assert flows.introspect(http, world.planner, rotated["refresh_token"])["exp"] == family_expiry  # same family
+    third = flows.refresh(http, world.planner, rotated["refresh_token"])
     assert third.status_code == 200, third.text
     assert third.json()["refresh_token"] not in (first["refresh_token"], rotated["refresh_token"])
 
 
-def test_presenting_a_rotated_refresh_token_revokes_its_family(http: TestClient, world: World) -> None:
-    first = user_tokens(http, world.planner)
-    second = refresh(http, world.planner, first["refresh_token"]).json()
+def test_presenting_a_rotated_refresh_token_revokes_its_family(http: TestClient, world: flows.World) -> None:
+    first = flows.user_tokens(http, world.planner)
+    second = flows.refresh(http, world.planner, first["refresh_token"]).json()
 
-    replay = refresh(http, world.planner, first["refresh_token"])
+    replay = flows.refresh(http, world.planner, first["refresh_token"])
 
-    assert_oauth_error(replay, "invalid_grant")
-    assert_oauth_error(refresh(http, world.planner, second["refresh_token"]), "invalid_grant")
+    flows.assert_oauth_error(replay, "invalid_grant")
+    flows.assert_oauth_error(flows.refresh(http, world.planner, second["refresh_token"]), "invalid_grant")
     for access_token in (first["access_token"], second["access_token"]):
-        assert userinfo_status(http, access_token) == 401
-        assert introspect(http, world.planner, access_token) == {"active": False}
-    assert introspect(http, world.planner, second["refresh_token"]) == {"active": False}
+        assert flows.userinfo_status(http, access_token) == 401
+        assert flows.introspect(http, world.planner, access_token) == {"active": False}
+    assert flows.introspect(http, world.planner, second["refresh_token"]) == {"active": False}
 
 
-def test_refresh_may_ask_for_a_narrower_scope(http: TestClient, world: World) -> None:
-    first = user_tokens(http, world.planner)
+def test_refresh_may_ask_for_a_narrower_scope(http: TestClient, world: flows.World) -> None:
+    first = flows.user_tokens(http, world.planner)
 
-    narrowed = refresh(http, world.planner, first["refresh_token"], scope="openid email")
+    narrowed = flows.refresh(http, world.planner, first["refresh_token"], scope="openid email")
 
     assert narrowed.status_code == 200, narrowed.text
     body = narrowed.json()
     assert body["scope"] == "openid email"
-    assert verified(http, body["access_token"], ISSUER)["scope"] == "openid email"
+    assert flows.verified(http, body["access_token"], flows.ISSUER)["scope"] == "openid email"
     info = http.get("/oauth2/userinfo", headers={"Authorization": f"Bearer {body['access_token']}"}).json()
     assert info["email"] == "ana@example.com" and "name" not in info
     # RFC 6749 §6: the new refresh token keeps the scope of the one it replaces.
-    again = refresh(http, world.planner, body["refresh_token"])
+    again = flows.refresh(http, world.planner, body["refresh_token"])
     assert again.status_code == 200, again.text
-    assert set(again.json()["scope"].split()) == set(USER_SCOPE.split())
+    assert set(again.json()["scope"].split()) == set(flows.USER_SCOPE.split())
 
 
-def test_refresh_ignores_unknown_scopes(http: TestClient, world: World) -> None:
-    first = user_tokens(http, world.planner)
+def test_refresh_ignores_unknown_scopes(http: TestClient, world: flows.World) -> None:
+    first = flows.user_tokens(http, world.planner)
 
-    narrowed = refresh(http, world.planner, first["refresh_token"], scope="openid telepathy")
+    narrowed = flows.refresh(http, world.planner, first["refresh_token"], scope="openid telepathy")
 
     assert narrowed.status_code == 200, narrowed.text
     assert narrowed.json()["scope"] == "openid"
 
 
-def test_refresh_asking_a_wider_scope_is_invalid_scope(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner, scope="openid email offline_access")
+def test_refresh_asking_a_wider_scope_is_invalid_scope(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner, scope="openid email offline_access")
 
-    wider = refresh(http, world.planner, tokens["refresh_token"], scope="openid email profile")
+    wider = flows.refresh(http, world.planner, tokens["refresh_token"], scope="openid email profile")
 
-    assert_oauth_error(wider, "invalid_scope")
-
-
-def test_refresh_token_of_another_client_is_invalid_grant(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
-
-    assert_oauth_error(refresh(http, world.companion, tokens["refresh_token"]), "invalid_grant")
-    assert_oauth_error(refresh(http, world.rival, tokens["refresh_token"]), "invalid_grant")
+    flows.assert_oauth_error(wider, "invalid_scope")
 
 
-def test_refreshed_id_token_keeps_sub_org_and_auth_time_without_nonce(http: TestClient, world: World) -> None:
-    first = user_tokens(http, world.planner, nonce="first-nonce")
-    original = verified(http, first["id_token"], world.planner.id)
+def test_refresh_token_of_another_client_is_invalid_grant(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
+
+    flows.assert_oauth_error(flows.refresh(http, world.companion, tokens["refresh_token"]), "invalid_grant")
+    flows.assert_oauth_error(flows.refresh(http, world.rival, tokens["refresh_token"]), "invalid_grant")
+
+
+def test_refreshed_id_token_keeps_sub_org_and_auth_time_without_nonce(http: TestClient, world: flows.World) -> None:
+    first = flows.user_tokens(http, world.planner, nonce="first-nonce")
+    original = flows.verified(http, first["id_token"], world.planner.id)
     assert original["nonce"] == "first-nonce"
 
-    refreshed = refresh(http, world.planner, first["refresh_token"]).json()
+    refreshed = flows.refresh(http, world.planner, first["refresh_token"]).json()
 
-    claims = verified(http, refreshed["id_token"], world.planner.id)
+    claims = flows.verified(http, refreshed["id_token"], world.planner.id)
     assert claims["sub"] == original["sub"] == world.ana.id
     assert claims["org_id"] == original["org_id"] == world.acme.id
     assert claims["auth_time"] == original["auth_time"]
@@ -117,13 +101,13 @@ def test_refreshed_id_token_keeps_sub_org_and_auth_time_without_nonce(http: Test
 
 
 def test_client_without_the_refresh_token_grant_is_unauthorized_client(
-    http: TestClient, engine: Engine, world: World
+    http: TestClient, engine: Engine, world: flows.World
 ) -> None:
-    code_only = sign_in_client(engine, world.acme, "Code Only", grants=["authorization_code"])
-    tokens = user_tokens(http, code_only)
+    code_only = flows.sign_in_client(engine, world.acme, "Code Only", grants=["authorization_code"])
+    tokens = flows.user_tokens(http, code_only)
     assert "refresh_token" not in tokens
-    planner_tokens = user_tokens(http, world.planner)
+    planner_tokens = flows.user_tokens(http, world.planner)
 
-    answer = refresh(http, code_only, planner_tokens["refresh_token"])
+    answer = flows.refresh(http, code_only, planner_tokens["refresh_token"])
 
-    assert_oauth_error(answer, "unauthorized_client")
+    flows.assert_oauth_error(answer, "unauthorized_client")

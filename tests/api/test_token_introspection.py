@@ -10,27 +10,10 @@ from datetime import timedelta
 import pytest
 from starlette.testclient import TestClient
 
+from tests.support import token_flows as flows
 from tests.support.clocks import MovableClock
-from tests.support.token_flows import (
-    ISSUER,
-    USER_SCOPE,
-    Registered,
-    World,
-    application_token,
-    assert_oauth_error,
-    introspect,
-    refresh,
-    revoke,
-    then_later,
-    user_tokens,
-    verified,
-)
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 ACCESS_TOKEN_FIELDS = {
@@ -38,46 +21,50 @@ ACCESS_TOKEN_FIELDS = {
 }  # fmt: skip
 
 
-def test_introspection_requires_client_authentication(http: TestClient, world: World) -> None:
-    token = application_token(http, world.reporter).json()["access_token"]
+def test_introspection_requires_client_authentication(http: TestClient, world: flows.World) -> None:
+    token = flows.application_token(http, world.reporter).json()["access_token"]
 
-    assert_oauth_error(http.post("/oauth2/introspect", data={"token": token}), "invalid_client", 401)
-    wrong = Registered(world.planner.client, "cs_not-the-secret")
+    flows.assert_oauth_error(http.post("/oauth2/introspect", data={"token": token}), "invalid_client", 401)
+    wrong = flows.Registered(world.planner.client, "cs_not-the-secret")
     response = http.post("/oauth2/introspect", data={"token": token}, headers=wrong.basic)
-    assert_oauth_error(response, "invalid_client", 401)
+    flows.assert_oauth_error(response, "invalid_client", 401)
     assert response.headers["www-authenticate"].startswith("Basic ")
 
 
-def test_introspection_without_a_token_is_invalid_request(http: TestClient, world: World) -> None:
+def test_introspection_without_a_token_is_invalid_request(http: TestClient, world: flows.World) -> None:
     response = http.post("/oauth2/introspect", data={"token_type_hint": "access_token"}, headers=world.planner.basic)
 
-    assert_oauth_error(response, "invalid_request")
+    flows.assert_oauth_error(response, "invalid_request")
 
 
-def test_introspection_of_an_active_user_access_token_returns_its_metadata(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
-    claims = verified(http, tokens["access_token"], ISSUER)
-    sid = verified(http, tokens["id_token"], world.planner.id)["sid"]
+def test_introspection_of_an_active_user_access_token_returns_its_metadata(
+    http: TestClient, world: flows.World
+) -> None:
+    tokens = flows.user_tokens(http, world.planner)
+    claims = flows.verified(http, tokens["access_token"], flows.ISSUER)
+    sid = flows.verified(http, tokens["id_token"], world.planner.id)["sid"]
 
-    answer = introspect(http, world.planner, tokens["access_token"])
+    answer = flows.introspect(http, world.planner, tokens["access_token"])
 
     assert ACCESS_TOKEN_FIELDS <= set(answer)
     assert answer["active"] is True
-    assert set(answer["scope"].split()) == set(USER_SCOPE.split())
+    assert set(answer["scope"].split()) == set(flows.USER_SCOPE.split())
     assert answer["client_id"] == world.planner.id
     assert answer["sub"] == world.ana.id
     assert (answer["exp"], answer["iat"], answer["jti"]) == (claims["exp"], claims["iat"], claims["jti"])
-    assert answer["iss"] == ISSUER and answer["aud"] == ISSUER
+    assert answer["iss"] == flows.ISSUER and answer["aud"] == flows.ISSUER
     assert answer["token_type"] == "Bearer"
     assert answer["org_id"] == world.acme.id
     assert answer["username"] == "ana@example.com"
     assert answer["sid"] == sid
 
 
-def test_introspection_of_an_application_token_names_the_client_and_no_user(http: TestClient, world: World) -> None:
-    token = application_token(http, world.reporter).json()["access_token"]
+def test_introspection_of_an_application_token_names_the_client_and_no_user(
+    http: TestClient, world: flows.World
+) -> None:
+    token = flows.application_token(http, world.reporter).json()["access_token"]
 
-    answer = introspect(http, world.planner, token)
+    answer = flows.introspect(http, world.planner, token)
 
     assert answer["active"] is True and answer["token_type"] == "Bearer"
     assert answer["sub"] == answer["client_id"] == world.reporter.id
@@ -85,10 +72,10 @@ def test_introspection_of_an_application_token_names_the_client_and_no_user(http
     assert "username" not in answer and "sid" not in answer
 
 
-def test_introspection_of_a_refresh_token_says_token_type_refresh_token(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
+def test_introspection_of_a_refresh_token_says_token_type_refresh_token(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
 
-    answer = introspect(http, world.planner, tokens["refresh_token"])
+    answer = flows.introspect(http, world.planner, tokens["refresh_token"])
 
     assert answer["active"] is True
     assert answer["token_type"] == "refresh_token"
@@ -98,12 +85,12 @@ def test_introspection_of_a_refresh_token_says_token_type_refresh_token(http: Te
     assert answer["username"] == "ana@example.com"
 
 
-def test_introspection_honours_but_does_not_trust_token_type_hint(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
+def test_introspection_honours_but_does_not_trust_token_type_hint(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
 
-    refresh_as_access = introspect(http, world.planner, tokens["refresh_token"], token_type_hint="access_token")
-    access_as_refresh = introspect(http, world.planner, tokens["access_token"], token_type_hint="refresh_token")
-    unknown_hint = introspect(http, world.planner, tokens["access_token"], token_type_hint="id_token")
+    refresh_as_access = flows.introspect(http, world.planner, tokens["refresh_token"], token_type_hint="access_token")
+    access_as_refresh = flows.introspect(http, world.planner, tokens["access_token"], token_type_hint="refresh_token")
+    unknown_hint = flows.introspect(http, world.planner, tokens["access_token"], token_type_hint="id_token")
 
     assert refresh_as_access["active"] is True and refresh_as_access["token_type"] == "refresh_token"
     assert access_as_refresh["active"] is True and access_as_refresh["token_type"] == "Bearer"
@@ -111,66 +98,68 @@ def test_introspection_honours_but_does_not_trust_token_type_hint(http: TestClie
 
 
 @pytest.mark.parametrize("token", ["rt_" + "x" * 43, "not-a-token", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0."])
-def test_introspection_of_an_unknown_token_is_only_inactive(http: TestClient, world: World, token: str) -> None:
-    assert introspect(http, world.planner, token) == {"active": False}
+def test_introspection_of_an_unknown_token_is_only_inactive(http: TestClient, world: flows.World, token: str) -> None:
+    assert flows.introspect(http, world.planner, token) == {"active": False}
 
 
 def test_introspection_of_an_expired_access_token_is_only_inactive(
-    http: TestClient, world: World, clock: MovableClock
+    http: TestClient, world: flows.World, clock: MovableClock
 ) -> None:
-    expired = then_later(clock, lambda: application_token(http, world.reporter).json()["access_token"])
+    expired = flows.then_later(clock, lambda: flows.application_token(http, world.reporter).json()["access_token"])
 
-    assert introspect(http, world.reporter, expired) == {"active": False}
+    assert flows.introspect(http, world.reporter, expired) == {"active": False}
 
 
 def test_introspection_of_an_expired_refresh_token_is_only_inactive(
-    http: TestClient, world: World, clock: MovableClock
+    http: TestClient, world: flows.World, clock: MovableClock
 ) -> None:
-    tokens = then_later(clock, lambda: user_tokens(http, world.planner), later=timedelta(days=31))
+    tokens = flows.then_later(clock, lambda: flows.user_tokens(http, world.planner), later=timedelta(days=31))
 
-    assert introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
-    assert_oauth_error(refresh(http, world.planner, tokens["refresh_token"]), "invalid_grant")
-
-
-def test_introspection_of_revoked_tokens_is_only_inactive(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
-    assert revoke(http, world.planner, tokens["refresh_token"]).status_code == 200
-
-    assert introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
-    assert introspect(http, world.planner, tokens["access_token"]) == {"active": False}
+    assert flows.introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
+    flows.assert_oauth_error(flows.refresh(http, world.planner, tokens["refresh_token"]), "invalid_grant")
 
 
-def test_introspection_of_another_organizations_tokens_is_only_inactive(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
-    application = application_token(http, world.reporter).json()["access_token"]
+def test_introspection_of_revoked_tokens_is_only_inactive(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
+    assert flows.revoke(http, world.planner, tokens["refresh_token"]).status_code == 200
+
+    assert flows.introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
+    assert flows.introspect(http, world.planner, tokens["access_token"]) == {"active": False}
+
+
+def test_introspection_of_another_organizations_tokens_is_only_inactive(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
+    application = flows.application_token(http, world.reporter).json()["access_token"]
 
     for token in (tokens["access_token"], tokens["refresh_token"], application):
-        assert introspect(http, world.rival, token) == {"active": False}
-        assert introspect(http, world.rival, token, token_type_hint="refresh_token") == {"active": False}
+        assert flows.introspect(http, world.rival, token) == {"active": False}
+        assert flows.introspect(http, world.rival, token, token_type_hint="refresh_token") == {"active": False}
 
 
-def test_introspection_of_an_id_token_is_only_inactive(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
+def test_introspection_of_an_id_token_is_only_inactive(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
 
-    assert introspect(http, world.planner, tokens["id_token"]) == {"active": False}
+    assert flows.introspect(http, world.planner, tokens["id_token"]) == {"active": False}
 
 
 def test_introspection_and_revocation_go_by_the_clients_organization_not_the_users(
-    http: TestClient, world: World
+    http: TestClient, world: flows.World
 ) -> None:
-    tokens = user_tokens(http, world.rival)  # Ana of Acme signs in to Beta's client
-    assert verified(http, tokens["access_token"], ISSUER)["org_id"] == world.acme.id
+    tokens = flows.user_tokens(http, world.rival)  # Ana of Acme signs in to Beta's client
+    assert flows.verified(http, tokens["access_token"], flows.ISSUER)["org_id"] == world.acme.id
 
-    assert introspect(http, world.planner, tokens["access_token"]) == {"active": False}
-    assert introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
-    assert revoke(http, world.planner, tokens["refresh_token"]).status_code == 200
-    assert introspect(http, world.rival, tokens["refresh_token"])["active"] is True
-    assert introspect(http, world.rival, tokens["access_token"])["org_id"] == world.acme.id
+    assert flows.introspect(http, world.planner, tokens["access_token"]) == {"active": False}
+    assert flows.introspect(http, world.planner, tokens["refresh_token"]) == {"active": False}
+    assert flows.revoke(http, world.planner, tokens["refresh_token"]).status_code == 200
+    assert flows.introspect(http, world.rival, tokens["refresh_token"])["active"] is True
+    assert flows.introspect(http, world.rival, tokens["access_token"])["org_id"] == world.acme.id
 
 
-def test_introspection_sees_tokens_of_other_clients_of_the_same_organization(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
+def test_introspection_sees_tokens_of_other_clients_of_the_same_organization(
+    http: TestClient, world: flows.World
+) -> None:
+    tokens = flows.user_tokens(http, world.planner)
 
-    answer = introspect(http, world.companion, tokens["access_token"])
+    answer = flows.introspect(http, world.companion, tokens["access_token"])
 
     assert answer["active"] is True and answer["client_id"] == world.planner.id

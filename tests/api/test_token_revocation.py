@@ -5,74 +5,63 @@ How every test here runs (the app in process, both databases): ``tests/support/t
 
 from __future__ import annotations
 
-import pytest
 from starlette.testclient import TestClient
 
-from tests.support.token_flows import (
-    World,
-    assert_oauth_error,
-    introspect,
-    refresh,
-    revoke,
-    user_tokens,
-    userinfo_status,
-)
+from tests.support import token_flows as flows
+
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
-
-
-def test_revocation_requires_client_authentication(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
+def test_revocation_requires_client_authentication(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
 
     response = http.post("/oauth2/revoke", data={"token": tokens["access_token"]})
 
-    assert_oauth_error(response, "invalid_client", 401)
-    assert introspect(http, world.planner, tokens["access_token"])["active"] is True
+    flows.assert_oauth_error(response, "invalid_client", 401)
+    assert flows.introspect(http, world.planner, tokens["access_token"])["active"] is True
 
 
-def test_revoking_an_unknown_token_answers_200_with_an_empty_body(http: TestClient, world: World) -> None:
+def test_revoking_an_unknown_token_answers_200_with_an_empty_body(http: TestClient, world: flows.World) -> None:
     for token in ("rt_" + "y" * 43, "whatever"):
-        response = revoke(http, world.planner, token, token_type_hint="refresh_token")
+        response = flows.revoke(http, world.planner, token, token_type_hint="refresh_token")
         assert response.status_code == 200
         assert response.content == b""
         assert response.headers["cache-control"] == "no-store"
 
 
-def test_revoking_a_refresh_token_revokes_its_family_and_their_access_tokens(http: TestClient, world: World) -> None:
-    first = user_tokens(http, world.planner)
-    second = refresh(http, world.planner, first["refresh_token"]).json()
+def test_revoking_a_refresh_token_revokes_its_family_and_their_access_tokens(
+    http: TestClient, world: flows.World
+) -> None:
+    first = flows.user_tokens(http, world.planner)
+    second = flows.refresh(http, world.planner, first["refresh_token"]).json()
 
-    response = revoke(http, world.planner, second["refresh_token"], token_type_hint="refresh_token")
+    response = flows.revoke(http, world.planner, second["refresh_token"], token_type_hint="refresh_token")
 
     assert response.status_code == 200 and response.content == b""
-    assert_oauth_error(refresh(http, world.planner, second["refresh_token"]), "invalid_grant")
+    flows.assert_oauth_error(flows.refresh(http, world.planner, second["refresh_token"]), "invalid_grant")
     for access_token in (first["access_token"], second["access_token"]):
-        assert userinfo_status(http, access_token) == 401
-        assert introspect(http, world.planner, access_token) == {"active": False}
+        assert flows.userinfo_status(http, access_token) == 401
+        assert flows.introspect(http, world.planner, access_token) == {"active": False}
 
 
-def test_revoking_an_access_token_takes_effect_at_once(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
-    assert userinfo_status(http, tokens["access_token"]) == 200
+def test_revoking_an_access_token_takes_effect_at_once(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
+    assert flows.userinfo_status(http, tokens["access_token"]) == 200
 
-    response = revoke(http, world.planner, tokens["access_token"], token_type_hint="access_token")
+    response = flows.revoke(http, world.planner, tokens["access_token"], token_type_hint="access_token")
 
     assert response.status_code == 200 and response.content == b""
-    assert introspect(http, world.planner, tokens["access_token"]) == {"active": False}
-    assert userinfo_status(http, tokens["access_token"]) == 401
+    assert flows.introspect(http, world.planner, tokens["access_token"]) == {"active": False}
+    assert flows.userinfo_status(http, tokens["access_token"]) == 401
 
 
-def test_a_client_of_another_organization_cannot_revoke(http: TestClient, world: World) -> None:
-    tokens = user_tokens(http, world.planner)
+def test_a_client_of_another_organization_cannot_revoke(http: TestClient, world: flows.World) -> None:
+    tokens = flows.user_tokens(http, world.planner)
 
     for token in (tokens["access_token"], tokens["refresh_token"]):
-        response = revoke(http, world.rival, token)
+        response = flows.revoke(http, world.rival, token)
         assert response.status_code == 200 and response.content == b""
 
-    assert introspect(http, world.planner, tokens["access_token"])["active"] is True
-    assert introspect(http, world.planner, tokens["refresh_token"])["active"] is True
-    assert userinfo_status(http, tokens["access_token"]) == 200
+    assert flows.introspect(http, world.planner, tokens["access_token"])["active"] is True
+    assert flows.introspect(http, world.planner, tokens["refresh_token"])["active"] is True
+    assert flows.userinfo_status(http, tokens["access_token"]) == 200

@@ -17,29 +17,14 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.email_links import VERIFY_EMAIL, EmailLinks
-from identity.errors import Throttled
 from identity.organizations import Organization
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore
 from service.cli.commands import main
-from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, THROTTLE
+from tests.support import identity_pages as pages
+from tests.support.defaults import ACCOUNT_LIMIT, THROTTLE
 from tests.support.identity_fixtures import Registered, register
-from tests.support.identity_pages import (
-    SIGN_UP,
-    assert_error_page,
-    authorize,
-    bearer,
-    code_of,
-    hidden_fields,
-    post_form,
-    redirected_error,
-    show,
-    sign_in,
-    submit,
-    to_page,
-    tokens,
-    verified,
-)
+from tests.support.throttling import assert_network_bounded
 
 
 @dataclass(frozen=True)
@@ -80,44 +65,44 @@ def other_browser(app: Any) -> Iterator[TestClient]:
 
 def paused(browser: TestClient, client: Registered, **changes: str) -> str:
     """Sign in as the (unverified) user: the check-your-email page it pauses on."""
-    location = to_page(authorize(browser, client.id, **changes), "sign-in")
-    return to_page(sign_in(browser, location), "check-email")
+    location = pages.to_page(pages.authorize(browser, client.id, **changes), "sign-in")
+    return pages.to_page(pages.sign_in(browser, location), "check-email")
 
 
 def claims(browser: TestClient, client: Registered, code: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    answer = tokens(browser, client, code)
-    userinfo = browser.get("/oauth2/userinfo", headers=bearer(answer["access_token"])).json()
-    return verified(browser, answer["id_token"], client.id), userinfo
+    answer = pages.tokens(browser, client, code)
+    userinfo = browser.get("/oauth2/userinfo", headers=pages.bearer(answer["access_token"])).json()
+    return pages.verified(browser, answer["id_token"], client.id), userinfo
 
 
 def press(browser: TestClient, fields: dict[str, str], action: str) -> httpx.Response:
     """Post the check-your-email form (``fields``: its hidden fields) with the button ``action``."""
-    return post_form(browser, "/check-email", [*fields.items(), ("action", action)])
+    return pages.post_form(browser, "/check-email", [*fields.items(), ("action", action)])
 
 
 def test_an_unverified_user_gets_no_code_but_a_pause_and_a_link_that_resumes_it_in_the_same_browser(
     browser: TestClient, user: User, strict: Registered, mailed: list[Link]
 ) -> None:
     location = paused(browser, strict)
-    page = show(browser, location)
+    page = pages.show(browser, location)
     assert "Check your email" in page.text and user.email in page.text
     [link] = mailed
-    assert link.interaction_id == hidden_fields(page.text)["interaction"]
-    id_token, userinfo = claims(browser, strict, code_of(browser.get(f"/verify-email?token={link.token}")))
+    assert link.interaction_id == pages.hidden_fields(page.text)["interaction"]
+    id_token, userinfo = claims(browser, strict, pages.code_of(browser.get(f"/verify-email?token={link.token}")))
     assert id_token["email_verified"] is True and userinfo["email_verified"] is True
-    assert_error_page(browser.get(location))  # the sign-in is over
+    pages.assert_error_page(browser.get(location))  # the sign-in is over
 
 
 def test_a_link_opened_in_another_browser_verifies_and_the_first_browser_continues(
     browser: TestClient, other_browser: TestClient, user: User, strict: Registered, mailed: list[Link]
 ) -> None:
-    form = hidden_fields(show(browser, paused(browser, strict)).text)
+    form = pages.hidden_fields(pages.show(browser, paused(browser, strict)).text)
     waiting = press(browser, form, "continue")  # not verified yet: the page again, no code
     assert waiting.status_code == 200 and "not verified yet" in waiting.text
     elsewhere = other_browser.get(f"/verify-email?token={mailed[0].token}")
     assert elsewhere.status_code == 200 and "Go back to the browser where you were signing in" in elsewhere.text
     assert "code=" not in elsewhere.text and "location" not in elsewhere.headers
-    id_token, _ = claims(browser, strict, code_of(press(browser, form, "continue")))
+    id_token, _ = claims(browser, strict, pages.code_of(press(browser, form, "continue")))
     assert id_token["email_verified"] is True
 
 
@@ -126,23 +111,25 @@ def test_the_paused_page_itself_continues_once_the_address_is_verified(
 ) -> None:
     location = paused(browser, strict)
     other_browser.get(f"/verify-email?token={mailed[0].token}")
-    code_of(browser.get(location))
+    pages.code_of(browser.get(location))
 
 
 def test_a_sign_up_mails_one_link_and_it_resumes_the_paused_sign_up(
     browser: TestClient, org: Organization, strict: Registered, mailed: list[Link]
 ) -> None:
-    signed_up = submit(browser, to_page(authorize(browser, strict.id, prompt="create"), "sign-up"), SIGN_UP)
-    to_page(signed_up, "check-email")
+    signed_up = pages.submit(
+        browser, pages.to_page(pages.authorize(browser, strict.id, prompt="create"), "sign-up"), pages.SIGN_UP
+    )
+    pages.to_page(signed_up, "check-email")
     [link] = mailed  # the sign-up's own mail, no second one for the pause
-    id_token, _ = claims(browser, strict, code_of(browser.get(f"/verify-email?token={link.token}")))
-    assert id_token["email"] == SIGN_UP["email"] and id_token["email_verified"] is True
+    id_token, _ = claims(browser, strict, pages.code_of(browser.get(f"/verify-email?token={link.token}")))
+    assert id_token["email"] == pages.SIGN_UP["email"] and id_token["email_verified"] is True
 
 
 def test_sending_a_new_link_is_bounded_per_account_and_answers_the_same_page(
     browser: TestClient, user: User, strict: Registered, mailed: list[Link]
 ) -> None:
-    form = hidden_fields(show(browser, paused(browser, strict)).text)
+    form = pages.hidden_fields(pages.show(browser, paused(browser, strict)).text)
     answers = {press(browser, form, "resend").text for _ in range(ACCOUNT_LIMIT + 2)}
     assert len(answers) == 1 and "a new link is on its way" in answers.pop()
     assert len(mailed) == ACCOUNT_LIMIT  # the pause's own mail, then the resends within the bound
@@ -151,20 +138,17 @@ def test_sending_a_new_link_is_bounded_per_account_and_answers_the_same_page(
 
 def test_resend_requests_are_bounded_per_network(engine: Engine) -> None:
     throttle = SignInThrottle(engine, THROTTLE)
-    for n in range(ADDRESS_LIMIT):
-        throttle.requesting_verification(f"someone{n}@example.com", "203.0.113.7")
-    with pytest.raises(Throttled):
-        throttle.requesting_verification("anyone@example.com", "203.0.113.7")
+    assert_network_bounded(throttle.requesting_verification, "203.0.113.7")
 
 
 def test_the_check_email_form_needs_its_csrf_token_and_a_known_action(
     browser: TestClient, user: User, strict: Registered, mailed: list[Link]
 ) -> None:
     location = paused(browser, strict)
-    fields = hidden_fields(show(browser, location).text)
+    fields = pages.hidden_fields(pages.show(browser, location).text)
     forged = {**fields, "csrf_token": "forged", "action": "resend"}
-    assert_error_page(post_form(browser, "/check-email", list(forged.items())))
-    assert_error_page(post_form(browser, "/check-email", list({**fields, "action": "other"}.items())))
+    pages.assert_error_page(pages.post_form(browser, "/check-email", list(forged.items())))
+    pages.assert_error_page(pages.post_form(browser, "/check-email", list({**fields, "action": "other"}.items())))
     assert len(mailed) == 1
 
 
@@ -172,7 +156,7 @@ def test_prompt_none_answers_interaction_required_for_an_unverified_user(
     browser: TestClient, user: User, strict: Registered, mailed: list[Link]
 ) -> None:
     paused(browser, strict)
-    redirected_error(authorize(browser, strict.id, prompt="none"), "interaction_required")
+    pages.redirected_error(pages.authorize(browser, strict.id, prompt="none"), "interaction_required")
 
 
 def test_clients_update_turns_the_requirement_on_and_off(
@@ -186,12 +170,12 @@ def test_clients_update_turns_the_requirement_on_and_off(
     assert update("--require-verified-email")["require_verified_email"] is True
     paused(browser, web)
     assert update("--no-require-verified-email")["require_verified_email"] is False
-    code_of(authorize(browser, web.id))  # the same browser's session: straight to a code now
+    pages.code_of(pages.authorize(browser, web.id))  # the same browser's session: straight to a code now
 
 
 def test_a_verified_user_is_not_paused(browser: TestClient, engine: Engine, user: User, mailed: list[Link]) -> None:
     UserStore(engine).mark_email_verified(user.id, user.email)
     client = register(engine, UserStore(engine).get(user.id).memberships[0].org, require_verified_email=True)
-    location = to_page(authorize(browser, client.id), "sign-in")
-    code_of(sign_in(browser, location))
+    location = pages.to_page(pages.authorize(browser, client.id), "sign-in")
+    pages.code_of(pages.sign_in(browser, location))
     assert mailed == []

@@ -64,6 +64,16 @@ class LiveService:
         bo = self.create_user("bo@example.com", "Bo Berg", password, acme["id"], beta["id"])
         return acme, beta, ana, bo
 
+    def members_reader(self, org_name: str, client_name: str) -> dict[str, Any]:
+        """A client of a new organization with Basic credentials that may read its members (client_credentials,
+        members:read), made with the command line: its ``client_id`` and ``client_secret``."""
+        org = self.cli_json("orgs", "create", "--name", org_name)
+        client: dict[str, Any] = self.cli_json(
+            "clients", "create", "--name", client_name, "--org", org["id"], "--auth-method", "client_secret_basic",
+            "--grant", "client_credentials", "--scope", "members:read",
+        )  # fmt: skip
+        return client
+
     def api_key(self, name: str = "live") -> str:
         return str(json.loads(self.cli("api-keys", "create", "--json", "--name", name))["key"])
 

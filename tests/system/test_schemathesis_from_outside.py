@@ -44,11 +44,7 @@ def test_the_menus_api_with_an_api_key(service: LiveService, tmp_path: Path) -> 
 
 
 def test_the_identity_api_with_a_clients_basic_credentials(service: LiveService, tmp_path: Path) -> None:
-    org = service.cli_json("orgs", "create", "--name", "Outside Kitchen")
-    client = service.cli_json(
-        "clients", "create", "--name", "Outsider", "--org", org["id"], "--auth-method", "client_secret_basic",
-        "--grant", "client_credentials", "--scope", "members:read",
-    )  # fmt: skip
+    client = service.members_reader("Outside Kitchen", "Outsider")
     basic = base64.b64encode(f"{client['client_id']}:{client['client_secret']}".encode()).decode()
     assert_nothing_found(
         run_schemathesis_as_an_outsider(f"{service.url}/openapi.json", tmp_path, f"Authorization: Basic {basic}")

@@ -80,11 +80,7 @@ def test_every_menus_operation_answers_200_with_data_as_pre_filled(page: Page, s
 
 
 def test_discovery_and_the_token_operation_answer_as_pre_filled(page: Page, service: LiveService) -> None:
-    org = service.cli_json("orgs", "create", "--name", "Swagger Kitchen")
-    client = service.cli_json(
-        "clients", "create", "--name", "Swagger", "--org", org["id"], "--auth-method", "client_secret_basic",
-        "--grant", "client_credentials", "--scope", "members:read",
-    )  # fmt: skip
+    client = service.members_reader("Swagger Kitchen", "Swagger")
     page.goto(f"{service.url}/ui/")
     page.wait_for_selector(".opblock")
     status, _, discovery = try_it_out(page, "oidc.discovery")

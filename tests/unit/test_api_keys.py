@@ -4,11 +4,7 @@ import sqlalchemy as sa
 from identity.api_keys import ApiKeyStore, KeyLimitReached, api_keys, hash_key
 from identity.organizations import OrganizationStore
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 def test_created_key_is_prefixed_and_authenticates(keys: ApiKeyStore) -> None:

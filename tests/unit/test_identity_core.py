@@ -28,11 +28,7 @@ from tests.support.defaults import SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.token_services import token_services
 
-
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 @pytest.fixture

@@ -19,10 +19,7 @@ from tests.support.defaults import API_KEY_CACHE_ENTRIES, KEY_REVOCATION_BOUND, 
 T = TypeVar("T")
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 class Clock:

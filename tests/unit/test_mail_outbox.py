@@ -20,9 +20,7 @@ from tests.support.defaults import DELIVERY, POOL
 MAIL = Mail("account_exists", "ana@example.com", {})
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
@@ -37,10 +36,7 @@ REFRESH_LIFETIME = timedelta(days=30)
 _serial = itertools.count()
 
 
-@pytest.fixture
-def database_url(either_database: str) -> str:
-    """Every test here runs on SQLite and on PostgreSQL."""
-    return either_database
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
 
 def insert(engine: Engine, table: sa.Table, **values: Any) -> None:

@@ -9,98 +9,94 @@ from starlette.testclient import TestClient
 
 from identity.organizations import Organization
 from identity.users import User
+from tests.support import identity_pages as pages
 from tests.support.clocks import MovableClock
 from tests.support.identity_fixtures import CALLBACK_WITH_QUERY, Registered, Shared, register
-from tests.support.identity_pages import (
-    VERIFIER,
-    assert_oauth_error,
-    bearer,
-    exchange,
-    refresh,
-    signed_in_code,
-    tokens,
-    verified,
-)
 
 # The token endpoint: the authorization code.
 
 
 def test_code_with_a_different_redirect_uri_is_invalid_grant(browser: TestClient, web: Registered, user: User) -> None:
-    code = signed_in_code(browser, web.id)
-    assert_oauth_error(exchange(browser, web, code, redirect_uri=CALLBACK_WITH_QUERY), 400, "invalid_grant")
+    code = pages.signed_in_code(browser, web.id)
+    pages.assert_oauth_error(pages.exchange(browser, web, code, redirect_uri=CALLBACK_WITH_QUERY), 400, "invalid_grant")
 
 
 @pytest.mark.parametrize(
-    "verifier", [None, "w" * 43, VERIFIER + "x", VERIFIER.upper()], ids=["missing", "other", "longer", "case"]
+    "verifier",
+    [None, "w" * 43, pages.VERIFIER + "x", pages.VERIFIER.upper()],
+    ids=["missing", "other", "longer", "case"],
 )
 def test_code_without_its_pkce_verifier_is_invalid_grant(
     browser: TestClient, web: Registered, user: User, verifier: str | None
 ) -> None:
-    code = signed_in_code(browser, web.id)
-    assert_oauth_error(exchange(browser, web, code, verifier=verifier), 400, "invalid_grant")
+    code = pages.signed_in_code(browser, web.id)
+    pages.assert_oauth_error(pages.exchange(browser, web, code, verifier=verifier), 400, "invalid_grant")
 
 
 def test_verifier_sent_for_a_code_without_challenge_is_invalid_grant(
     browser: TestClient, engine: Engine, org: Organization, user: User
 ) -> None:
     legacy = register(engine, org, name="Legacy server app", pkce_required=False)
-    code = signed_in_code(browser, legacy.id, code_challenge=None, code_challenge_method=None)
-    assert_oauth_error(exchange(browser, legacy, code), 400, "invalid_grant")
+    code = pages.signed_in_code(browser, legacy.id, code_challenge=None, code_challenge_method=None)
+    pages.assert_oauth_error(pages.exchange(browser, legacy, code), 400, "invalid_grant")
 
 
 def test_code_without_challenge_exchanges_without_verifier(
     browser: TestClient, engine: Engine, org: Organization, user: User
 ) -> None:
     legacy = register(engine, org, name="Legacy server app", pkce_required=False)
-    code = signed_in_code(browser, legacy.id, code_challenge=None, code_challenge_method=None)
-    assert verified(browser, tokens(browser, legacy, code, verifier=None)["id_token"], legacy.id)["sub"] == user.id
+    code = pages.signed_in_code(browser, legacy.id, code_challenge=None, code_challenge_method=None)
+    assert (
+        pages.verified(browser, pages.tokens(browser, legacy, code, verifier=None)["id_token"], legacy.id)["sub"]
+        == user.id
+    )
 
 
 def test_code_of_another_client_is_invalid_grant(
     browser: TestClient, web: Registered, engine: Engine, org: Organization, user: User
 ) -> None:
     other = register(engine, org, name="Other app")
-    code = signed_in_code(browser, web.id)
-    assert_oauth_error(exchange(browser, other, code), 400, "invalid_grant")
+    code = pages.signed_in_code(browser, web.id)
+    pages.assert_oauth_error(pages.exchange(browser, other, code), 400, "invalid_grant")
     # Another client's attempt neither uses the code up nor passes for a replay: its own client still redeems it.
-    assert exchange(browser, web, code).status_code == 200
+    assert pages.exchange(browser, web, code).status_code == 200
 
 
 def test_unknown_code_is_invalid_grant(visitor: TestClient, shared: Shared) -> None:
-    assert_oauth_error(exchange(visitor, shared.web, "not-a-code-we-issued"), 400, "invalid_grant")
+    pages.assert_oauth_error(pages.exchange(visitor, shared.web, "not-a-code-we-issued"), 400, "invalid_grant")
 
 
 def test_code_older_than_sixty_seconds_is_invalid_grant(
     browser: TestClient, web: Registered, user: User, clock: MovableClock
 ) -> None:
-    code = signed_in_code(browser, web.id)
+    code = pages.signed_in_code(browser, web.id)
     clock.advance(61)
-    assert_oauth_error(exchange(browser, web, code), 400, "invalid_grant")
+    pages.assert_oauth_error(pages.exchange(browser, web, code), 400, "invalid_grant")
 
 
 def test_replayed_code_is_invalid_grant_and_revokes_the_tokens_issued_from_it(
     browser: TestClient, web: Registered, user: User
 ) -> None:
-    code = signed_in_code(browser, web.id, scope="openid offline_access")
-    first = tokens(browser, web, code)
-    assert browser.get("/oauth2/userinfo", headers=bearer(first["access_token"])).status_code == 200
+    code = pages.signed_in_code(browser, web.id, scope="openid offline_access")
+    first = pages.tokens(browser, web, code)
+    assert browser.get("/oauth2/userinfo", headers=pages.bearer(first["access_token"])).status_code == 200
 
-    assert_oauth_error(exchange(browser, web, code), 400, "invalid_grant")
+    pages.assert_oauth_error(pages.exchange(browser, web, code), 400, "invalid_grant")
 
-    response = browser.get("/oauth2/userinfo", headers=bearer(first["access_token"]))
+    response = browser.get("/oauth2/userinfo", headers=pages.bearer(first["access_token"]))
     assert response.status_code == 401 and response.json()["error"] == "invalid_token"
-    assert_oauth_error(refresh(browser, web, first["refresh_token"]), 400, "invalid_grant")
+    pages.assert_oauth_error(pages.refresh(browser, web, first["refresh_token"]), 400, "invalid_grant")
 
 
 def test_replayed_code_also_revokes_the_tokens_refreshed_from_it(
     browser: TestClient, web: Registered, user: User
 ) -> None:
-    code = signed_in_code(browser, web.id, scope="openid offline_access")
-    refreshed = refresh(browser, web, tokens(browser, web, code)["refresh_token"])
+    code = pages.signed_in_code(browser, web.id, scope="openid offline_access")
+    refreshed = pages.refresh(browser, web, pages.tokens(browser, web, code)["refresh_token"])
     assert refreshed.status_code == 200, refreshed.text
     later = refreshed.json()
 
-    assert_oauth_error(exchange(browser, web, code), 400, "invalid_grant")
+    pages.assert_oauth_error(pages.exchange(browser, web, code), 400, "invalid_grant")
 
-    assert browser.get("/oauth2/userinfo", headers=bearer(later["access_token"])).status_code == 401
-    assert_oauth_error(refresh(browser, web, later["refresh_token"]), 400, "invalid_grant")
+    assert browser.get("/oauth2/userinfo", headers=pages.bearer(later["access_token"])).status_code == 401
+    pages.assert_oauth_error(pages.refresh(browser, web, later["refresh_token"]), 400, "invalid_grant")

@@ -9,19 +9,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from identity.users import User
+from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import CALLBACK, CALLBACK_WITH_QUERY, Registered, Shared, register
-from tests.support.identity_pages import (
-    CHALLENGE,
-    STATE,
-    assert_error_page,
-    authorize,
-    code_of,
-    post_form,
-    redirected_error,
-    sign_in,
-    to_client,
-    to_page,
-)
 
 # The authorization request: errors before the redirect URI is trusted are pages.
 
@@ -46,13 +35,13 @@ def test_request_without_known_client_and_registered_redirect_uri_shows_error_pa
     visitor: TestClient, shared: Shared, case: str, method: str
 ) -> None:
     pairs = [(name, value.format(client=shared.web.id)) for name, value in UNTRUSTED[case]]
-    pairs += [("response_type", "code"), ("scope", "openid"), ("state", STATE)]
-    pairs += [("code_challenge", CHALLENGE), ("code_challenge_method", "S256")]
+    pairs += [("response_type", "code"), ("scope", "openid"), ("state", pages.STATE)]
+    pairs += [("code_challenge", pages.CHALLENGE), ("code_challenge_method", "S256")]
     if method == "POST":
-        response = post_form(visitor, "/oauth2/authorize", pairs)
+        response = pages.post_form(visitor, "/oauth2/authorize", pairs)
     else:
         response = visitor.get("/oauth2/authorize", params=pairs)
-    assert_error_page(response)
+    pages.assert_error_page(response)
     assert "evil.example" not in response.text
 
 
@@ -70,7 +59,7 @@ REDIRECTED = {
     "challenge without method": ({"code_challenge_method": None}, [], "invalid_request"),
     "method without challenge": ({"code_challenge": None}, [], "invalid_request"),
     "malformed challenge": ({"code_challenge": "too-short"}, [], "invalid_request"),
-    "challenge with padding": ({"code_challenge": CHALLENGE[:42] + "="}, [], "invalid_request"),
+    "challenge with padding": ({"code_challenge": pages.CHALLENGE[:42] + "="}, [], "invalid_request"),
     "repeated scope": ({}, [("scope", "openid")], "invalid_request"),
     "repeated response_type": ({}, [("response_type", "code")], "invalid_request"),
     "prompt none with login": ({"prompt": "none login"}, [], "invalid_request"),
@@ -91,74 +80,74 @@ def test_error_after_redirect_uri_is_trusted_redirects_with_error_state_and_iss(
     visitor: TestClient, shared: Shared, case: str, method: str
 ) -> None:
     changes, extra, error = REDIRECTED[case]
-    response = authorize(visitor, shared.web.id, *extra, method=method, **changes)
-    redirected_error(response, error)
+    response = pages.authorize(visitor, shared.web.id, *extra, method=method, **changes)
+    pages.redirected_error(response, error)
 
 
 def test_repeated_state_is_invalid_request_and_no_state_is_echoed(visitor: TestClient, shared: Shared) -> None:
-    response = authorize(visitor, shared.web.id, ("state", "second-state"))
-    redirected_error(response, "invalid_request", state=None)
+    response = pages.authorize(visitor, shared.web.id, ("state", "second-state"))
+    pages.redirected_error(response, "invalid_request", state=None)
 
 
 def test_client_without_authorization_code_grant_is_unauthorized_client(visitor: TestClient, shared: Shared) -> None:
     service = register(shared.engine, shared.org, name="Batch job", grants=["client_credentials"])
-    redirected_error(authorize(visitor, service.id), "unauthorized_client")
+    pages.redirected_error(pages.authorize(visitor, service.id), "unauthorized_client")
 
 
 def test_client_registered_with_optional_pkce_may_omit_it(visitor: TestClient, shared: Shared) -> None:
     legacy = register(shared.engine, shared.org, name="Legacy server app", pkce_required=False)
-    response = authorize(visitor, legacy.id, code_challenge=None, code_challenge_method=None)
-    to_page(response, "sign-in")
+    response = pages.authorize(visitor, legacy.id, code_challenge=None, code_challenge_method=None)
+    pages.to_page(response, "sign-in")
 
 
 def test_client_registered_with_optional_pkce_still_refuses_plain(visitor: TestClient, shared: Shared) -> None:
     legacy = register(shared.engine, shared.org, name="Legacy server app", pkce_required=False)
-    response = authorize(visitor, legacy.id, code_challenge_method="plain")
-    redirected_error(response, "invalid_request")
+    response = pages.authorize(visitor, legacy.id, code_challenge_method="plain")
+    pages.redirected_error(response, "invalid_request")
 
 
 def test_unknown_parameters_are_ignored(visitor: TestClient, shared: Shared) -> None:
-    response = authorize(visitor, shared.web.id, ("display", "popup"), ("x-custom", "1"), ("x-custom", "2"))
-    to_page(response, "sign-in")
+    response = pages.authorize(visitor, shared.web.id, ("display", "popup"), ("x-custom", "1"), ("x-custom", "2"))
+    pages.to_page(response, "sign-in")
 
 
 def test_parameters_sent_empty_are_treated_as_omitted(visitor: TestClient, shared: Shared) -> None:
-    response = authorize(visitor, shared.web.id, prompt="", max_age="", login_hint="")
-    to_page(response, "sign-in")
+    response = pages.authorize(visitor, shared.web.id, prompt="", max_age="", login_hint="")
+    pages.to_page(response, "sign-in")
 
 
 def test_error_redirect_keeps_the_redirect_uris_own_query(visitor: TestClient, shared: Shared) -> None:
-    response = authorize(visitor, shared.web.id, redirect_uri=CALLBACK_WITH_QUERY, response_type="token")
-    params = to_client(response, CALLBACK_WITH_QUERY)
+    response = pages.authorize(visitor, shared.web.id, redirect_uri=CALLBACK_WITH_QUERY, response_type="token")
+    params = pages.to_client(response, CALLBACK_WITH_QUERY)
     assert params["tenant"] == "acme"
-    assert params["error"] == "unsupported_response_type" and params["state"] == STATE
+    assert params["error"] == "unsupported_response_type" and params["state"] == pages.STATE
 
 
 def test_code_redirect_keeps_the_redirect_uris_own_query(browser: TestClient, web: Registered, user: User) -> None:
-    location = to_page(authorize(browser, web.id, redirect_uri=CALLBACK_WITH_QUERY), "sign-in")
-    params = to_client(sign_in(browser, location), CALLBACK_WITH_QUERY)
-    assert params["tenant"] == "acme" and params["code"] and params["state"] == STATE
+    location = pages.to_page(pages.authorize(browser, web.id, redirect_uri=CALLBACK_WITH_QUERY), "sign-in")
+    params = pages.to_client(pages.sign_in(browser, location), CALLBACK_WITH_QUERY)
+    assert params["tenant"] == "acme" and params["code"] and params["state"] == pages.STATE
 
 
 def test_each_interaction_is_bound_to_the_browser_by_its_own_cookie(visitor: TestClient, shared: Shared) -> None:
-    response = authorize(visitor, shared.web.id)
-    interaction = dict(parse_qsl(urlsplit(to_page(response, "sign-in")).query))["interaction"]
+    response = pages.authorize(visitor, shared.web.id)
+    interaction = dict(parse_qsl(urlsplit(pages.to_page(response, "sign-in")).query))["interaction"]
     cookie = response.headers["set-cookie"]
     assert cookie.startswith(f"rm_ia_{interaction}=")
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie and "expires=" in cookie.lower()
 
 
 def test_a_finished_interaction_deletes_its_cookie(browser: TestClient, web: Registered, user: User) -> None:
-    location = to_page(authorize(browser, web.id), "sign-in")
+    location = pages.to_page(pages.authorize(browser, web.id), "sign-in")
     interaction = dict(parse_qsl(urlsplit(location).query))["interaction"]
-    response = sign_in(browser, location)
-    code_of(response)
+    response = pages.sign_in(browser, location)
+    pages.code_of(response)
     (cookie,) = [c for c in response.headers.get_list("set-cookie") if c.startswith(f"rm_ia_{interaction}=")]
     assert "1970" in cookie
     assert not [name for name in browser.cookies if name.startswith("rm_ia_")]
 
 
 def test_starting_another_sign_in_leaves_a_pending_one_usable(browser: TestClient, web: Registered, user: User) -> None:
-    first = to_page(authorize(browser, web.id), "sign-in")
-    to_page(authorize(browser, web.id), "sign-in")  # e.g. a cross-site form post to /oauth2/authorize
+    first = pages.to_page(pages.authorize(browser, web.id), "sign-in")
+    pages.to_page(pages.authorize(browser, web.id), "sign-in")  # e.g. a cross-site form post to /oauth2/authorize
     assert browser.get(first).status_code == 200

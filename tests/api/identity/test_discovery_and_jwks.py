@@ -11,17 +11,8 @@ from identity.organizations import Organization
 from identity.users import UserStore
 from service.app import create_app
 from service.settings import Settings
+from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import CALLBACK, EMAIL, PASSWORD, register
-from tests.support.identity_pages import (
-    ISSUER,
-    VERIFIER,
-    authorization,
-    basic,
-    bearer,
-    hidden_fields,
-    post_form,
-    to_client,
-)
 
 # Discovery.
 
@@ -30,7 +21,7 @@ def test_discovery_lists_the_supported_values_and_endpoints_under_the_issuer(vis
     response = visitor.get("/.well-known/openid-configuration")
     assert response.status_code == 200
     document = response.json()
-    assert document["issuer"] == ISSUER
+    assert document["issuer"] == pages.ISSUER
     assert document["response_types_supported"] == ["code"]
     assert sorted(document["grant_types_supported"]) == ["authorization_code", "client_credentials", "refresh_token"]
     assert document["code_challenge_methods_supported"] == ["S256"]
@@ -46,13 +37,13 @@ def test_discovery_lists_the_supported_values_and_endpoints_under_the_issuer(vis
     assert document["authorization_response_iss_parameter_supported"] is True
     assert {"openid", "profile", "email", "offline_access", "members:read"} <= set(document["scopes_supported"])
     assert {"sub", "sid", "auth_time", "nonce", "org_id", "org_name"} <= set(document["claims_supported"])
-    assert document["authorization_endpoint"] == f"{ISSUER}/oauth2/authorize"
-    assert document["token_endpoint"] == f"{ISSUER}/oauth2/token"
-    assert document["userinfo_endpoint"] == f"{ISSUER}/oauth2/userinfo"
-    assert document["jwks_uri"] == f"{ISSUER}/jwks"
-    assert document["introspection_endpoint"] == f"{ISSUER}/oauth2/introspect"
-    assert document["revocation_endpoint"] == f"{ISSUER}/oauth2/revoke"
-    assert document["end_session_endpoint"] == f"{ISSUER}/oauth2/end-session"
+    assert document["authorization_endpoint"] == f"{pages.ISSUER}/oauth2/authorize"
+    assert document["token_endpoint"] == f"{pages.ISSUER}/oauth2/token"
+    assert document["userinfo_endpoint"] == f"{pages.ISSUER}/oauth2/userinfo"
+    assert document["jwks_uri"] == f"{pages.ISSUER}/jwks"
+    assert document["introspection_endpoint"] == f"{pages.ISSUER}/oauth2/introspect"
+    assert document["revocation_endpoint"] == f"{pages.ISSUER}/oauth2/revoke"
+    assert document["end_session_endpoint"] == f"{pages.ISSUER}/oauth2/end-session"
 
 
 def test_jwks_serves_public_rsa_keys_only(visitor: TestClient) -> None:
@@ -66,7 +57,7 @@ def test_jwks_serves_public_rsa_keys_only(visitor: TestClient) -> None:
 def test_issuer_with_a_path_serves_every_endpoint_under_it(
     settings: Settings, engine: Engine, org: Organization
 ) -> None:
-    tenant = f"{ISSUER}/tenant-a"
+    tenant = f"{pages.ISSUER}/tenant-a"
     web = register(engine, org)
     UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
     with TestClient(create_app(settings.with_changes(issuer=tenant)), follow_redirects=False) as browser:
@@ -76,28 +67,28 @@ def test_issuer_with_a_path_serves_every_endpoint_under_it(
             assert document[f"{name}_endpoint"].startswith(f"{tenant}/oauth2/"), name
         assert document["jwks_uri"] == f"{tenant}/jwks"
         assert browser.get("/.well-known/openid-configuration").status_code == 404
-        assert browser.get("/oauth2/authorize", params=authorization(web.id)).status_code == 404
+        assert browser.get("/oauth2/authorize", params=pages.authorization(web.id)).status_code == 404
         assert browser.get("/tenant-a/jwks").status_code == 200
 
-        response = browser.get("/tenant-a/oauth2/authorize", params=authorization(web.id))
+        response = browser.get("/tenant-a/oauth2/authorize", params=pages.authorization(web.id))
         assert response.status_code == 302
         location = response.headers["location"]
         assert location.startswith("/tenant-a/sign-in?interaction=")
         assert "Path=/tenant-a" in response.headers["set-cookie"]
         page = browser.get(location)
         assert 'action="/tenant-a/sign-in"' in page.text
-        fields = {**hidden_fields(page.text), "email": EMAIL, "password": PASSWORD}
-        response = post_form(browser, "/tenant-a/sign-in", list(fields.items()))
-        params = to_client(response)
+        fields = {**pages.hidden_fields(page.text), "email": EMAIL, "password": PASSWORD}
+        response = pages.post_form(browser, "/tenant-a/sign-in", list(fields.items()))
+        params = pages.to_client(response)
         assert params["iss"] == tenant
         pairs = [("grant_type", "authorization_code"), ("code", params["code"]), ("redirect_uri", CALLBACK)]
-        pairs.append(("code_verifier", VERIFIER))
-        body = post_form(browser, "/tenant-a/oauth2/token", pairs, basic(web)).json()
+        pairs.append(("code_verifier", pages.VERIFIER))
+        body = pages.post_form(browser, "/tenant-a/oauth2/token", pairs, pages.basic(web)).json()
         keys = jwt.PyJWKSet.from_dict(browser.get("/tenant-a/jwks").json())
         kid = jwt.get_unverified_header(body["id_token"])["kid"]
         claims = jwt.decode(body["id_token"], key=keys[kid], algorithms=["RS256"], audience=web.id, issuer=tenant)
         assert claims["iss"] == tenant
-        assert browser.get("/tenant-a/oauth2/userinfo", headers=bearer(body["access_token"])).status_code == 200
+        assert browser.get("/tenant-a/oauth2/userinfo", headers=pages.bearer(body["access_token"])).status_code == 200
 
 
 @pytest.mark.parametrize("path", ["/jwks", "/.well-known/openid-configuration"])

@@ -9,29 +9,20 @@ from starlette.testclient import TestClient
 from identity.organizations import OrganizationStore
 from identity.users import User, UserStore
 from service.console_api.relying_party import SERVICE_ORG_ID
+from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered, Shared
-from tests.support.identity_pages import (
-    SIGN_UP,
-    assert_page_headers,
-    authorize,
-    code_of,
-    hidden_fields,
-    show,
-    submit,
-    to_page,
-    tokens,
-    verified,
-)
 
 # Sign-up.
 
 
 def test_prompt_create_redirects_to_the_sign_up_page(visitor: TestClient, shared: Shared) -> None:
-    location = to_page(authorize(visitor, shared.web.id, prompt="create", login_hint="new@example.com"), "sign-up")
-    html = show(visitor, location).text
+    location = pages.to_page(
+        pages.authorize(visitor, shared.web.id, prompt="create", login_hint="new@example.com"), "sign-up"
+    )
+    html = pages.show(visitor, location).text
     for name in ("name", "email", "password", "organization"):
         assert f'<label for="{name}">' in html and f'<input id="{name}" name="{name}"' in html
-    assert set(hidden_fields(html)) == {"interaction", "csrf_token"}
+    assert set(pages.hidden_fields(html)) == {"interaction", "csrf_token"}
     assert 'value="new@example.com"' in html
 
 
@@ -50,10 +41,10 @@ def test_prompt_create_redirects_to_the_sign_up_page(visitor: TestClient, shared
 def test_sign_up_field_errors_show_the_form_again_with_the_message(
     browser: TestClient, web: Registered, user: User, engine: Engine, changes: dict[str, str], message: str
 ) -> None:
-    location = to_page(authorize(browser, web.id, prompt="create"), "sign-up")
-    response = submit(browser, location, {**SIGN_UP, **changes})
+    location = pages.to_page(pages.authorize(browser, web.id, prompt="create"), "sign-up")
+    response = pages.submit(browser, location, {**pages.SIGN_UP, **changes})
     assert response.status_code == 200, response.text
-    assert_page_headers(response)
+    pages.assert_page_headers(response)
     assert 'aria-invalid="true"' in response.text
     assert message in response.text
     assert f'value="{PASSWORD}"' not in response.text  # a password is never sent back
@@ -66,8 +57,8 @@ def test_sign_up_field_errors_show_the_form_again_with_the_message(
 def test_sign_up_with_a_name_too_long_shows_the_form_again_with_the_message(
     browser: TestClient, web: Registered, field: str
 ) -> None:
-    location = to_page(authorize(browser, web.id, prompt="create"), "sign-up")
-    response = submit(browser, location, {**SIGN_UP, field: "N" * 201})
+    location = pages.to_page(pages.authorize(browser, web.id, prompt="create"), "sign-up")
+    response = pages.submit(browser, location, {**pages.SIGN_UP, field: "N" * 201})
     assert response.status_code == 200, response.text
     assert 'aria-invalid="true"' in response.text and "must be 1 to 200 characters." in response.text
 
@@ -75,13 +66,13 @@ def test_sign_up_with_a_name_too_long_shows_the_form_again_with_the_message(
 def test_sign_up_creates_user_and_owned_organization_and_tokens_carry_it(
     browser: TestClient, web: Registered, engine: Engine
 ) -> None:
-    location = to_page(authorize(browser, web.id, prompt="create"), "sign-up")
-    response = submit(browser, location, SIGN_UP)
+    location = pages.to_page(pages.authorize(browser, web.id, prompt="create"), "sign-up")
+    response = pages.submit(browser, location, pages.SIGN_UP)
     assert "rm_session=" in response.headers["set-cookie"]
-    code = code_of(response)
+    code = pages.code_of(response)
     (created,) = [u for u in UserStore(engine).list() if u.email == "bo@example.com"]
     assert [(m.org.name, m.role) for m in created.memberships] == [("Bo's Bakery", "owner")]
-    id_token = verified(browser, tokens(browser, web, code)["id_token"], web.id)
+    id_token = pages.verified(browser, pages.tokens(browser, web, code)["id_token"], web.id)
     assert id_token["sub"] == created.id
     assert (id_token["org_id"], id_token["org_name"]) == (created.memberships[0].org.id, "Bo's Bakery")
     assert (id_token["name"], id_token["email"]) == ("Bo Berg", "bo@example.com")

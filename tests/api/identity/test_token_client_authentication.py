@@ -11,19 +11,8 @@ from starlette.testclient import TestClient
 
 from identity.organizations import Organization
 from identity.users import User
+from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import CALLBACK, EMAIL, PASSWORD, Registered, Shared, register
-from tests.support.identity_pages import (
-    ISSUER,
-    SCOPE,
-    VERIFIER,
-    assert_oauth_error,
-    basic,
-    basic_raw,
-    signed_in_code,
-    token_request,
-    tokens,
-    verified,
-)
 
 # The token endpoint: client authentication.
 
@@ -31,52 +20,52 @@ from tests.support.identity_pages import (
 def test_code_exchange_with_client_secret_basic_answers_tokens(
     browser: TestClient, web: Registered, user: User
 ) -> None:
-    body = tokens(browser, web, signed_in_code(browser, web.id))
+    body = pages.tokens(browser, web, pages.signed_in_code(browser, web.id))
     assert set(body) == {"access_token", "token_type", "expires_in", "scope", "id_token"}
-    assert body["token_type"] == "Bearer" and body["expires_in"] == 600 and body["scope"] == SCOPE
+    assert body["token_type"] == "Bearer" and body["expires_in"] == 600 and body["scope"] == pages.SCOPE
 
 
 def test_code_exchange_with_client_secret_post_for_a_client_registered_so(
     browser: TestClient, engine: Engine, org: Organization, user: User
 ) -> None:
     poster = register(engine, org, name="Poster", auth_method="client_secret_post")
-    code = signed_in_code(browser, poster.id)
+    code = pages.signed_in_code(browser, poster.id)
     pairs = [
         ("grant_type", "authorization_code"),
         ("code", code),
         ("redirect_uri", CALLBACK),
-        ("code_verifier", VERIFIER),
+        ("code_verifier", pages.VERIFIER),
         ("client_id", poster.id),
         ("client_secret", poster.secret),
     ]
-    response = token_request(browser, pairs)
+    response = pages.token_request(browser, pairs)
     assert response.status_code == 200, response.text
-    assert verified(browser, response.json()["id_token"], poster.id)["azp"] == poster.id
+    assert pages.verified(browser, response.json()["id_token"], poster.id)["azp"] == poster.id
 
 
 def test_client_secret_post_client_using_basic_is_invalid_client(visitor: TestClient, shared: Shared) -> None:
     poster = register(shared.engine, shared.org, name="Poster", auth_method="client_secret_post")
-    response = token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], basic(poster))
-    assert_oauth_error(response, 401, "invalid_client")
+    response = pages.token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], pages.basic(poster))
+    pages.assert_oauth_error(response, 401, "invalid_client")
     assert response.headers["www-authenticate"].startswith("Basic ")
 
 
 def test_basic_credentials_are_form_decoded(browser: TestClient, web: Registered, user: User) -> None:
-    code = signed_in_code(browser, web.id)
+    code = pages.signed_in_code(browser, web.id)
 
     def encoded(value: str) -> str:
         return "".join(f"%{byte:02X}" for byte in value.encode())
 
     pairs = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", CALLBACK)]
-    pairs.append(("code_verifier", VERIFIER))
-    response = token_request(browser, pairs, basic_raw(encoded(web.id), encoded(web.secret)))
+    pairs.append(("code_verifier", pages.VERIFIER))
+    response = pages.token_request(browser, pairs, pages.basic_raw(encoded(web.id), encoded(web.secret)))
     assert response.status_code == 200, response.text
 
 
 def test_wrong_client_secret_is_invalid_client_with_a_basic_challenge(visitor: TestClient, shared: Shared) -> None:
     wrong = Registered(shared.web.id, shared.web.secret + "x")
-    response = token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], basic(wrong))
-    assert_oauth_error(response, 401, "invalid_client")
+    response = pages.token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], pages.basic(wrong))
+    pages.assert_oauth_error(response, 401, "invalid_client")
     assert response.headers["www-authenticate"].startswith("Basic ")
 
 
@@ -85,7 +74,9 @@ def test_why_client_authentication_failed_is_logged_never_answered(
 ) -> None:
     wrong = Registered(shared.web.id, shared.web.secret + "x")
     with caplog.at_level(logging.INFO, logger="service.identity"):
-        response = token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], basic(wrong))
+        response = pages.token_request(
+            visitor, [("grant_type", "authorization_code"), ("code", "x")], pages.basic(wrong)
+        )
     assert response.json()["error_description"] == "Client authentication failed."
     assert f"invalid_client: The secret of client {shared.web.id} is wrong." in caplog.messages
     assert "secret of client" not in response.text
@@ -95,14 +86,14 @@ def test_why_client_authentication_failed_is_logged_never_answered(
     "authorization", ["Basic", "Basic !!!", "Basic " + base64.b64encode(b"no-colon").decode()], ids=str
 )
 def test_malformed_basic_header_is_invalid_client(visitor: TestClient, shared: Shared, authorization: str) -> None:
-    response = token_request(visitor, [("grant_type", "client_credentials")], {"Authorization": authorization})
-    assert_oauth_error(response, 401, "invalid_client")
+    response = pages.token_request(visitor, [("grant_type", "client_credentials")], {"Authorization": authorization})
+    pages.assert_oauth_error(response, 401, "invalid_client")
 
 
 def test_unknown_client_is_invalid_client(visitor: TestClient, shared: Shared) -> None:
     unknown = Registered("cl_unknown", shared.web.secret)
-    response = token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], basic(unknown))
-    assert_oauth_error(response, 401, "invalid_client")
+    response = pages.token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], pages.basic(unknown))
+    pages.assert_oauth_error(response, 401, "invalid_client")
     assert response.headers["www-authenticate"].startswith("Basic ")
 
 
@@ -115,24 +106,24 @@ def test_client_secret_basic_client_using_client_secret_post_is_invalid_client(
         ("client_id", shared.web.id),
         ("client_secret", shared.web.secret),
     ]
-    response = token_request(visitor, pairs)
-    assert_oauth_error(response, 401, "invalid_client")
-    assert response.headers["www-authenticate"] == f'Basic realm="{ISSUER}", charset="UTF-8"'
+    response = pages.token_request(visitor, pairs)
+    pages.assert_oauth_error(response, 401, "invalid_client")
+    assert response.headers["www-authenticate"] == f'Basic realm="{pages.ISSUER}", charset="UTF-8"'
 
 
 def test_basic_and_client_secret_together_is_invalid_request(visitor: TestClient, shared: Shared) -> None:
     pairs = [("grant_type", "authorization_code"), ("code", "x"), ("redirect_uri", CALLBACK)]
     pairs.append(("client_secret", shared.web.secret))  # both valid: the request still uses two methods
-    assert_oauth_error(token_request(visitor, pairs, basic(shared.web)), 400, "invalid_request")
+    pages.assert_oauth_error(pages.token_request(visitor, pairs, pages.basic(shared.web)), 400, "invalid_request")
 
 
 def test_error_description_quoting_the_request_keeps_to_printable_ascii(visitor: TestClient, shared: Shared) -> None:
     """RFC 6749 §5.2: error_description is %x20-21 / %x23-5B / %x5D-7E, whatever the client sent."""
     name = 'gr\u00e4nt"\\\u2028'  # no control character: one is refused before any quoting (test_control_characters)
-    response = token_request(
-        visitor, [(name, "a"), (name, "b"), ("grant_type", "client_credentials")], basic(shared.web)
+    response = pages.token_request(
+        visitor, [(name, "a"), (name, "b"), ("grant_type", "client_credentials")], pages.basic(shared.web)
     )
-    assert_oauth_error(response, 400, "invalid_request")
+    pages.assert_oauth_error(response, 400, "invalid_request")
     description = response.json()["error_description"]
     assert all(0x20 <= ord(ch) <= 0x7E and ch not in '"\\' for ch in description), description
     assert "gr?nt'??" in description
@@ -141,9 +132,9 @@ def test_error_description_quoting_the_request_keeps_to_printable_ascii(visitor:
 def test_token_request_without_client_authentication_is_invalid_client(visitor: TestClient, shared: Shared) -> None:
     """RFC 9110 §15.5.2: a 401 carries a challenge, even when the client tried no HTTP authentication scheme."""
     pairs = [("grant_type", "authorization_code"), ("code", "x"), ("client_id", shared.web.id)]
-    response = token_request(visitor, pairs)
-    assert_oauth_error(response, 401, "invalid_client")
-    assert response.headers["www-authenticate"] == f'Basic realm="{ISSUER}", charset="UTF-8"'
+    response = pages.token_request(visitor, pairs)
+    pages.assert_oauth_error(response, 401, "invalid_client")
+    assert response.headers["www-authenticate"] == f'Basic realm="{pages.ISSUER}", charset="UTF-8"'
 
 
 @pytest.mark.parametrize(
@@ -172,15 +163,17 @@ def test_token_request_without_client_authentication_is_invalid_client(visitor: 
 def test_malformed_token_request_is_refused_with_its_error_code(
     visitor: TestClient, shared: Shared, pairs: list[tuple[str, str]], status: int, error: str
 ) -> None:
-    assert_oauth_error(token_request(visitor, pairs, basic(shared.web)), status, error)
+    pages.assert_oauth_error(pages.token_request(visitor, pairs, pages.basic(shared.web)), status, error)
 
 
 def test_every_token_response_forbids_caching(visitor: TestClient, shared: Shared) -> None:
     service = register(shared.engine, shared.org, name="Cron", grants=["client_credentials"], scopes=["members:read"])
     answers = [
-        token_request(visitor, [("grant_type", "client_credentials")], basic(service)),
-        token_request(visitor, [("grant_type", "password")], basic(service)),
-        token_request(visitor, [("grant_type", "client_credentials")], basic(Registered(service.id, "wrong"))),
+        pages.token_request(visitor, [("grant_type", "client_credentials")], pages.basic(service)),
+        pages.token_request(visitor, [("grant_type", "password")], pages.basic(service)),
+        pages.token_request(
+            visitor, [("grant_type", "client_credentials")], pages.basic(Registered(service.id, "wrong"))
+        ),
     ]
     assert [response.status_code for response in answers] == [200, 400, 401]
     for response in answers:
@@ -189,13 +182,13 @@ def test_every_token_response_forbids_caching(visitor: TestClient, shared: Share
 
 def test_client_id_in_the_body_must_name_the_basic_client(visitor: TestClient, shared: Shared) -> None:
     pairs = [("grant_type", "authorization_code"), ("code", "x"), ("client_id", "cl_someone_else")]
-    response = token_request(visitor, pairs, basic(shared.web))
-    assert_oauth_error(response, 401, "invalid_client")
+    response = pages.token_request(visitor, pairs, pages.basic(shared.web))
+    pages.assert_oauth_error(response, 401, "invalid_client")
     assert response.headers["www-authenticate"].startswith("Basic ")
 
 
 def test_token_request_with_a_wrong_media_type_is_refused_without_caching(visitor: TestClient, shared: Shared) -> None:
-    response = visitor.post("/oauth2/token", json={"grant_type": "authorization_code"}, headers=basic(shared.web))
+    response = visitor.post("/oauth2/token", json={"grant_type": "authorization_code"}, headers=pages.basic(shared.web))
     assert response.status_code in (400, 415)
     assert response.json()["error"] == "invalid_request"
     assert response.headers["cache-control"] == "no-store" and response.headers["pragma"] == "no-cache"

@@ -7,8 +7,8 @@ from starlette.testclient import TestClient
 
 from identity.organizations import Organization
 from identity.users import User
+from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import EMAIL, Registered, Shared, register
-from tests.support.identity_pages import ISSUER, basic, bearer, signed_in_code, token_request, tokens, verified
 
 # UserInfo.
 
@@ -17,8 +17,8 @@ from tests.support.identity_pages import ISSUER, basic, bearer, signed_in_code, 
 def test_userinfo_answers_the_users_claims_by_scope(
     browser: TestClient, web: Registered, user: User, org: Organization, method: str
 ) -> None:
-    body = tokens(browser, web, signed_in_code(browser, web.id))
-    response = browser.request(method, "/oauth2/userinfo", headers=bearer(body["access_token"]))
+    body = pages.tokens(browser, web, pages.signed_in_code(browser, web.id))
+    response = browser.request(method, "/oauth2/userinfo", headers=pages.bearer(body["access_token"]))
     assert response.status_code == 200, response.text
     assert response.headers["cache-control"] == "no-store"
     assert response.json() == {
@@ -38,21 +38,21 @@ def test_userinfo_without_a_token_is_invalid_token_with_a_bare_bearer_challenge(
     response = visitor.request(method, "/oauth2/userinfo")
     assert response.status_code == 401
     assert response.json()["error"] == "invalid_token"
-    assert response.headers["www-authenticate"] == f'Bearer realm="{ISSUER}"'
+    assert response.headers["www-authenticate"] == f'Bearer realm="{pages.ISSUER}"'
 
 
 @pytest.mark.parametrize("token", ["garbage", "eyJhbGciOiJub25lIn0.e30.", "a.b.c"])
 def test_userinfo_with_a_token_not_ours_is_invalid_token(visitor: TestClient, token: str) -> None:
-    response = visitor.get("/oauth2/userinfo", headers=bearer(token))
+    response = visitor.get("/oauth2/userinfo", headers=pages.bearer(token))
     assert response.status_code == 401
     assert response.json()["error"] == "invalid_token"
     challenge = response.headers["www-authenticate"]
-    assert challenge.startswith(f'Bearer realm="{ISSUER}"') and 'error="invalid_token"' in challenge
+    assert challenge.startswith(f'Bearer realm="{pages.ISSUER}"') and 'error="invalid_token"' in challenge
 
 
 def test_userinfo_refuses_an_id_token_as_an_access_token(browser: TestClient, web: Registered, user: User) -> None:
-    body = tokens(browser, web, signed_in_code(browser, web.id))
-    response = browser.get("/oauth2/userinfo", headers=bearer(body["id_token"]))
+    body = pages.tokens(browser, web, pages.signed_in_code(browser, web.id))
+    response = browser.get("/oauth2/userinfo", headers=pages.bearer(body["id_token"]))
     assert response.status_code == 401 and response.json()["error"] == "invalid_token"
 
 
@@ -69,15 +69,15 @@ def test_userinfo_with_a_malformed_authorization_header_is_invalid_request(
 def test_userinfo_with_a_user_token_without_openid_is_insufficient_scope(
     browser: TestClient, web: Registered, user: User
 ) -> None:
-    body = tokens(browser, web, signed_in_code(browser, web.id, scope="openid offline_access"))
-    narrowed = token_request(
+    body = pages.tokens(browser, web, pages.signed_in_code(browser, web.id, scope="openid offline_access"))
+    narrowed = pages.token_request(
         browser,
         [("grant_type", "refresh_token"), ("refresh_token", body["refresh_token"]), ("scope", "offline_access")],
-        basic(web),
+        pages.basic(web),
     )
     assert narrowed.status_code == 200, narrowed.text
     assert narrowed.json()["scope"] == "offline_access" and "id_token" not in narrowed.json()
-    response = browser.get("/oauth2/userinfo", headers=bearer(narrowed.json()["access_token"]))
+    response = browser.get("/oauth2/userinfo", headers=pages.bearer(narrowed.json()["access_token"]))
     assert response.status_code == 403
     assert response.json()["error"] == "insufficient_scope"
     challenge = response.headers["www-authenticate"]
@@ -88,11 +88,13 @@ def test_userinfo_refuses_an_application_token_as_invalid_token(visitor: TestCli
     service = register(
         shared.engine, shared.org, name="Directory sync", grants=["client_credentials"], scopes=["members:read"]
     )
-    response = token_request(visitor, [("grant_type", "client_credentials"), ("scope", "members:read")], basic(service))
+    response = pages.token_request(
+        visitor, [("grant_type", "client_credentials"), ("scope", "members:read")], pages.basic(service)
+    )
     assert response.status_code == 200, response.text
     app_token = response.json()["access_token"]
-    assert verified(visitor, app_token, ISSUER)["sub"] == service.id
-    response = visitor.get("/oauth2/userinfo", headers=bearer(app_token))
+    assert pages.verified(visitor, app_token, pages.ISSUER)["sub"] == service.id
+    response = visitor.get("/oauth2/userinfo", headers=pages.bearer(app_token))
     assert response.status_code == 401
     assert response.json()["error"] == "invalid_token"
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
