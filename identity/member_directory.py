@@ -15,10 +15,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from cursors import CursorCodec, InvalidCursor
+from identity.bearer_tokens import bearer_token
 from identity.clock import utc
 from identity.errors import InsufficientScope, MalformedBearerRequest
 from identity.tables import memberships, users
-from identity.userinfo_claims import bearer_token
 from identity.verification import TokenVerifier
 
 SCOPE = "members:read"

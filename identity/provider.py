@@ -99,14 +99,7 @@ class Provider:
         self.clients = ClientStore(
             engine, clock, recent_max_age=tuning.clients_max_age.total_seconds(), recent_size=tuning.clients_kept
         )
-        self.keys = SigningKeys(
-            engine,
-            lifetimes.key_publish_delay,
-            verify_window=lifetimes.access_token,
-            sealer=sealer,
-            max_age=tuning.signing_keys_max_age,
-            clock=clock,
-        )
+        self.keys = signing_keys_of(engine, lifetimes, tuning, sealer, clock)
         self.sessions = SessionStore(engine, lifetimes.session, clock)
         self.outbox = Outbox(engine, tuning.delivery, clock, sealer)
         throttle = SignInThrottle(SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle)
@@ -217,3 +210,18 @@ class Provider:
 
     def jwks(self) -> dict[str, Any]:
         return self.keys.jwks()
+
+
+def signing_keys_of(
+    engine: Engine, lifetimes: Lifetimes, tuning: Tuning, sealer: Sealer, clock: Clock = SYSTEM_CLOCK
+) -> SigningKeys:
+    """The signing keys as the provider and the command line use them: published ``key_publish_delay`` before they
+    sign, kept to verify as long as an access token lives."""
+    return SigningKeys(
+        engine,
+        lifetimes.key_publish_delay,
+        verify_window=lifetimes.access_token,
+        sealer=sealer,
+        max_age=tuning.signing_keys_max_age,
+        clock=clock,
+    )

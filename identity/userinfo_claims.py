@@ -1,47 +1,16 @@
-"""The UserInfo endpoint (OpenID Connect Core §5.3) and bearer tokens (RFC 6750)."""
+"""The UserInfo endpoint (OpenID Connect Core §5.3); its access token as presented: identity/bearer_tokens.py."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from identity.bearer_tokens import presented_token
 from identity.clients import ClientStore
-from identity.errors import InsufficientScope, InvalidToken, MalformedBearerRequest
+from identity.errors import InsufficientScope, InvalidToken
 from identity.minting import profile_claims
 from identity.users import UserStore
 from identity.verification import AccessToken, TokenVerifier
-
-TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")  # RFC 6750 §2.1 b64token
-
-
-def bearer_token(authorization: str | None) -> str:
-    """RFC 6750 §2.1: the token of an ``Authorization: Bearer`` header."""
-    if not authorization or authorization[:7].lower() not in ("bearer ", "bearer"):
-        raise InvalidToken("An access token is required.", token_sent=False)
-    token = authorization[7:].strip()
-    if not TOKEN68.fullmatch(token):
-        raise MalformedBearerRequest("The Authorization header is malformed.")
-    return token
-
-
-def presented_token(authorization: str | None, form: Sequence[tuple[str, str]] = ()) -> str:
-    """The access token of a request to a protected resource, sent in exactly one way.
-
-    RFC 6750 §2.1: an ``Authorization: Bearer`` header; §2.2 (and OpenID Connect Core §5.3.1 for UserInfo):
-    the ``access_token`` field of a form-encoded POST body. RFC 6750 §2: "Clients MUST NOT use more than one
-    method to transmit the token in each request", so a Bearer header beside a body token is
-    ``invalid_request`` (400), and so is a repeated ``access_token`` field."""
-    in_body = [value for name, value in form if name == "access_token"]
-    if len(in_body) > 1:
-        raise MalformedBearerRequest("The parameter access_token is repeated.")
-    if not in_body:
-        return bearer_token(authorization)
-    if authorization and authorization[:7].lower() in ("bearer ", "bearer"):
-        raise MalformedBearerRequest(
-            "Send the access token one way only: in the Authorization header or in the body, not both."
-        )
-    return in_body[0]
 
 
 class UserInfo:

@@ -1,4 +1,4 @@
-"""The ``regional-menus`` command line (DESIGN §4).
+"""The ``regional-menus`` command line (docs/cli.md).
 
 Every command takes ``--database-url`` after its name, and every command but ``serve`` takes ``--json``.
 Text output is a table with a header line; ``--json`` output is JSON. Bad input is one line on stderr
@@ -686,17 +686,10 @@ def keys_group() -> None:
 
 
 def _signing_keys(engine: Engine) -> SigningKeys:
-    from identity.signing_keys import SigningKeys
+    from identity.provider import signing_keys_of
 
     settings = _settings()
-    lifetimes = settings.lifetimes()
-    return SigningKeys(
-        engine,
-        publish_delay=lifetimes.key_publish_delay,
-        verify_window=lifetimes.access_token,
-        sealer=_sealer(engine),
-        max_age=settings.tuning().signing_keys_max_age,
-    )
+    return signing_keys_of(engine, settings.lifetimes(), settings.tuning(), _sealer(engine))
 
 
 def _sealer(engine: Engine) -> Sealer:

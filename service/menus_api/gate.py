@@ -20,6 +20,7 @@ from collections.abc import Callable
 from starlette.types import Message, Receive, Scope, Send
 
 from data.catalog import Catalog
+from identity.bearer_tokens import bearer_credentials
 from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_key
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
@@ -231,12 +232,10 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
 
 
 def _bearer_token(value: bytes | None) -> str | None:
-    """RFC 6750 §2.1: ``Bearer <token>``; the scheme is case-insensitive."""
+    """RFC 6750 §2.1: ``Bearer <token>`` (identity/bearer_tokens.py); None without a token."""
     if not value:
         return None
-    scheme, _, token = value.decode("latin-1").strip().partition(" ")
-    token = token.strip()
-    return token if scheme.lower() == "bearer" and token else None
+    return bearer_credentials(value.decode("latin-1")) or None
 
 
 def _scheme(value: bytes | None) -> str | None:
