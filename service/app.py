@@ -55,6 +55,7 @@ from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.observe import RequestObserver
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
+from service.ops.route_templates import RouteTemplates
 from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
 from service.web.admission import Admission
@@ -71,7 +72,6 @@ from service.web.problems import (
     nothing_here,
     send_problem,
 )
-from service.web.routes import RouteTemplates
 from service.web.served_documents import ServedDocument
 
 logger = logging.getLogger(__name__)

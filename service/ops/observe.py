@@ -24,9 +24,9 @@ from starlette.types import Scope
 
 from service.ops import metrics
 from service.ops.logs import CURRENT_REQUEST, RequestContext
+from service.ops.route_templates import RouteTemplates
 from service.web.edge import Exchange
 from service.web.forwarded import TrustedProxies
-from service.web.routes import RouteTemplates
 
 access_log = logging.getLogger("regional_menus.access")
 

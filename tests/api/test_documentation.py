@@ -9,9 +9,9 @@ import yaml
 from starlette.testclient import TestClient
 
 from service.app import create_app
+from service.ops.route_templates import UNMATCHED, RouteTemplates
 from service.settings import Settings
 from service.web.contracts import authored, contract
-from service.web.routes import UNMATCHED, RouteTemplates
 from service.web.served_documents import ServedDocument
 from tests.support.defaults import DEFAULTS
 
