@@ -13,9 +13,10 @@ from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.resolver import RelativeResolver
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.console_api.console_web import CONSOLE, ConsoleWeb
+from service.web.body_limit import BodyCap
 from service.web.connexion_adapter import as_connexion, connexion_app
 from service.web.contracts import contract
 from service.web.request_reading import BODY, BodyRecorder
@@ -56,6 +57,7 @@ class ConsoleEntry:
 
     def __init__(self, app: ASGIApp, web: ConsoleWeb) -> None:
         self.app = app
+        self.cap = BodyCap(web.form_limit, lambda _scope, _limit: web.too_large())
         self.web = web
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -74,25 +76,11 @@ class ConsoleEntry:
             return
         CONSOLE.put(scope, self.web)
         if scope["method"] == "POST":
-            length = dict(scope["headers"]).get(b"content-length", b"0")
-            if not length.isdigit() or int(length) > self.web.form_limit:
-                await self.web.too_large()(scope, receive, send)
+            admitted = await self.cap(scope, receive, send)  # 413 past web.form_limit (service/web/body_limit.py)
+            if admitted is None:
                 return
-            recorder = BodyRecorder(_capped(receive, self.web.form_limit))
+            scope, receive = admitted
+            recorder = BodyRecorder(receive)
             BODY.put(scope, recorder)
             receive = recorder
         await self.app(scope, receive, send)
-
-
-def _capped(receive: Receive, limit: int) -> Receive:
-    seen = 0
-
-    async def capped() -> Message:
-        nonlocal seen
-        message = await receive()
-        seen += len(message.get("body", b""))
-        if seen > limit:  # more than its Content-Length announced: treat as a disconnect
-            return {"type": "http.disconnect"}
-        return message
-
-    return capped

@@ -61,6 +61,16 @@ def test_form_within_64_kib_sent_chunked_is_read_as_usual(http: TestClient, engi
     assert response.status_code == 200, response.text
 
 
+def test_a_console_form_over_its_cap_is_a_413_page_chunked_or_not(http: TestClient) -> None:
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for content in (BIG_FORM, chunks_of(BIG_FORM)):
+        response = http.post("/console/keys", content=content, headers=form)
+        assert response.status_code == 413, response.text
+        assert response.headers["content-type"].startswith("text/html")
+        assert "Request too large" in response.text
+        assert response.headers["connection"] == "close"
+
+
 @pytest.mark.parametrize("path", ["/v1/menus/regions", "/healthz"])
 def test_a_body_sent_to_the_menus_or_operations_api_is_a_413_problem(http: TestClient, path: str) -> None:
     for content in (b"x" * 10, chunks_of(b"x" * 10)):
