@@ -91,12 +91,17 @@ class Outbox:
         sealer: Sealer | None = None,
         *,
         channel: str = MAIL,
+        one_destination: bool = True,
     ) -> None:
         self._engine = engine
         self.policy = policy
         self._clock = clock
         self._sealer = sealer  # seals what the templates show (links carry tokens)
         self.channel = channel  # the messages this outbox enqueues, claims and delivers
+        # True: every message goes through one server (mail: the SMTP server), so a round stops at the first
+        # failure to retry; False: each goes to its recipient's own endpoint (logout tokens: each client's URI),
+        # so one endpoint away never holds up the others.
+        self.one_destination = one_destination
 
     def _stored(self, params: Mapping[str, str]) -> dict[str, str]:
         if self._sealer is None:
@@ -230,7 +235,7 @@ class Outbox:
             except Exception as error:  # the server is away, slow or busy: the row waits for its next attempt
                 status = self.failed(claimed, f"{type(error).__name__}: {error}")
                 counts["retrying" if status == PENDING else "failed"] += 1
-                if status == PENDING:
+                if status == PENDING and self.one_destination:
                     break  # the server is likely away for the others too: the next round tries again
             else:
                 self.sent(claimed)

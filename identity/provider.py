@@ -134,7 +134,9 @@ class Provider:
         )
         # Back-Channel Logout 1.0: revocations write logout tokens to their own outbox channel (Revoker); the
         # service's worker posts them, signed at delivery (identity/backchannel_logout.py)
-        self.logout_outbox = Outbox(engine, tuning.delivery, clock, channel=backchannel_logout.CHANNEL)
+        self.logout_outbox = Outbox(
+            engine, tuning.delivery, clock, channel=backchannel_logout.CHANNEL, one_destination=False
+        )
         self.logout_tokens = LogoutTokens(self.clients, self.minter)
         self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
         self.flow = SignInFlow(

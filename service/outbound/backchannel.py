@@ -2,14 +2,17 @@
 ``backchannel_logout`` channel (identity/outbox.py, identity/backchannel_logout.py).
 
 Each claimed message becomes one POST of ``logout_token=…`` (``application/x-www-form-urlencoded``) to the
-client's registered URI, with httpx: a bounded timeout for connecting and for each read and write, no redirect
-followed (a 3xx is an answer like any other), no proxy from the environment, and the answer's body never read.
+client's registered URI, with httpx: one deadline for the whole exchange (connecting, sending, and the answer's
+status line and headers: httpx's own timeouts bound each read and write alone, so an endpoint that trickles its
+answer a byte at a time would otherwise hold the worker past the claim's lease), no redirect followed (a 3xx is
+an answer like any other), no proxy from the environment, and the answer's body never read.
 §2.8: a 200 (or a 204, which some frameworks send for it) means the client logged out; anything else, or no
 answer, is tried again with the outbox's backoff until its attempts run out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from urllib.parse import urlsplit
 
@@ -30,20 +33,29 @@ class LogoutPoster:
     """The outbox transport of logout tokens: signs each at delivery and posts it (blocking: the worker calls it
     in a thread, never on the event loop)."""
 
-    def __init__(self, tokens: LogoutTokens, *, timeout: float, http: httpx.Client | None = None) -> None:
+    def __init__(
+        self, tokens: LogoutTokens, *, timeout: float, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
         self.tokens = tokens
-        self.http = http or httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False)
+        self.timeout = timeout  # the whole exchange's deadline, in seconds
+        self._transport = transport  # tests may give one; else httpx's own
 
     def __call__(self, claimed: Claimed) -> None:
         uri, token = self.tokens.prepare(claimed)  # Undeliverable when the client or its URI is gone
-        with self.http.stream(
-            "POST",
-            uri,
-            data={"logout_token": token},
-            headers={"Cache-Control": "no-store"},
-        ) as answer:
-            if answer.status_code not in SUCCESS:
-                raise RefusedLogout(f"{_host(uri)} answered {answer.status_code}")
+        status = asyncio.run(self._post(uri, token))  # the worker's thread: its own short-lived event loop
+        if status not in SUCCESS:
+            raise RefusedLogout(f"{_host(uri)} answered {status}")
+
+    async def _post(self, uri: str, token: str) -> int:
+        """The answer's status; TimeoutError past the deadline, httpx's errors when there is no answer."""
+        async with (
+            asyncio.timeout(self.timeout),
+            httpx.AsyncClient(
+                timeout=self.timeout, follow_redirects=False, trust_env=False, transport=self._transport
+            ) as http,
+            http.stream("POST", uri, data={"logout_token": token}, headers={"Cache-Control": "no-store"}) as answer,
+        ):
+            return answer.status_code
 
 
 class LogoutCourier:

@@ -8,6 +8,10 @@ The app's outbox workers look once at start-up and then not for an hour: these t
 from __future__ import annotations
 
 import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,7 +29,7 @@ from identity.clients import ClientStore
 from identity.disabled_users import disable
 from identity.errors import InvalidInput
 from identity.logout_tokens import LOGOUT_TOKEN_TTL, LogoutTokens
-from identity.outbox import Mail, Outbox, Undeliverable
+from identity.outbox import Claimed, Mail, Outbox, Undeliverable
 from identity.password_reset import replace_password
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
@@ -34,6 +38,7 @@ from identity.tables import browser_sessions, mail_outbox
 from identity.users import UserStore
 from service.app import create_app
 from service.cli.commands import run
+from service.outbound.backchannel import LogoutPoster
 from service.settings import Settings
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DELIVERY, SIGNING_KEYS_MAX_AGE
@@ -276,3 +281,64 @@ def test_mail_and_logout_tokens_are_claimed_by_their_own_workers(world: World, e
     assert first is not None and first.mail.kind == "verify_email"
     assert second is not None and second.mail.kind == "logout_token"
     assert mail.claim() is None and logouts.claim() is None
+
+
+def test_one_client_endpoint_away_holds_up_no_other_clients_logout_token(world: World, engine: Engine) -> None:
+    """Mail goes through one server, so a round stops at its first failure; each logout token goes to its own
+    client's endpoint, so the round goes on."""
+    logouts = Outbox(engine, DELIVERY, channel=CHANNEL, one_destination=False)
+    away = logouts.enqueue(Mail("logout_token", world.planner.id, {"sub": world.ana.id}))
+    logouts.enqueue(Mail("logout_token", world.companion.id, {"sub": world.ana.id}))
+    posted: list[str] = []
+
+    def post(claimed: Claimed) -> None:
+        if claimed.id == away:
+            raise ConnectionRefusedError("the planner's endpoint is away")
+        posted.append(claimed.mail.recipient)
+
+    assert logouts.deliver(post) == {"sent": 1, "retrying": 1, "failed": 0}
+    assert posted == [world.companion.id]
+
+
+def test_a_logout_post_has_one_deadline_even_for_an_answer_sent_a_byte_at_a_time(world: World, engine: Engine) -> None:
+    """httpx's timeouts bound each read alone: an endpoint trickling its answer must not hold the worker past the
+    claim's lease (service/outbound/backchannel.py)."""
+    with trickling_endpoint() as uri:
+        poster = LogoutPoster(StubTokens(uri), timeout=0.3)
+        with pytest.raises(TimeoutError):
+            poster(Claimed("msg_1", Mail("logout_token", world.planner.id, {"sub": world.ana.id}), 1, "claim"))
+
+
+class StubTokens:
+    """``LogoutTokens.prepare`` without keys: this URI and a placeholder token."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+
+    def prepare(self, claimed: Claimed) -> tuple[str, str]:
+        return self.uri, "a.logout.token"
+
+
+@contextmanager
+def trickling_endpoint() -> Iterator[str]:
+    """An HTTP endpoint on loopback that reads the request, then sends its answer's head one byte every 50 ms."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
+                if stop.wait(0.05):
+                    return
+                connection.sendall(bytes([byte]))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/logout"
+    finally:
+        stop.set()
+        server.close()
+        thread.join(timeout=5)
