@@ -124,7 +124,7 @@ MAIL_LONGEST_RETRY = 3600  # seconds a failed mail waits at most before its next
 MAIL_BATCH = 20  # mails one worker round sends at most before looking again
 # Back-channel logout (identity/backchannel_logout.py, service/outbound/): logout tokens leave through the same
 # outbox, claimed and retried as mail (the MAIL_* lease, attempts, waits and batch; MAIL_POLL_INTERVAL)
-BACKCHANNEL_LOGOUT_TIMEOUT = 5  # seconds, in all, a back-channel logout endpoint has to take and answer a POST (else retried)
+BACKCHANNEL_LOGOUT_TIMEOUT = 5  # seconds, in all, a logout endpoint has to take and answer a POST (else retried)
 
 
 class ConfigurationError(ValueError):
