@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -34,9 +33,6 @@ api_key_usage = sa.Table(
     sa.Column("status_class", sa.SmallInteger, primary_key=True),  # 2 for 2xx … 5 for 5xx
     sa.Column("requests", sa.BigInteger, nullable=False),
 )
-
-Message = MutableMapping[str, Any]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class UsageCounter:
@@ -59,16 +55,6 @@ class UsageCounter:
         with self._lock:
             self._counts[(key_id, at.date(), status_class)] += 1
             self._seen[key_id] = at
-
-    def counting(self, key_id: str, send: Send) -> Send:
-        """``send`` that counts the response's status for ``key_id`` as its start goes out (an ASGI ``send``)."""
-
-        async def counted(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                self.count(key_id, int(message["status"]))
-            await send(message)
-
-        return counted
 
     def pending(self) -> int:
         """Requests counted and not yet written."""
