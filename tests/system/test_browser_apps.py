@@ -99,7 +99,9 @@ def console_errors(page: Page) -> list[str]:
 def reached(page: Page, step: str) -> dict[str, Any]:
     """Wait until the app reports ``step`` (or fails), and return its outcome."""
     status = page.locator("#status")
-    page.wait_for_function("step => ['error', step].includes(document.getElementById('status').dataset.step)", arg=step)
+    # ``?.``: while the callback page is still loading there is no #status yet; keep waiting rather than throw
+    reported = "step => ['error', step].includes(document.getElementById('status')?.dataset.step)"
+    page.wait_for_function(reported, arg=step)
     text = status.inner_text()
     assert status.get_attribute("data-step") == step, text
     return json.loads(text) if text else {}
