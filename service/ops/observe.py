@@ -13,7 +13,6 @@ answer, errors included, and is on every log line written while the request is a
 
 from __future__ import annotations
 
-import logging
 import random
 import re
 import time
@@ -23,12 +22,10 @@ from dataclasses import dataclass
 from starlette.types import Scope
 
 from service.ops import metrics
-from service.ops.logs import CURRENT_REQUEST, RequestContext
+from service.ops.logs import CURRENT_REQUEST, RequestContext, RequestLine, request_lines
 from service.ops.route_templates import RouteTemplates
 from service.web.edge import Exchange
 from service.web.forwarded import TrustedProxies
-
-access_log = logging.getLogger("regional_menus.access")
 
 REQUEST_ID_HEADER = b"x-request-id"
 SANE_REQUEST_ID = re.compile(rb"[\x21-\x7e]{1,128}")
@@ -56,8 +53,17 @@ class Observed:
 class RequestObserver:
     """The edge's observer (``service/web/edge.py``): called as each request arrives, starts and ends."""
 
-    def __init__(self, routes: RouteTemplates, *, logged_path_max: int, proxies: TrustedProxies | None = None) -> None:
+    def __init__(
+        self,
+        routes: RouteTemplates,
+        *,
+        logged_path_max: int,
+        proxies: TrustedProxies | None = None,
+        lines: RequestLine | None = None,
+    ) -> None:
         self.routes = routes
+        # how each request's line is written, chosen as the app is built (service.ops.logs.request_lines)
+        self.lines = lines or request_lines()
         self.logged_path_max = logged_path_max  # characters of the path kept in a log line
         self.proxies = proxies  # whose X-Forwarded-For/-Proto are believed (service/web/forwarded.py); None: nobody's
 
@@ -89,8 +95,8 @@ class RequestObserver:
     def _done(self, scope: Scope, context: RequestContext, status: int, seconds: float) -> None:
         route = self.routes.template(scope["path"])
         metrics.observe_request(scope["method"], route, status, seconds)
-        if access_log.isEnabledFor(logging.INFO):
-            fields = {
+        self.lines(
+            {
                 "event": "request",
                 "method": metrics.method_label(scope["method"]),
                 "route": route,
@@ -100,7 +106,4 @@ class RequestObserver:
                 "request_id": context.request_id,
                 "remote": context.remote,
             }
-            # makeRecord and handle: logger.info would also walk the stack for a caller nobody reads.
-            record = access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, "request", (), None)
-            record.fields = fields
-            access_log.handle(record)
+        )

@@ -95,6 +95,7 @@ def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -
     multiprocess.prepare_directory()
     return_large_blocks()  # before the fork: the workers inherit it
     resume_collection()  # the master builds no app; each worker pauses it while it builds its own
+    logs.lean_records()  # the workers inherit it
     _gunicorn_app(make_app, listen, workers).run()
 
 

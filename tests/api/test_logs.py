@@ -7,6 +7,7 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -81,6 +82,17 @@ def test_each_request_writes_one_json_line_with_its_route_status_duration_and_id
     assert line["request_id"] == response.headers["x-request-id"]
     assert isinstance(line["duration_ms"], float) and line["duration_ms"] > 0
     assert line["remote"] == "testclient"
+
+
+@pytest.mark.parametrize(
+    "created",
+    [0.0, 0.9999996, 1_764_140_400.0, 1_764_140_400.0009, 1_764_140_400.5, 1_764_140_400.999, 1_764_140_401.001],
+)
+def test_a_line_s_time_is_utc_iso_8601_to_the_millisecond_whichever_second_came_before(created: float) -> None:
+    formatter = JsonFormatter()
+    formatter.timestamp(created - 1.5)  # the text of another second is kept from the line before
+    expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert formatter.timestamp(created) == expected
 
 
 def test_the_request_line_never_holds_the_query_string(anonymous: TestClient, logged: JsonLines) -> None:
