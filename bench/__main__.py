@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"), help="default: SQLite")
     parser.add_argument(
         "--only",
-        choices=["menus", "identity", "identity-peer", "redis", "startup", "overload"],
+        choices=["menus", "identity", "identity-peer", "redis", "startup", "overload", "revocation"],
         help="run one part only",
     )
     parser.add_argument(
@@ -75,6 +75,14 @@ def main(argv: list[str] | None = None) -> None:
         from bench import startup
 
         startup.main(args.tree, args.out)
+        return
+    if args.only == "revocation":  # two nodes on one database, no load generator (bench/revocation.py)
+        from bench import revocation
+
+        os.environ.setdefault("MENUS_SECRET_KEYS", new_key())
+        with tempfile.TemporaryDirectory(prefix="bench-revocation-") as folder:
+            url = args.database_url or f"sqlite:///{folder}/state.sqlite3"
+            revocation.main(Workspace(Path(folder), url), args.out)
         return
     for tool in ("wrk", "taskset"):
         if shutil.which(tool) is None:
