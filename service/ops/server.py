@@ -14,6 +14,7 @@ headers only from ``MENUS_TRUSTED_PROXIES`` (``service.web.forwarded``).
 
 from __future__ import annotations
 
+import logging
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,9 +58,24 @@ def worker_class(limits: HeadLimits) -> type[UvicornWorker]:
     imported here, under ``--workers`` only: one uvicorn process never loads them (start-up time and memory)."""
     from uvicorn_worker import UvicornWorker
 
-    config = {**WORKER_CONFIG, "http": bounded_protocol(limits)}
-    worker: type[UvicornWorker] = type("Worker", (UvicornWorker,), {"CONFIG_KWARGS": config})
-    return worker
+    class Worker(UvicornWorker):  # type: ignore[misc]  # uvicorn-worker's class is untyped for mypy
+        CONFIG_KWARGS = {**WORKER_CONFIG, "http": bounded_protocol(limits)}
+
+        def init_signals(self) -> None:
+            super().init_signals()
+            for each in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(each, _write_logs_then_end)
+
+    return Worker
+
+
+def _write_logs_then_end(number: int, _frame: object) -> None:
+    """A worker's SIGTERM or SIGINT as uvicorn raises it again once it has drained (and before it serves): the log
+    lines still waiting in their batch (``service.ops.logs``) are written, then the signal ends the process as it
+    did (gunicorn reads the worker's end from it)."""
+    logging.shutdown()
+    signal.signal(number, signal.SIG_DFL)
+    signal.raise_signal(number)
 
 
 def run_single(app: ASGIApp, listen: Listen) -> None:
