@@ -305,13 +305,16 @@ def overload_runs(
                 "p99_ms_median": statistics.median(r["p99_ms"] for r in runs),
                 "shed_503": sum(r["non_2xx"] for r in runs),
                 "past_5s": sum(r["timeouts"] for r in runs),
+                "past_2s": sum(r["past_2s"] for r in runs),
+                "max_ms": max(r["max_ms"] for r in runs),
                 "requests": sum(r["requests"] for r in runs),
             }
             figures = out[str(connections)]
             print(
                 f"[overload] {connections} connections: {figures['rps_median']:.0f} req/s, "
-                f"p99 {figures['p99_ms_median']:.0f} ms, {figures['shed_503']} shed (503) and "
-                f"{figures['past_5s']} past 5 s of {figures['requests']} requests",
+                f"p99 {figures['p99_ms_median']:.0f} ms, max {figures['max_ms']:.0f} ms, {figures['shed_503']} shed "
+                f"(503), {figures['past_2s']} answered past 2 s and {figures['past_5s']} unanswered in 5 s of "
+                f"{figures['requests']} requests",
                 file=sys.stderr,
             )
         out["processes"] = {

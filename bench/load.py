@@ -22,6 +22,8 @@ class Run:
     wrapped: int  # times a unique-request list ran out and restarted
     non_2xx: int = 0  # answers other than 2xx/3xx (the overload run: the 503s a worker sheds)
     timeouts: int = 0  # requests unanswered within wrk's --timeout
+    max_ms: float = 0.0  # the slowest answer
+    past_2s: int = 0  # answers later than 2 s (from wrk's percentiles: paths.lua)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,4 +71,6 @@ def parse(output: str) -> Run:
         wrapped=int(number(r"^WRAPPED (\d+)")),
         non_2xx=non_2xx,
         timeouts=int(socket_errors.group(4)) if socket_errors else 0,
+        max_ms=number(r"^MAX (\d+)") / 1000,
+        past_2s=int(number(r"^PAST2S (\d+)")),
     )

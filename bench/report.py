@@ -137,13 +137,15 @@ def table(results: dict[str, Any]) -> str:
     if results.get("overload"):
         lines += [
             "",
-            "| overload: scenario 1, one worker pinned, wrk --timeout 5s | req/s | p99 ms | shed (503) | past 5 s |",
-            "|---|---|---|---|---|",
+            "| overload: scenario 1, one worker pinned, wrk --timeout 5s | req/s | p99 ms | max ms | shed (503) "
+            "| answered past 2 s | unanswered in 5 s |",
+            "|---|---|---|---|---|---|---|",
         ]
         for connections, figures in results["overload"].items():
             lines.append(
                 f"| {int(connections):,} connections | {figures['rps_median']:.0f} | {figures['p99_ms_median']:.0f}"
-                f" | {figures['shed_503']:,} of {figures['requests']:,} | {figures['past_5s']:,} |"
+                f" | {figures.get('max_ms', 0):.0f} | {figures['shed_503']:,} of {figures['requests']:,}"
+                f" | {figures.get('past_2s', 0):,} | {figures['past_5s']:,} |"
             )
     peer = {k: v for k, v in results.get("identity_peer", {}).items() if isinstance(v, dict) and "ratio" in v}
     if peer:

@@ -41,6 +41,17 @@ function request()
   return wrk.format(nil, path)
 end
 
+-- Requests answered later than limit_us microseconds, from the latency percentiles (wrk keeps no list).
+local function later_than(latency, total, limit_us)
+  if latency.max <= limit_us then return 0 end
+  local within, beyond = 0.0, 100.0  -- percentile(within) <= limit_us < percentile(beyond)
+  for _ = 1, 30 do
+    local middle = (within + beyond) / 2
+    if latency:percentile(middle) <= limit_us then within = middle else beyond = middle end
+  end
+  return math.max(1, math.floor(total * (100 - within) / 100 + 0.5))
+end
+
 function done(summary, latency, requests)
   local total = 0
   for _, thread in ipairs(threads) do
@@ -48,4 +59,5 @@ function done(summary, latency, requests)
   end
   io.write(string.format("WRAPPED %d\n", total))
   io.write(string.format("P50 %d\nP90 %d\nP99 %d\n", latency:percentile(50), latency:percentile(90), latency:percentile(99)))
+  io.write(string.format("MAX %d\nPAST2S %d\n", latency.max, later_than(latency, summary.requests, 2000000)))
 end
