@@ -45,6 +45,8 @@ class KeyFailures:
 
     def blocked(self, address: str) -> int:
         """Whole seconds the network of ``address`` stays blocked here (0: not blocked)."""
+        if not self._blocked:  # the usual case, on every request: no network to work out
+            return 0
         key = network(address)
         until = self._blocked.get(key)
         if until is None:
