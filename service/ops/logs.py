@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -61,18 +61,20 @@ class JsonFormatter(logging.Formatter):
             self._second = (second, text)
         return f"{text}{micro // 1000:03d}Z"
 
-    def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
-            "ts": self.timestamp(record.created),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-        }
+    def event_line(self, created: float, level: str, logger: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """The line of an event's record (``fields`` with an ``event``), before the request's id is added: also
+        how a request's line is made straight into the batch (``request_lines``)."""
+        line: dict[str, Any] = {"ts": self.timestamp(created), "level": level, "logger": logger}
         if self.source is not None:
             line["source"] = self.source
+        line.update(fields)
+        return line
+
+    def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, "fields", None)
-        if isinstance(fields, dict) and "event" in fields:
-            line.update(fields)
-        else:
+        event = fields if isinstance(fields, dict) and "event" in fields else {}
+        line = self.event_line(record.created, record.levelname.lower(), record.name, event)
+        if not event:
             line["message"] = record.getMessage()
         request = CURRENT_REQUEST.get()
         if request is not None:
@@ -204,7 +206,6 @@ def request_lines() -> RequestLine:
     if (
         isinstance(handler, BatchedStandardError)
         and type(handler.formatter) is JsonFormatter
-        and handler.formatter.source is None
         and access.isEnabledFor(logging.INFO)
         and handler.level <= logging.INFO
     ):
@@ -225,16 +226,15 @@ def _only_destination(logger: logging.Logger) -> logging.Handler | None:
 
 
 def _straight_to(handler: BatchedStandardError, formatter: JsonFormatter) -> RequestLine:
-    write, timestamp = handler.write_line, formatter.timestamp
+    write, event_line = handler.write_line, formatter.event_line
 
     def line(fields: dict[str, Any]) -> None:
-        # JsonFormatter.format's line for a record of the access logger with these fields
-        write(orjson.dumps({"ts": timestamp(time.time()), **_ACCESS_HEAD, **fields}, default=str).decode())
+        # the formatter's line for a record of the access logger (its fields carry the request's id and address)
+        write(orjson.dumps(event_line(time.time(), "info", ACCESS, fields), default=str).decode())
 
     return line
 
 
-_ACCESS_HEAD = {"level": "info", "logger": ACCESS}
 _access_log = logging.getLogger(ACCESS)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from starlette.types import Scope
 
 from service.ops import metrics
-from service.ops.logs import CURRENT_REQUEST, RequestContext, RequestLine, request_lines
+from service.ops.logs import CURRENT_REQUEST, RequestContext, request_lines
 from service.ops.route_templates import RouteTemplates
 from service.web.edge import Exchange
 from service.web.forwarded import TrustedProxies
@@ -53,17 +53,10 @@ class Observed:
 class RequestObserver:
     """The edge's observer (``service/web/edge.py``): called as each request arrives, starts and ends."""
 
-    def __init__(
-        self,
-        routes: RouteTemplates,
-        *,
-        logged_path_max: int,
-        proxies: TrustedProxies | None = None,
-        lines: RequestLine | None = None,
-    ) -> None:
+    def __init__(self, routes: RouteTemplates, *, logged_path_max: int, proxies: TrustedProxies | None = None) -> None:
         self.routes = routes
         # how each request's line is written, chosen as the app is built (service.ops.logs.request_lines)
-        self.lines = lines or request_lines()
+        self.lines = request_lines()
         self.logged_path_max = logged_path_max  # characters of the path kept in a log line
         self.proxies = proxies  # whose X-Forwarded-For/-Proto are believed (service/web/forwarded.py); None: nobody's
 
