@@ -76,17 +76,10 @@ def main(argv: list[str] | None = None) -> None:
 
         startup.main(args.tree, args.out)
         return
-    if args.only == "revocation":  # two nodes on one database, no load generator (bench/revocation.py)
-        from bench import revocation
-
-        os.environ.setdefault("MENUS_SECRET_KEYS", new_key())
-        with tempfile.TemporaryDirectory(prefix="bench-revocation-") as folder:
-            url = args.database_url or f"sqlite:///{folder}/state.sqlite3"
-            revocation.main(Workspace(Path(folder), url), args.out)
-        return
-    for tool in ("wrk", "taskset"):
-        if shutil.which(tool) is None:
-            parser.exit(2, f"python -m bench: {tool} is not installed (Debian: apt-get install {tool})\n")
+    if args.only != "revocation":  # two nodes on one database, no load generator (bench/revocation.py)
+        for tool in ("wrk", "taskset"):
+            if shutil.which(tool) is None:
+                parser.exit(2, f"python -m bench: {tool} is not installed (Debian: apt-get install {tool})\n")
     if args.quick:
         args.seconds, args.warmup, args.repeats = 2.0, 1.0, 1
     args.out.mkdir(parents=True, exist_ok=True)
@@ -95,6 +88,11 @@ def main(argv: list[str] | None = None) -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-") as folder:
         workspace = Workspace(Path(folder), args.database_url or f"sqlite:///{folder}/state.sqlite3")
+        if args.only == "revocation":
+            from bench import revocation
+
+            revocation.main(workspace, args.out)
+            return
         results = run(workspace, args)
     json_path, table_path, chart_path = report.write(results, args.out)
     print(table_path.read_text(encoding="utf-8"))

@@ -144,8 +144,8 @@ def table(results: dict[str, Any]) -> str:
         for connections, figures in results["overload"].items():
             lines.append(
                 f"| {int(connections):,} connections | {figures['rps_median']:.0f} | {figures['p99_ms_median']:.0f}"
-                f" | {figures.get('max_ms', 0):.0f} | {figures['shed_503']:,} of {figures['requests']:,}"
-                f" | {figures.get('past_2s', 0):,} | {figures['past_5s']:,} |"
+                f" | {figures['max_ms']:.0f} | {figures['shed_503']:,} of {figures['requests']:,}"
+                f" | {figures['past_2s']:,} | {figures['past_5s']:,} |"
             )
     peer = {k: v for k, v in results.get("identity_peer", {}).items() if isinstance(v, dict) and "ratio" in v}
     if peer:

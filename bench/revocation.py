@@ -114,7 +114,6 @@ def report(results: dict[str, Any]) -> str:
 def main(workspace: Workspace, out: Path) -> None:
     workspace.cli("db", "upgrade")
     results = runs(workspace)
-    out.mkdir(parents=True, exist_ok=True)
     path = out / "revocation.json"
     path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(report(results))
