@@ -43,9 +43,11 @@ class Listen:
 if TYPE_CHECKING:
     from uvicorn_worker import UvicornWorker
 
+# uvicorn's loop: uvloop, accepting every waiting connection at once (imported by uvicorn as it starts).
+LOOP = "service.ops.accepting:new_event_loop"
 # The worker's uvicorn settings. access_log off: service.ops.observe writes one JSON line per request.
 WORKER_CONFIG: dict[str, Any] = {
-    "loop": "auto",
+    "loop": LOOP,
     "lifespan": "on",
     "access_log": False,
     "proxy_headers": False,
@@ -90,6 +92,7 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
         host=listen.host,
         port=listen.port,
         lifespan="on",
+        loop=LOOP,
         http=bounded_protocol(listen.head_limits),
         proxy_headers=False,  # service.web.forwarded reads them, from MENUS_TRUSTED_PROXIES only
         timeout_keep_alive=listen.keep_alive,

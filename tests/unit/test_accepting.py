@@ -1,0 +1,136 @@
+"""A worker accepts every connection waiting on its socket whenever the socket is readable
+(``service/ops/accepting.py``): under load, a new connection's first request is read at once, not after the
+kernel's accept queue drains one connection a turn; out of file descriptors, accepting pauses and resumes."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+from collections.abc import Iterator
+
+import pytest
+from uvicorn.config import Config
+
+from service.ops import accepting
+from service.ops.accepting import EagerAcceptLoop, Listener
+from service.ops.bounded_http import HeadLimits
+from service.ops.server import LOOP, worker_class
+
+
+class Echo(asyncio.Protocol):
+    made: list[Echo] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        Echo.made.append(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.transport.write(data)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    Echo.made = []
+    loop = accepting.new_event_loop()
+    yield loop
+    for each in Echo.made:
+        each.transport.close()
+    loop.run_until_complete(asyncio.sleep(0.01))
+    loop.close()
+
+
+def listening(kind: type[socket.socket] = socket.socket) -> socket.socket:
+    sock = kind(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def connect(sock: socket.socket, count: int) -> list[socket.socket]:
+    """``count`` clients whose handshake the kernel completes while nobody accepts them yet."""
+    clients = []
+    for _ in range(count):
+        client = socket.create_connection(sock.getsockname()[:2], timeout=5)
+        clients.append(client)
+    return clients
+
+
+def test_the_service_loop_is_the_eager_accepting_uvloop_in_one_process_and_in_gunicorn_workers() -> None:
+    factory = Config(app=None, loop=LOOP).get_loop_factory()
+    assert factory is not None
+    loop = factory()
+    try:
+        assert isinstance(loop, EagerAcceptLoop)
+    finally:
+        loop.close()
+    limits = HeadLimits(line_limit=8192, head_limit=16384, fields_limit=100, head_timeout=10.0)
+    assert worker_class(limits).CONFIG_KWARGS["loop"] == LOOP
+
+
+def test_every_connection_waiting_is_accepted_when_the_socket_is_first_found_readable(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    sock = listening()
+    server = loop.run_until_complete(loop.create_server(Echo, sock=sock, backlog=128))
+    assert isinstance(server, Listener)
+    clients = connect(sock, 60)
+    loop.run_until_complete(asyncio.sleep(0))  # a turn or two: libuv alone accepts one connection a turn
+    with pytest.raises(BlockingIOError):
+        sock.accept()  # the kernel's queue is empty: all 60 were taken
+    loop.run_until_complete(asyncio.sleep(0.05))
+    assert len(Echo.made) == 60
+    for index, client in enumerate(clients):
+        client.sendall(b"ping %d" % index)
+    loop.run_until_complete(asyncio.sleep(0.05))
+    assert [client.recv(64) for client in clients] == [b"ping %d" % index for index in range(60)]
+    for client in clients:
+        client.close()
+    server.close()
+
+
+def test_a_server_made_from_host_and_port_listens_there_and_stops_accepting_once_closed(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    server = loop.run_until_complete(loop.create_server(Echo, host="127.0.0.1", port=0, backlog=16))
+    assert isinstance(server, Listener) and server.is_serving()
+    address = server.sockets[0].getsockname()[:2]
+    client = socket.create_connection(address, timeout=5)
+    loop.run_until_complete(asyncio.sleep(0.05))
+    assert len(Echo.made) == 1
+    server.close()
+    loop.run_until_complete(server.wait_closed())
+    assert not server.is_serving() and server.sockets == ()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(address, timeout=5)
+    client.close()
+
+
+class RunsOutOnce(socket.socket):
+    """A listening socket whose first accept finds the process out of file descriptors."""
+
+    failures = 1
+
+    def accept(self) -> tuple[socket.socket, object]:
+        if self.failures:
+            self.failures -= 1
+            raise OSError(errno.EMFILE, "Too many open files")
+        return super().accept()
+
+
+def test_out_of_file_descriptors_accepting_pauses_then_takes_the_waiting_connections(
+    loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(accepting, "ACCEPT_RETRY", 0.2)
+    sock = listening(RunsOutOnce)
+    server = loop.run_until_complete(loop.create_server(Echo, sock=sock, backlog=16))
+    clients = connect(sock, 3)
+    with caplog.at_level(logging.ERROR, logger="service.ops.accepting"):
+        loop.run_until_complete(asyncio.sleep(0.05))
+    assert Echo.made == []  # paused, the connections wait in the kernel's queue
+    assert "cannot accept connections (Too many open files)" in caplog.text
+    loop.run_until_complete(asyncio.sleep(0.4))
+    assert len(Echo.made) == 3
+    for client in clients:
+        client.close()
+    server.close()
