@@ -8,6 +8,7 @@ import asyncio
 import errno
 import logging
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -35,10 +36,21 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     Echo.made = []
     loop = accepting.new_event_loop()
     yield loop
+    loop.run_until_complete(asyncio.sleep(0.01))  # connections still being handed over are made
     for each in Echo.made:
         each.transport.close()
     loop.run_until_complete(asyncio.sleep(0.01))
     loop.close()
+
+
+@pytest.fixture
+def listener(loop: asyncio.AbstractEventLoop) -> Iterator[tuple[Listener, socket.socket]]:
+    """A server on a listening socket of its own, closed after the test whatever it found."""
+    sock = listening()
+    server = loop.run_until_complete(loop.create_server(Echo, sock=sock, backlog=128))
+    assert isinstance(server, Listener)
+    yield server, sock
+    server.close()
 
 
 def listening(kind: type[socket.socket] = socket.socket) -> socket.socket:
@@ -68,16 +80,52 @@ def test_the_service_loop_is_the_eager_accepting_uvloop_in_one_process_and_in_gu
     assert worker_class(limits).CONFIG_KWARGS["loop"] == LOOP
 
 
-def test_every_connection_waiting_is_accepted_when_the_socket_is_first_found_readable(
-    loop: asyncio.AbstractEventLoop,
+class Turns:
+    """The listener's clock: each call is a turn of ``length`` seconds after the last."""
+
+    def __init__(self, length: float) -> None:
+        self.length = length
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += self.length
+        return self.now
+
+
+def waiting(sock: socket.socket) -> int:
+    """Connections still in the kernel's accept queue (taken here, so no loop sees them)."""
+    count = 0
+    while True:
+        try:
+            taken, _ = sock.accept()
+        except BlockingIOError:
+            return count
+        taken.close()
+        count += 1
+
+
+def test_while_the_loops_turns_are_short_a_few_connections_are_taken_a_turn_so_workers_sharing_a_socket_split_a_burst(
+    listener: tuple[Listener, socket.socket],
 ) -> None:
-    sock = listening()
-    server = loop.run_until_complete(loop.create_server(Echo, sock=sock, backlog=128))
-    assert isinstance(server, Listener)
+    server, sock = listener
+    server.clock = Turns(0.001)
+    clients = connect(sock, 20)
+    server._accept(sock)  # what the loop calls when the socket is readable
+    server._accept(sock)  # the next turn, 1 ms later
+    assert waiting(sock) == 20 - 2 * accepting.ACCEPT_FEW  # left to the other workers' turns
+    for client in clients:
+        client.close()
+
+
+def test_once_a_turn_is_slow_every_connection_waiting_is_taken_at_once(
+    loop: asyncio.AbstractEventLoop, listener: tuple[Listener, socket.socket]
+) -> None:
+    server, sock = listener
+    server.clock = Turns(2 * accepting.SLOW_TURN)
     clients = connect(sock, 60)
-    loop.run_until_complete(asyncio.sleep(0))  # a turn or two: libuv alone accepts one connection a turn
-    with pytest.raises(BlockingIOError):
-        sock.accept()  # the kernel's queue is empty: all 60 were taken
+    server._accept(sock)  # a few, and connections are left waiting
+    server._accept(sock)  # a turn of twice SLOW_TURN later: the rest
+    assert waiting(sock) == 0
     loop.run_until_complete(asyncio.sleep(0.05))
     assert len(Echo.made) == 60
     for index, client in enumerate(clients):
@@ -86,7 +134,23 @@ def test_every_connection_waiting_is_accepted_when_the_socket_is_first_found_rea
     assert [client.recv(64) for client in clients] == [b"ping %d" % index for index in range(60)]
     for client in clients:
         client.close()
-    server.close()
+
+
+def test_under_a_busy_loop_a_backlog_of_connections_is_taken_within_a_few_turns_where_uvloop_takes_one_a_turn(
+    loop: asyncio.AbstractEventLoop, listener: tuple[Listener, socket.socket]
+) -> None:
+    _, sock = listener
+    clients = connect(sock, 60)
+
+    def busy() -> None:
+        time.sleep(accepting.SLOW_TURN)  # every turn of the loop takes SLOW_TURN
+        loop.call_soon(busy)
+
+    loop.call_soon(busy)
+    loop.run_until_complete(asyncio.sleep(0.1))  # about five turns
+    assert len(Echo.made) == 60
+    for client in clients:
+        client.close()
 
 
 def test_a_server_made_from_host_and_port_listens_there_and_stops_accepting_once_closed(
