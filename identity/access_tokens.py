@@ -9,7 +9,7 @@ by client, and deleted once expired.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock, utc
 from identity.database import commit_without_waiting
+from identity.errors import InvalidClient
 from identity.tables import access_tokens, clients
 from identity.token_tables import TokenTable, revoke_live
 
@@ -65,6 +66,11 @@ class _Read(threading.local):
     records: dict[str, AccessTokenRecord | None] | None = None
 
 
+class _Later(threading.local):
+    rows: list[tuple[Hashable, dict[str, Any]]] | None = None  # (whose, the statement's values), in order
+    key: Hashable = None
+
+
 class AccessTokenStore(TokenTable):
     _table = access_tokens
 
@@ -72,6 +78,7 @@ class AccessTokenStore(TokenTable):
         self._engine = engine
         self._clock = clock
         self._read = _Read()  # per thread: the records read together for the calls it is running
+        self._later = _Later()  # per thread: the records to write together (``write_later``)
 
     def record(self, token: AccessTokenRecord, *, secret_hash: str | None = None) -> bool:
         """Record a token being issued, in one statement, only while its client is registered (and, with
@@ -90,8 +97,43 @@ class AccessTokenStore(TokenTable):
             "issued_at": token.issued_at,
             "expires_at": token.expires_at,
         }
+        if self._later.rows is not None and self._later.key is not None:
+            self._later.rows.append((self._later.key, {**values, "secret_hash": secret_hash}))
+            return True  # for now: ``write_now`` says which were not
         with commit_without_waiting(self._engine) as connection:
             return connection.execute(_RECORD, {**values, "secret_hash": secret_hash}).first() is not None
+
+    # Records written together: for the tokens one thread issues in a row, one transaction and one commit, after
+    # the last (``identity.minting.IssuedTogether``). No token is handed out before ``write_now`` has said its
+    # record was written.
+
+    def write_later(self) -> None:
+        """From now on in this thread, ``record`` keeps the records for ``write_now`` and answers True."""
+        self._later.rows, self._later.key = [], None
+
+    def write_for(self, key: Hashable) -> None:
+        """The records kept from now on are ``key``'s (one call among those whose records are written together);
+        with None, ``record`` writes at once (a call that is not among them)."""
+        self._later.key = key
+
+    def write_now(self) -> dict[Hashable, Exception]:
+        """Write the records kept in this thread in one transaction, each only while its client is registered
+        and holds its secret (as ``record``); stop keeping them. The keys whose record was not written, with
+        why: ``InvalidClient``, or the database's error for all of them if the transaction failed."""
+        rows, self._later.rows = self._later.rows or [], None
+        refused: dict[Hashable, Exception] = {}
+        if not rows:
+            return refused
+        try:
+            with commit_without_waiting(self._engine) as connection:
+                for key, values in rows:
+                    if connection.execute(_RECORD, values).first() is None:
+                        refused[key] = InvalidClient(
+                            detail=f"Client {values['client_id']} was deleted, or given a new secret, as it asked."
+                        )
+        except Exception as error:  # noqa: BLE001 - nothing was written: each key's caller meets the error
+            return {key: error for key, _ in rows}
+        return refused
 
     def get(self, jti: str) -> AccessTokenRecord | None:
         read = self._read.records

@@ -29,7 +29,7 @@ from identity.introspection import TokenIntrospection
 from identity.issuer import Issuer
 from identity.logout_tokens import LogoutTokens
 from identity.member_directory import Directory
-from identity.minting import TokenMinter
+from identity.minting import IssuedTogether, TokenMinter
 from identity.organizations import OrganizationStore
 from identity.outbox import DeliveryPolicy, Outbox
 from identity.own_account import OwnAccount
@@ -132,6 +132,7 @@ class Provider:
             clock,
             public_refresh_ttl=lifetimes.public_refresh_token,
         )
+        self.issued_together = IssuedTogether(access_tokens)  # client_credentials exchanges run in a row
         # Back-Channel Logout 1.0: revocations write logout tokens to their own outbox channel (Revoker); the
         # service's worker posts them, signed at delivery (identity/backchannel_logout.py)
         self.logout_outbox = Outbox(

@@ -7,7 +7,7 @@ every write to its table.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -39,6 +39,12 @@ class AccessTokens(Protocol):
     def get(self, jti: str) -> AccessTokenRecord | None: ...
 
     def read_together(self, jtis: Collection[str]) -> AbstractContextManager[None]: ...
+
+    def write_later(self) -> None: ...
+
+    def write_for(self, key: Hashable) -> None: ...
+
+    def write_now(self) -> dict[Hashable, Exception]: ...
 
     def revoke(self, jti: str) -> None: ...
 

@@ -190,13 +190,17 @@ class ClientForms:
         if pairs is None:
             await otherwise(scope, replay(body, receive), send)
             return
-        together = None
+        together = writes = None
         if template == INTROSPECTION_PATH:  # the token's record, read with those of the others queued with it
             token = next((value for name, value in pairs if name == "token"), None)
             if token is not None:
                 together = (self._provider.verifier.read_together, token)
+        elif template == TOKEN_PATH and ("grant_type", "client_credentials") in pairs:  # its record with the others
+            writes = self._provider.issued_together
         try:
-            answer = await self._threads.run(endpoint(self._provider), pairs, authorization, origin, together=together)
+            answer = await self._threads.run(
+                endpoint(self._provider), pairs, authorization, origin, together=together, writes=writes
+            )
         except Exception as error:  # the domain's errors, and the database's, in the endpoint's form
             response = self._errors.response(scope, error)
         else:

@@ -14,6 +14,12 @@ that name the same function gives it all their items first, and runs the calls i
 SQL statement reading the records of every token being introspected (``TokenVerifier.read_together``). Each
 read still starts after its request was queued. If that read fails, each call reads on its own, and meets the
 error in its own request's form.
+
+A call may name what writes together (``writes``, e.g. ``identity.minting.IssuedTogether``): the calls of a
+thread's run that name it have their writes kept from ``begin`` and made at ``end``, after the last call of
+the run and before any answer goes back; ``call(key)`` before each call says whose writes follow (None for a
+call that does not name it, whose writes are made at once). A call whose write ``end`` refuses answers that
+error instead of its result.
 """
 
 from __future__ import annotations
@@ -22,15 +28,32 @@ import asyncio
 import contextvars
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from contextlib import AbstractContextManager, ExitStack
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 _Done = tuple[asyncio.Future[Any], Any, BaseException | None]
 ReadTogether = Callable[[list[Any]], AbstractContextManager[Any]]  # the items of several calls: a block to run them in
 Together = tuple[ReadTogether, Hashable]
-_Job = tuple[contextvars.Context, Callable[..., Any], tuple[Any, ...], asyncio.Future[Any], Together | None]
+
+
+class WritesTogether(Protocol):
+    def begin(self) -> None: ...
+
+    def call(self, key: Hashable) -> None: ...
+
+    def end(self) -> Mapping[Hashable, BaseException]: ...
+
+
+_Job = tuple[
+    contextvars.Context,
+    Callable[..., Any],
+    tuple[Any, ...],
+    asyncio.Future[Any],
+    Together | None,
+    WritesTogether | None,
+]
 BATCH = 32  # calls a thread runs before it hands their answers back, when that many wait
 IDLE = 10.0  # seconds a thread waits for a call before it ends (the next call starts one again)
 
@@ -47,11 +70,14 @@ class ClientThreads:
     def size(self) -> int:
         return self._size
 
-    async def run(self, call: Callable[..., T], *args: Any, together: Together | None = None) -> T:
-        """``call(*args)`` on one of the threads; its result, or its exception. ``together``: see above."""
+    async def run(
+        self, call: Callable[..., T], *args: Any, together: Together | None = None, writes: WritesTogether | None = None
+    ) -> T:
+        """``call(*args)`` on one of the threads; its result, or its exception. ``together``, ``writes``: see
+        above."""
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         with self._ready:
-            self._jobs.append((contextvars.copy_context(), call, args, future, together))
+            self._jobs.append((contextvars.copy_context(), call, args, future, together, writes))
             if self._idle:
                 self._ready.notify()
             elif self._started < self._size:
@@ -70,24 +96,47 @@ class ClientThreads:
                         self._started -= 1
                         return
                 batch = [self._jobs.popleft() for _ in range(min(BATCH, len(self._jobs)))]
+            outcomes = _run(batch)
             done: dict[asyncio.AbstractEventLoop, list[_Done]] = {}
-            with _read_together(batch):
-                for context, call, args, future, _ in batch:
-                    try:
-                        outcome: _Done = (future, context.run(call, *args), None)
-                    except BaseException as error:  # handed to the request, which raises it
-                        outcome = (future, None, error)
-                    done.setdefault(future.get_loop(), []).append(outcome)
+            for outcome in outcomes:
+                done.setdefault(outcome[0].get_loop(), []).append(outcome)
             for loop, settled in done.items():
                 if not loop.is_closed():
                     loop.call_soon_threadsafe(_settle, settled)
+
+
+def _run(batch: list[_Job]) -> list[_Done]:
+    """Run the calls of ``batch`` in turn: each one's future and its result or its exception."""
+    writers = list(dict.fromkeys(job[5] for job in batch if job[5] is not None))
+    for writer in writers:
+        writer.begin()
+    outcomes: list[_Done] = []
+    try:
+        with _read_together(batch):
+            for index, (context, call, args, future, _, writes) in enumerate(batch):
+                for writer in writers:
+                    writer.call(index if writer is writes else None)
+                try:
+                    outcomes.append((future, context.run(call, *args), None))
+                except BaseException as error:  # handed to the request, which raises it
+                    outcomes.append((future, None, error))
+    finally:
+        for writer in writers:
+            try:
+                refused: dict[Hashable, BaseException] = dict(writer.end())
+            except Exception as failure:  # noqa: BLE001 - every call that wrote through it answers the error
+                refused = {index: failure for index, job in enumerate(batch) if job[5] is writer}
+            for key, refusal in refused.items():
+                if isinstance(key, int) and key < len(outcomes):
+                    outcomes[key] = (outcomes[key][0], None, refusal)
+    return outcomes
 
 
 def _read_together(batch: list[_Job]) -> ExitStack:
     """The blocks of the calls of ``batch`` that read together, entered (only where two or more calls do)."""
     stack = ExitStack()
     items: dict[ReadTogether, list[Any]] = {}
-    for *_, together in batch:
+    for *_, together, _writes in batch:
         if together is not None:
             items.setdefault(together[0], []).append(together[1])
     for read, named in items.items():

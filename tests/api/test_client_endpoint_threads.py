@@ -12,6 +12,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
+from identity.access_tokens import AccessTokenStore
+from identity.clients import ClientStore
 from identity.introspection import TokenIntrospection
 from identity.organizations import Organization
 from identity.revocation import TokenRevocation
@@ -116,3 +118,56 @@ def test_introspections_queued_together_read_their_records_in_one_statement_and_
         answers = [future.result(10).json() for future in [first, *queued]]
     assert [answer["active"] for answer in answers] == [True, True, False, False]
     assert read == [sorted([live, revoked, "not-a-token"])]  # one read for the three queued together
+
+
+def test_client_credentials_tokens_queued_together_are_recorded_in_one_transaction_and_a_deleted_clients_refused(
+    app: Any, engine: Engine, acme: Organization, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reporter = token_flows.register(engine, acme, "Reporter", grants=["client_credentials"], scopes=["members:read"])
+    leaving = token_flows.register(engine, acme, "Leaving", grants=["client_credentials"], scopes=["members:read"])
+    entered, release, written = threading.Event(), threading.Event(), []
+    original_exchange, original_write = TokenEndpoint.exchange, AccessTokenStore.write_now
+    queues: set[Any] = set()
+
+    def held(self: Any, *args: Any) -> Any:  # the first exchange holds the one thread (SQLite)
+        if not entered.is_set():
+            entered.set()
+            release.wait(10)
+        return original_exchange(self, *args)
+
+    def writing(self: Any) -> Any:
+        written.append(len(self._later.rows or ()))
+        if len(written) == 2:  # the queued exchanges have run, their rows not yet written: the client leaves
+            ClientStore(engine).delete(leaving.id)
+        return original_write(self)
+
+    async def run(self: Any, call: Any, *args: Any, **named: Any) -> Any:
+        queues.add(self)
+        return await original_run(self, call, *args, **named)
+
+    original_run = ClientThreads.run
+    monkeypatch.setattr(TokenEndpoint, "exchange", held)
+    monkeypatch.setattr(AccessTokenStore, "write_now", writing)
+    monkeypatch.setattr(ClientThreads, "run", run)
+    grant = {"grant_type": "client_credentials", "scope": "members:read"}
+    with TestClient(app) as http, ThreadPoolExecutor(4) as pool:
+        try:
+            first = pool.submit(http.post, "/oauth2/token", data=grant, headers=reporter.basic)
+            assert entered.wait(10)
+            queued = [
+                pool.submit(http.post, "/oauth2/token", data=grant, headers=client.basic)
+                for client in (reporter, leaving, reporter)
+            ]
+            deadline = time.monotonic() + 10  # until the three wait in the queue behind the held call
+            while sum(len(queue._jobs) for queue in queues) < 3 and time.monotonic() < deadline:
+                time.sleep(0.005)
+        finally:
+            release.set()
+        answers = [future.result(10) for future in [first, *queued]]
+        assert [answer.status_code for answer in answers] == [200, 200, 401, 200]
+        assert answers[2].json()["error"] == "invalid_client"
+        for answer in (answers[0], answers[1], answers[3]):
+            token = answer.json()["access_token"]
+            introspected = http.post("/oauth2/introspect", data={"token": token}, headers=reporter.basic).json()
+            assert introspected["active"] is True
+    assert written == [1, 3]  # the held exchange alone, then the three queued behind it in one transaction

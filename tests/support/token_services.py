@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.issuer import Issuer
-from identity.minting import TokenMinter
+from identity.minting import IssuedTogether, TokenMinter
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
 from identity.signing_keys import SigningKeys
@@ -28,6 +28,7 @@ class TokenServices:
     verifier: TokenVerifier
     revoker: Revoker
     refresh_tokens: RefreshTokenStore
+    issued_together: IssuedTogether
 
 
 def token_services(engine: Engine, keys: SigningKeys, clock: Clock = SYSTEM_CLOCK) -> TokenServices:
@@ -39,4 +40,5 @@ def token_services(engine: Engine, keys: SigningKeys, clock: Clock = SYSTEM_CLOC
         verifier=TokenVerifier(ISSUER, public_keys, access_tokens, TUNING.verified_tokens, clock),
         revoker=Revoker(engine, clock),
         refresh_tokens=refresh_tokens,
+        issued_together=IssuedTogether(access_tokens),
     )

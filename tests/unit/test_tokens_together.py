@@ -1,0 +1,180 @@
+"""Access tokens one thread issues in a row (``identity.minting.IssuedTogether``): their records are written in
+one transaction after the last, each only while its client still holds its secret, and their ``token_issued``
+events are written once their records are; a token refused then is not issued, and a call outside the row
+writes at once."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import jwt
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
+
+from identity import access_tokens as access_tokens_module
+from identity import audit
+from identity.clients import Client, ClientStore
+from identity.errors import InvalidClient
+from identity.organizations import Organization, OrganizationStore
+from identity.sealing import Sealer, new_key
+from identity.signing_keys import SigningKeys
+from identity.tables import access_tokens
+from tests.support.defaults import SIGNING_KEYS_MAX_AGE
+from tests.support.token_services import TokenServices, token_services
+
+ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
+
+
+@pytest.fixture
+def org(engine: Engine) -> Organization:
+    return OrganizationStore(engine).create("Acme Foods")
+
+
+@pytest.fixture
+def services(engine: Engine) -> TokenServices:
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
+    keys.ensure()
+    return token_services(engine, keys)
+
+
+def job(engine: Engine, org: Organization, name: str) -> Client:
+    client, _ = ClientStore(engine).create(
+        name=name, org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
+    )
+    return client
+
+
+def issue(services: TokenServices, client: Client, org: Organization) -> str:
+    token = services.minter.access_token(
+        client_id=client.id, org=org, scope=("members:read",), user_id=None, secret_hash=client.secret_hash
+    )
+    audit.record(audit.TOKEN_ISSUED, grant_type="client_credentials", client_id=client.id, org_id=org.id)
+    return token.token
+
+
+def recorded(engine: Engine) -> int:
+    with engine.connect() as connection:
+        return int(connection.scalar(sa.select(sa.func.count()).select_from(access_tokens)) or 0)
+
+
+def issued_events(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.fields["client_id"]
+        for record in caplog.records
+        if record.name == "regional_menus.audit" and record.fields["event"] == audit.TOKEN_ISSUED  # type: ignore[attr-defined]
+    ]
+
+
+@contextmanager
+def statements(engine: Engine) -> Iterator[list[str]]:
+    """The SQL run meanwhile, and ``COMMIT`` for each commit."""
+    seen: list[str] = []
+
+    def executed(*args: Any) -> None:
+        seen.append(args[2])
+
+    def committed(*_: Any) -> None:
+        seen.append("COMMIT")
+
+    sa.event.listen(engine, "before_cursor_execute", executed)
+    sa.event.listen(engine, "commit", committed)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", executed)
+        sa.event.remove(engine, "commit", committed)
+
+
+def test_tokens_issued_in_a_row_are_recorded_after_the_last_in_one_transaction_and_their_events_then(
+    engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture
+) -> None:
+    clients = [job(engine, org, f"Job {n}") for n in range(3)]
+    with statements(engine) as alone:
+        issue(services, clients[0], org)  # one token, outside a row: its own transaction
+    together = services.issued_together
+    with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
+        together.begin()
+        tokens = []
+        for key, client in enumerate(clients):
+            together.call(key)
+            tokens.append(issue(services, client, org))
+        assert recorded(engine) == 1 and issued_events(caplog) == []  # nothing written, nothing handed out yet
+        with statements(engine) as seen:
+            assert together.end() == {}
+    assert recorded(engine) == 4
+    assert sum("INSERT INTO access_tokens" in statement for statement in seen) == 3
+    assert seen.count("COMMIT") == alone.count("COMMIT")  # three rows, the commits of one
+    assert issued_events(caplog) == [client.id for client in clients]
+    for token in tokens:
+        jti = jwt.decode(token, options={"verify_signature": False})["jti"]
+        assert services.verifier.verify_access_token(token).jti == jti  # live: its record was written
+
+
+def test_a_token_whose_client_was_deleted_before_the_row_was_written_is_refused_and_never_logged_as_issued(
+    engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture
+) -> None:
+    kept, deleted = job(engine, org, "Kept"), job(engine, org, "Deleted")
+    together = services.issued_together
+    with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
+        together.begin()
+        together.call(0)
+        issue(services, kept, org)
+        together.call(1)
+        issue(services, deleted, org)
+        ClientStore(engine).delete(deleted.id)  # on another node, while the row waited
+        refused = together.end()
+    assert list(refused) == [1] and isinstance(refused[1], InvalidClient)
+    assert recorded(engine) == 1
+    assert issued_events(caplog) == [kept.id]
+
+
+def test_when_the_rows_transaction_fails_every_token_of_the_row_is_refused_with_the_error_and_none_logged(
+    engine: Engine,
+    org: Organization,
+    services: TokenServices,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = job(engine, org, "Job")
+    together = services.issued_together
+    with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
+        together.begin()
+        for key in range(2):
+            together.call(key)
+            issue(services, client, org)
+
+        @contextmanager
+        def disk_full(_engine: Engine) -> Iterator[Any]:
+            raise OperationalError("COMMIT", {}, Exception("database or disk is full"))
+            yield
+
+        monkeypatch.setattr(access_tokens_module, "commit_without_waiting", disk_full)
+        refused = together.end()
+    assert sorted(refused) == [0, 1] and all(isinstance(error, OperationalError) for error in refused.values())
+    assert recorded(engine) == 0
+    assert issued_events(caplog) == []
+
+
+def test_a_call_outside_the_row_records_its_token_and_logs_its_event_at_once(
+    engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = job(engine, org, "Job")
+    together = services.issued_together
+    with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
+        together.begin()
+        together.call(None)  # e.g. an authorization_code exchange run between two client_credentials ones
+        issue(services, client, org)
+        assert recorded(engine) == 1 and issued_events(caplog) == [client.id]
+        together.call(0)
+        issue(services, client, org)
+        assert recorded(engine) == 1
+        assert together.end() == {}
+    assert recorded(engine) == 2 and issued_events(caplog) == [client.id, client.id]
