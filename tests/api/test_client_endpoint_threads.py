@@ -71,32 +71,51 @@ def test_client_endpoint_threads_are_one_on_sqlite_and_the_pool_on_postgresql(en
         postgres.dispose()
 
 
+class HeldThread:
+    """The first call of ``domain.method`` holds the one client thread (SQLite) until ``release``: the calls
+    made meanwhile queue behind it, and the thread then runs them in a row."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, domain: Any, method: str) -> None:
+        self.entered, self._released = threading.Event(), threading.Event()
+        self._queues: set[ClientThreads] = set()
+        original, original_run = getattr(domain, method), ClientThreads.run
+
+        def held(this: Any, *args: Any) -> Any:
+            if not self.entered.is_set():
+                self.entered.set()
+                self._released.wait(10)
+            return original(this, *args)
+
+        async def run(this: ClientThreads, call: Any, *args: Any, **named: Any) -> Any:
+            self._queues.add(this)
+            return await original_run(this, call, *args, **named)
+
+        monkeypatch.setattr(domain, method, held)
+        monkeypatch.setattr(ClientThreads, "run", run)
+
+    def wait_queued(self, count: int) -> None:
+        """Until ``count`` calls wait in the queue behind the held one."""
+        deadline = time.monotonic() + 10
+        while sum(len(queue._jobs) for queue in self._queues) < count and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def release(self) -> None:
+        self._released.set()
+
+
 def test_introspections_queued_together_read_their_records_in_one_statement_and_see_a_revocation(
     app: Any, engine: Engine, acme: Organization, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reporter = token_flows.register(engine, acme, "Reporter", grants=["client_credentials"], scopes=["members:read"])
-    entered, release, read = threading.Event(), threading.Event(), []
-    original_introspect, original_read = TokenIntrospection.introspect, TokenVerifier.read_together
-    queues: set[Any] = set()
-
-    def held(self: Any, *args: Any) -> Any:  # the first introspection holds the one thread (SQLite)
-        if not entered.is_set():
-            entered.set()
-            release.wait(10)
-        return original_introspect(self, *args)
+    read: list[list[str]] = []
+    original_read = TokenVerifier.read_together
 
     def reading(self: Any, tokens: Any) -> Any:
         read.append(sorted(tokens))
         return original_read(self, tokens)
 
-    async def run(self: Any, call: Any, *args: Any, **named: Any) -> Any:
-        queues.add(self)
-        return await original_run(self, call, *args, **named)
-
-    original_run = ClientThreads.run
-    monkeypatch.setattr(TokenIntrospection, "introspect", held)
+    held = HeldThread(monkeypatch, TokenIntrospection, "introspect")
     monkeypatch.setattr(TokenVerifier, "read_together", reading)
-    monkeypatch.setattr(ClientThreads, "run", run)
     with TestClient(app) as http, ThreadPoolExecutor(4) as pool:
         grant = {"grant_type": "client_credentials", "scope": "members:read"}
         live, revoked = (
@@ -105,16 +124,14 @@ def test_introspections_queued_together_read_their_records_in_one_statement_and_
         assert http.post("/oauth2/revoke", data={"token": revoked}, headers=reporter.basic).status_code == 200
         try:
             first = pool.submit(http.post, "/oauth2/introspect", data={"token": live}, headers=reporter.basic)
-            assert entered.wait(10)
+            assert held.entered.wait(10)
             queued = [
                 pool.submit(http.post, "/oauth2/introspect", data={"token": token}, headers=reporter.basic)
                 for token in (live, revoked, "not-a-token")
             ]
-            deadline = time.monotonic() + 10  # until the three wait in the queue behind the held call
-            while sum(len(queue._jobs) for queue in queues) < 3 and time.monotonic() < deadline:
-                time.sleep(0.005)
+            held.wait_queued(3)
         finally:
-            release.set()
+            held.release()
         answers = [future.result(10).json() for future in [first, *queued]]
     assert [answer["active"] for answer in answers] == [True, True, False, False]
     assert read == [sorted([live, revoked, "not-a-token"])]  # one read for the three queued together
@@ -125,15 +142,8 @@ def test_client_credentials_tokens_queued_together_are_recorded_in_one_transacti
 ) -> None:
     reporter = token_flows.register(engine, acme, "Reporter", grants=["client_credentials"], scopes=["members:read"])
     leaving = token_flows.register(engine, acme, "Leaving", grants=["client_credentials"], scopes=["members:read"])
-    entered, release, written = threading.Event(), threading.Event(), []
-    original_exchange, original_write = TokenEndpoint.exchange, AccessTokenStore.write_now
-    queues: set[Any] = set()
-
-    def held(self: Any, *args: Any) -> Any:  # the first exchange holds the one thread (SQLite)
-        if not entered.is_set():
-            entered.set()
-            release.wait(10)
-        return original_exchange(self, *args)
+    written: list[int] = []
+    original_write = AccessTokenStore.write_now
 
     def writing(self: Any) -> Any:
         written.append(len(self._later.rows or ()))
@@ -141,28 +151,20 @@ def test_client_credentials_tokens_queued_together_are_recorded_in_one_transacti
             ClientStore(engine).delete(leaving.id)
         return original_write(self)
 
-    async def run(self: Any, call: Any, *args: Any, **named: Any) -> Any:
-        queues.add(self)
-        return await original_run(self, call, *args, **named)
-
-    original_run = ClientThreads.run
-    monkeypatch.setattr(TokenEndpoint, "exchange", held)
+    held = HeldThread(monkeypatch, TokenEndpoint, "exchange")
     monkeypatch.setattr(AccessTokenStore, "write_now", writing)
-    monkeypatch.setattr(ClientThreads, "run", run)
     grant = {"grant_type": "client_credentials", "scope": "members:read"}
     with TestClient(app) as http, ThreadPoolExecutor(4) as pool:
         try:
             first = pool.submit(http.post, "/oauth2/token", data=grant, headers=reporter.basic)
-            assert entered.wait(10)
+            assert held.entered.wait(10)
             queued = [
                 pool.submit(http.post, "/oauth2/token", data=grant, headers=client.basic)
                 for client in (reporter, leaving, reporter)
             ]
-            deadline = time.monotonic() + 10  # until the three wait in the queue behind the held call
-            while sum(len(queue._jobs) for queue in queues) < 3 and time.monotonic() < deadline:
-                time.sleep(0.005)
+            held.wait_queued(3)
         finally:
-            release.set()
+            held.release()
         answers = [future.result(10) for future in [first, *queued]]
         assert [answer.status_code for answer in answers] == [200, 200, 401, 200]
         assert answers[2].json()["error"] == "invalid_client"
