@@ -147,7 +147,7 @@ def test_under_a_busy_loop_a_backlog_of_connections_is_taken_within_a_few_turns_
         loop.call_soon(busy)
 
     loop.call_soon(busy)
-    loop.run_until_complete(asyncio.sleep(0.1))  # about five turns
+    loop.run_until_complete(asyncio.sleep(0.3))  # about 30 turns: libuv alone would take one connection each
     assert len(Echo.made) == 60
     for client in clients:
         client.close()
