@@ -20,7 +20,7 @@ from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
 from identity import audit
@@ -40,7 +40,6 @@ from service.database.db import client_threads, make_engine, service_secret
 from service.database.schema import require_current
 from service.database.sealing_keys import load_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
-from service.identity_api.http_errors import IdentityErrors
 from service.identity_api.identity_app import create_identity_app
 from service.identity_api.published import PublishedDocuments
 from service.mail.transports import Courier
@@ -67,7 +66,6 @@ from service.web.edge import Api, Observer, Step, Stepped, answer
 from service.web.forwarded import TrustedProxies
 from service.web.problems import (
     MEDIA_TYPE,
-    connexion_handler,
     content_too_large,
     nothing_here,
     send_problem,
@@ -286,7 +284,7 @@ def create_app(
         ),
         identity=Api(
             ClientCrossOrigin(
-                identity,
+                identity.app,
                 issuer_path=provider.issuer.path,
                 origins=provider.web_origins,
                 userinfo_origins=settings.cors_origins,
@@ -297,7 +295,7 @@ def create_app(
                 *documented(settings, "identity.yaml", provider.issuer.path, settings.issuer),
                 PublishedDocuments.of(provider),
             ),
-            _identity_overloaded(provider.issuer),
+            identity.overloaded,
         ),
         operations=Api(
             create_operations_app(Readiness(engine, limiter.reachable, timeout=settings.ready_timeout)),
@@ -386,21 +384,6 @@ def documented(
 async def _close_all(*limiters: RateLimiter) -> None:
     for each in limiters:
         await each.aclose()
-
-
-def _identity_overloaded(issuer: Issuer) -> Callable[[Scope, Send, int], Awaitable[None]]:
-    """The identity API's 503 for load, in each operation's own error form (an ``Api.overloaded``)."""
-    identity = contract("identity.yaml")
-    errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))
-
-    async def overloaded(scope: Scope, send: Send, retry_after: int) -> None:
-        await errors.overloaded(scope, retry_after)(scope, _nothing_to_receive, send)
-
-    return overloaded
-
-
-async def _nothing_to_receive() -> Message:
-    return {"type": "http.disconnect"}
 
 
 def _problem_too_large(_: Scope, limit: int) -> Response:

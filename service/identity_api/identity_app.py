@@ -16,6 +16,9 @@ from memory (``published.py``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
 from connexion.resolver import RelativeResolver
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -31,9 +34,16 @@ from service.web.problems import connexion_handler
 from service.web.request_reading import BODY, BodyRecorder
 
 
+@dataclass(frozen=True)
+class IdentityApp:
+    app: ASGIApp
+    # the 503 for load in each operation's own error form (an ``Api.overloaded``, ``service/web/edge.py``)
+    overloaded: Callable[[Scope, Send, int], Awaitable[None]]
+
+
 def create_identity_app(
     provider: Provider, *, client_threads: int, form_limit: int, validate_responses: bool = False
-) -> ASGIApp:
+) -> IdentityApp:
     """The identity API; ``client_threads`` run the client endpoints' work at once, ``form_limit``: the largest
     form taken (bytes; a larger one is 413)."""
     issuer = provider.issuer
@@ -52,7 +62,16 @@ def create_identity_app(
         app.add_error_handler(error, errors.handle)
     threads = ClientThreads(client_threads)
     forms = ClientForms(provider, identity, errors, threads, form_limit, validate_responses=validate_responses)
-    return BodyLimit(IdentityEntry(app, provider, threads, forms), form_limit, errors.too_large)
+
+    async def overloaded(scope: Scope, send: Send, retry_after: int) -> None:
+        await errors.overloaded(scope, retry_after)(scope, _nothing_to_receive, send)
+
+    entry = IdentityEntry(app, provider, threads, forms)
+    return IdentityApp(BodyLimit(entry, form_limit, errors.too_large), overloaded)
+
+
+async def _nothing_to_receive() -> Message:
+    return {"type": "http.disconnect"}
 
 
 class IdentityEntry:
