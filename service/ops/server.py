@@ -43,7 +43,7 @@ class Listen:
 if TYPE_CHECKING:
     from uvicorn_worker import UvicornWorker
 
-# uvicorn's loop: uvloop, accepting every waiting connection at once (imported by uvicorn as it starts).
+# uvicorn's loop: uvloop, serving the listening socket itself (service.ops.accepting; imported as uvicorn starts).
 LOOP = "service.ops.accepting:new_event_loop"
 # The worker's uvicorn settings. access_log off: service.ops.observe writes one JSON line per request.
 WORKER_CONFIG: dict[str, Any] = {
