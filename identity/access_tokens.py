@@ -96,12 +96,13 @@ class AccessTokenStore(TokenTable):
             "scope": " ".join(token.scope),
             "issued_at": token.issued_at,
             "expires_at": token.expires_at,
+            "secret_hash": secret_hash,
         }
         if self._later.rows is not None and self._later.key is not None:
-            self._later.rows.append((self._later.key, {**values, "secret_hash": secret_hash}))
+            self._later.rows.append((self._later.key, values))
             return True  # for now: ``write_now`` says which were not
         with commit_without_waiting(self._engine) as connection:
-            return connection.execute(_RECORD, {**values, "secret_hash": secret_hash}).first() is not None
+            return connection.execute(_RECORD, values).first() is not None
 
     # Records written together: for the tokens one thread issues in a row, one transaction and one commit, after
     # the last (``identity.minting.IssuedTogether``). No token is handed out before ``write_now`` has said its
@@ -128,9 +129,7 @@ class AccessTokenStore(TokenTable):
             with commit_without_waiting(self._engine) as connection:
                 for key, values in rows:
                     if connection.execute(_RECORD, values).first() is None:
-                        refused[key] = InvalidClient(
-                            detail=f"Client {values['client_id']} was deleted, or given a new secret, as it asked."
-                        )
+                        refused[key] = not_recorded(values["client_id"])
         except Exception as error:  # noqa: BLE001 - nothing was written: each key's caller meets the error
             return {key: error for key, _ in rows}
         return refused
@@ -183,6 +182,11 @@ class AccessTokenStore(TokenTable):
             sa.or_(issued_here, access_tokens.c.grant_id.in_(grant_ids)) if grant_ids else issued_here,
             at,
         )
+
+
+def not_recorded(client_id: str) -> InvalidClient:
+    """Why a token's record was not written: its client was deleted or given a new secret meanwhile."""
+    return InvalidClient(detail=f"Client {client_id} was deleted, or given a new secret, as it asked.")
 
 
 def _record(row: sa.Row[Any]) -> AccessTokenRecord:

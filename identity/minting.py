@@ -20,9 +20,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 
 from identity import audit
-from identity.access_tokens import AccessTokenRecord
+from identity.access_tokens import AccessTokenRecord, not_recorded
 from identity.clock import SYSTEM_CLOCK, Clock, epoch, new_id
-from identity.errors import InvalidClient
 from identity.granted import Granted
 from identity.issuer import Issuer
 from identity.organizations import Organization
@@ -131,7 +130,7 @@ class TokenMinter:
             secret_hash=secret_hash,
         )
         if not recorded:
-            raise InvalidClient(detail=f"Client {client_id} was deleted, or given a new secret, as it asked.")
+            raise not_recorded(client_id)
         return Issued(self._sign(claims, ACCESS_TOKEN_TYPE), int(self.access_ttl.total_seconds()))
 
     def id_token(
