@@ -9,7 +9,7 @@ import errno
 import logging
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from uvicorn.config import Config
@@ -59,13 +59,23 @@ def listening(kind: type[socket.socket] = socket.socket) -> socket.socket:
     return sock
 
 
-def connect(sock: socket.socket, count: int) -> list[socket.socket]:
-    """``count`` clients whose handshake the kernel completes while nobody accepts them yet."""
-    clients = []
-    for _ in range(count):
-        client = socket.create_connection(sock.getsockname()[:2], timeout=5)
-        clients.append(client)
-    return clients
+Connect = Callable[[socket.socket, int], list[socket.socket]]
+
+
+@pytest.fixture
+def connect() -> Iterator[Connect]:
+    """``connect(sock, count)``: ``count`` clients whose handshake the kernel completes while nobody accepts them
+    yet; closed after the test, whatever it found."""
+    opened: list[socket.socket] = []
+
+    def clients(sock: socket.socket, count: int) -> list[socket.socket]:
+        made = [socket.create_connection(sock.getsockname()[:2], timeout=5) for _ in range(count)]
+        opened.extend(made)
+        return made
+
+    yield clients
+    for client in opened:
+        client.close()
 
 
 def test_the_service_loop_is_the_eager_accepting_uvloop_in_one_process_and_in_gunicorn_workers() -> None:
@@ -105,20 +115,18 @@ def waiting(sock: socket.socket) -> int:
 
 
 def test_while_the_loops_turns_are_short_a_few_connections_are_taken_a_turn_so_workers_sharing_a_socket_split_a_burst(
-    listener: tuple[Listener, socket.socket],
+    listener: tuple[Listener, socket.socket], connect: Connect
 ) -> None:
     server, sock = listener
     server.clock = Turns(0.001)
-    clients = connect(sock, 20)
+    connect(sock, 20)
     server._accept(sock)  # what the loop calls when the socket is readable
     server._accept(sock)  # the next turn, 1 ms later
     assert waiting(sock) == 20 - 2 * accepting.ACCEPT_FEW  # left to the other workers' turns
-    for client in clients:
-        client.close()
 
 
 def test_once_a_turn_is_slow_every_connection_waiting_is_taken_at_once(
-    loop: asyncio.AbstractEventLoop, listener: tuple[Listener, socket.socket]
+    loop: asyncio.AbstractEventLoop, listener: tuple[Listener, socket.socket], connect: Connect
 ) -> None:
     server, sock = listener
     server.clock = Turns(2 * accepting.SLOW_TURN)
@@ -132,15 +140,13 @@ def test_once_a_turn_is_slow_every_connection_waiting_is_taken_at_once(
         client.sendall(b"ping %d" % index)
     loop.run_until_complete(asyncio.sleep(0.05))
     assert [client.recv(64) for client in clients] == [b"ping %d" % index for index in range(60)]
-    for client in clients:
-        client.close()
 
 
 def test_under_a_busy_loop_a_backlog_of_connections_is_taken_within_a_few_turns_where_uvloop_takes_one_a_turn(
-    loop: asyncio.AbstractEventLoop, listener: tuple[Listener, socket.socket]
+    loop: asyncio.AbstractEventLoop, listener: tuple[Listener, socket.socket], connect: Connect
 ) -> None:
     _, sock = listener
-    clients = connect(sock, 60)
+    connect(sock, 60)
 
     def busy() -> None:
         time.sleep(accepting.SLOW_TURN)  # every turn of the loop takes SLOW_TURN
@@ -149,8 +155,6 @@ def test_under_a_busy_loop_a_backlog_of_connections_is_taken_within_a_few_turns_
     loop.call_soon(busy)
     loop.run_until_complete(asyncio.sleep(0.3))  # about 30 turns: libuv alone would take one connection each
     assert len(Echo.made) == 60
-    for client in clients:
-        client.close()
 
 
 def test_a_server_made_from_host_and_port_listens_there_and_stops_accepting_once_closed(
@@ -183,18 +187,19 @@ class RunsOutOnce(socket.socket):
 
 
 def test_out_of_file_descriptors_accepting_pauses_then_takes_the_waiting_connections(
-    loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    loop: asyncio.AbstractEventLoop,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    connect: Connect,
 ) -> None:
     monkeypatch.setattr(accepting, "ACCEPT_RETRY", 0.2)
     sock = listening(RunsOutOnce)
     server = loop.run_until_complete(loop.create_server(Echo, sock=sock, backlog=16))
-    clients = connect(sock, 3)
+    connect(sock, 3)
     with caplog.at_level(logging.ERROR, logger="service.ops.accepting"):
         loop.run_until_complete(asyncio.sleep(0.05))
     assert Echo.made == []  # paused, the connections wait in the kernel's queue
     assert "cannot accept connections (Too many open files)" in caplog.text
     loop.run_until_complete(asyncio.sleep(0.4))
     assert len(Echo.made) == 3
-    for client in clients:
-        client.close()
     server.close()
