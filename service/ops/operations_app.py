@@ -8,7 +8,6 @@ with the identity API's, which may be at the root.
 from __future__ import annotations
 
 from connexion.exceptions import ProblemException
-from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -29,7 +28,6 @@ def create_operations_app(readiness: Readiness) -> ASGIApp:
         base_path="",
         strict_validation=True,
         contract_parameters=True,  # the menus API's voice for parameter errors
-        swagger_ui_options=SwaggerUIOptions(spec_path="/ops/openapi.json", swagger_ui_path="/ops/ui"),
         errors=[(error, handler) for error in (ProblemException, HTTPException, Exception)],
     )
     return _WithReadiness(app, readiness)

@@ -7,6 +7,9 @@ found by operationId, response validation when asked for. What it changes, and w
 - **No security middleware.** The menus gate authenticates before routing (``service.menus_api.gate``);
   the identity handlers authenticate clients and tokens themselves (an optional security alternative
   would let wrong credentials through as anonymous); the operations and console documents declare none.
+- **No Swagger UI middleware.** The documentation step at the edge serves each API's documents and Swagger UI
+  (``service.web.api_docs``, ``service.web.swagger_ui``) before Connexion sees the request; Connexion's
+  middleware would route every request through a router of its own first, and build a Jinja environment.
 - **Handlers decorated once** (``_OnceOperation``). Connexion 3.3's ``AsyncOperation.fn`` builds the
   parameter and response decorators, inspects the handler's signature and makes a URI parser on every
   request; none of it depends on the request. Measured on the menus API's unique queries, that was
@@ -55,8 +58,8 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.abstract import ROUTING_CONTEXT
 from connexion.middleware.security import SecurityMiddleware
+from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.operations import AbstractOperation
-from connexion.options import SwaggerUIOptions
 from connexion.resolver import Resolver
 from connexion.spec import OpenAPISpecification
 from connexion.uri_parsing import AbstractURIParser
@@ -72,8 +75,8 @@ from service.web.validation import ParameterRules, body_errors, missing_body
 
 ErrorHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse | Awaitable[ConnexionResponse]]
 
-# Connexion's own stack, minus its security middleware (see above). A public, documented option.
-MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m is not SecurityMiddleware]
+# Connexion's own stack, minus its security and Swagger UI middlewares (see above). A public, documented option.
+MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m not in (SecurityMiddleware, SwaggerUIMiddleware)]
 
 # Connexion's form validator logs each invalid form at ERROR with the offending value (a client secret, a token, a
 # 60 KiB state). ``ContractForm`` replaces its validation, so it no longer logs; the line stays as a guard should a
@@ -92,7 +95,6 @@ def connexion_app(
     contract_parameters: bool = False,
     without_response_headers: Collection[str] = (),
     resolver: Resolver | None = None,
-    swagger_ui_options: SwaggerUIOptions | None = None,
 ) -> ConnexionMiddleware:
     """The Connexion app of ``contract`` at ``base_path`` ("" for the root: "/" breaks every operation).
 
@@ -113,7 +115,6 @@ def connexion_app(
             validate_responses=validate_responses,
             validator_map=validator_map,
             resolver=resolver,
-            swagger_ui_options=swagger_ui_options,
         )
     for error, handler in errors:
         app.add_error_handler(error, handler)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 
 import pytest
@@ -84,7 +86,7 @@ def test_a_document_refuses_other_methods_with_405_and_allow(web: TestClient) ->
     assert response.json()["code"] == "method_not_allowed"
 
 
-@pytest.mark.parametrize("page", ["/v1/ui/", "/tenant-a/ui/", "/ops/ui/"])
+@pytest.mark.parametrize("page", ["/v1/ui/", "/tenant-a/ui/", "/ops/ui/", "/console/ui/"])
 def test_swagger_ui_pages_forbid_framing_and_allow_only_their_own_scripts(web: TestClient, page: str) -> None:
     response = web.get(page)
     assert response.status_code == 200 and "swagger-ui" in response.text
@@ -96,6 +98,44 @@ def test_swagger_ui_pages_forbid_framing_and_allow_only_their_own_scripts(web: T
     assert response.headers["x-content-type-options"] == "nosniff"
     asset = web.get(page + "swagger-ui-bundle.js")
     assert asset.status_code == 200 and "frame-ancestors 'none'" in asset.headers["content-security-policy"]
+
+
+def test_each_swagger_ui_page_loads_its_own_apis_document_and_names_its_inline_code_by_digest(web: TestClient) -> None:
+    for page, document in [("/v1/ui/", "/v1/openapi.json"), ("/tenant-a/ui/index.html", "/tenant-a/openapi.json"),
+                           ("/ops/ui/", "/ops/openapi.json"), ("/console/ui/", "/console/openapi.json")]:  # fmt: skip
+        response = web.get(page)
+        assert f'url: "{document}",' in response.text and web.get(document).status_code == 200
+        script = re.search(r"<script>(.*?)</script>", response.text, re.DOTALL)
+        assert script is not None
+        digest = base64.b64encode(hashlib.sha256(script.group(1).encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in response.headers["content-security-policy"]
+    redirect = web.get("/tenant-a/ui/oauth2-redirect.html")  # where Swagger UI's "Authorize" comes back to
+    assert redirect.status_code == 200 and "'sha256-" in redirect.headers["content-security-policy"]
+
+
+def test_swagger_ui_assets_revalidate_with_their_etag_and_answer_head_without_a_body(web: TestClient) -> None:
+    first = web.get("/v1/ui/swagger-ui.css")
+    assert first.status_code == 200 and first.headers["content-type"].startswith("text/css")
+    again = web.get("/v1/ui/swagger-ui.css", headers={"If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    head = web.head("/v1/ui/swagger-ui-bundle.js")
+    assert head.status_code == 200 and head.content == b"" and int(head.headers["content-length"]) > 0
+
+
+@pytest.mark.parametrize("name", ["index.j2", "swagger-initializer.js", "README.md", "..%2F__init__.py", "x/"])
+def test_swagger_ui_serves_its_pages_and_assets_only_not_the_bundles_template_or_demo(
+    web: TestClient, name: str
+) -> None:
+    response = web.get(f"/v1/ui/{name}")
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+    assert response.headers["x-frame-options"] == "DENY"
+
+
+def test_swagger_ui_refuses_other_methods_with_405_and_allow(web: TestClient) -> None:
+    for path in ("/v1/ui/", "/v1/ui/swagger-ui.css"):
+        response = web.post(path)
+        assert response.status_code == 405 and response.headers["allow"] == "GET, HEAD", path
+        assert response.json()["code"] == "method_not_allowed" and response.headers["x-frame-options"] == "DENY"
 
 
 @pytest.mark.parametrize(
