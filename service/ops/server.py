@@ -45,9 +45,11 @@ if TYPE_CHECKING:
 
 # uvicorn's loop: uvloop, serving the listening socket itself (service.ops.accepting; imported as uvicorn starts).
 LOOP = "service.ops.accepting:new_event_loop"
-# The worker's uvicorn settings. access_log off: service.ops.observe writes one JSON line per request.
+# The worker's uvicorn settings. access_log off: service.ops.observe writes one JSON line per request. No
+# WebSocket protocol: the service has no WebSocket route, and uvicorn would import the websockets package for it.
 WORKER_CONFIG: dict[str, Any] = {
     "loop": LOOP,
+    "ws": "none",
     "lifespan": "on",
     "access_log": False,
     "proxy_headers": False,
@@ -94,6 +96,7 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
         lifespan="on",
         loop=LOOP,
         http=bounded_protocol(listen.head_limits),
+        ws="none",  # no WebSocket route (WORKER_CONFIG)
         proxy_headers=False,  # service.web.forwarded reads them, from MENUS_TRUSTED_PROXIES only
         timeout_keep_alive=listen.keep_alive,
         log_config=None,  # service.ops.logs has set up JSON lines

@@ -184,3 +184,15 @@ def test_pipelined_requests_are_answered_in_order(live: LiveService) -> None:
     one = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     answer = exchange(live, one + one + b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert answer.count(b"HTTP/1.1 200") == 3
+
+
+@pytest.mark.parametrize("server", ["live", "live_workers"])
+def test_a_websocket_handshake_is_answered_as_plain_http_never_switched(
+    server: str, request: pytest.FixtureRequest
+) -> None:
+    """The service has no WebSocket route, and its uvicorn loads no WebSocket protocol (service/ops/server.py)."""
+    service: LiveService = request.getfixturevalue(server)
+    handshake = head_with(
+        b"Upgrade: websocket\r\n", b"Sec-WebSocket-Version: 13\r\n", b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    ).replace(b"Connection: close", b"Connection: Upgrade, close")
+    assert status_of(exchange(service, handshake)) == 200
