@@ -200,8 +200,10 @@ def main() -> None:
 @_database_url_option
 def serve(host: str, port: int, workers: int | None, demo: bool, database_url: str) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
+    from service.ops.deferred_imports import defer
     from service.ops.memory import pause_collection
 
+    defer()  # what Connexion and uvicorn import for features serve never uses, until first used
     pause_collection()  # until the app is built and frozen (service.ops.memory)
     from service.database.schema import require_current
     from service.ops import multiprocess
