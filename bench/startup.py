@@ -96,7 +96,7 @@ def _cli(workspace: Workspace, env: dict[str, str], *args: str) -> Any:
     done = subprocess.run(
         _python(env, *args, "--json"),
         cwd=workspace.folder,
-        env={**env, **workspace.env()},
+        env={**workspace.env(), **_own(env)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -105,13 +105,19 @@ def _cli(workspace: Workspace, env: dict[str, str], *args: str) -> Any:
     return json.loads(done.stdout)
 
 
+def _own(env: dict[str, str]) -> dict[str, str]:
+    """What ``measure`` set in ``env`` (the tree, the secret key): it wins over the workspace's environment, which
+    copies this process's, a ``PYTHONPATH`` of its own included."""
+    return {name: env[name] for name in ("PYTHONPATH", "MENUS_SECRET_KEYS")}
+
+
 def _server(workspace: Workspace, env: dict[str, str], ready_path: str, headers: dict[str, str]) -> Server:
     port = free_port()
     return Server(
         "startup",
         _python(env, "serve", "--port", str(port)),
         port,
-        {**env, **workspace.env(port)},
+        {**workspace.env(port), **_own(env)},
         workspace.folder,
         ready_path,
         headers,
