@@ -5,7 +5,6 @@ Each kind of mail has ``templates/<kind>.txt`` (its first line is the subject) a
 
 from __future__ import annotations
 
-from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import make_msgid
 from functools import cache
@@ -52,6 +51,8 @@ class Letters:
             html = html_templates.get_template(f"{mail.kind}.html").render(values)
         except Exception as error:  # an unknown kind or a missing value: no retry will change that
             raise Undeliverable(f"cannot compose {mail.kind!r} ({type(error).__name__})") from None
+        from email.headerregistry import Address  # with its parser, for the first letter (as Jinja is)
+
         message = EmailMessage()
         message["Subject"] = subject.strip()
         message["From"] = self.sender

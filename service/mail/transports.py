@@ -10,11 +10,9 @@ default) is implicit TLS (RFC 8314 §3.3). User and password are percent-decoded
 from __future__ import annotations
 
 import logging
-import smtplib
 import ssl
 from collections.abc import Callable
 from email.message import EmailMessage
-from email.policy import SMTP
 from pathlib import Path
 
 from identity.outbox import Claimed, Outbox, Transport, Undeliverable
@@ -38,6 +36,8 @@ class SmtpTransport:
         self.tls = tls or ssl.create_default_context()
 
     def __call__(self, claimed: Claimed) -> None:
+        import smtplib  # for the first mail sent, as the letters' modules are (service/mail/letters.py)
+
         message = self.compose(claimed)
         server = self.server
         connection: smtplib.SMTP
@@ -75,6 +75,8 @@ class FolderTransport:
         self.compose = compose
 
     def __call__(self, claimed: Claimed) -> None:
+        from email.policy import SMTP  # for the first mail written, as the letters' modules are
+
         self.folder.mkdir(parents=True, exist_ok=True)
         data = self.compose(claimed).as_bytes(policy=SMTP)
         final = self.folder / f"{claimed.id}.eml"
