@@ -36,6 +36,7 @@ BUNDLE = Path(str(swagger_ui_path))
 ASSETS = ("swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone-preset.js", "favicon-32x32.png",
           "favicon-16x16.png")  # fmt: skip
 SOURCE_MAPS = tuple(f"{name}.map" for name in ASSETS if (BUNDLE / f"{name}.map").is_file())
+SERVED_ASSETS = frozenset((*ASSETS, *SOURCE_MAPS))
 REDIRECT_PAGE = "oauth2-redirect.html"
 # The headers of every Swagger UI answer; a page's CSP adds the digests of its inline script and style.
 UI_HEADERS = [
@@ -49,7 +50,8 @@ UI_POLICY = (
 )
 _INLINE = re.compile(rb"<(script|style)>(.*?)</\1>", re.DOTALL)
 
-# Swagger UI's standalone page (the bundle's index.j2, as Connexion rendered it), at the document's URL.
+# Swagger UI's standalone page (the bundle's index.j2, as Connexion rendered it), for the document's URL (the
+# one %-field: the page has no other "%").
 _PAGE = """<!-- HTML for static distribution bundle build -->
 <!DOCTYPE html>
 <html lang="en">
@@ -127,10 +129,9 @@ class SwaggerUi:
     def __init__(self, document_url: str, api_origin: str = "") -> None:
         home = _page(_PAGE % {"document_url": _script_string(document_url)}, api_origin)
         self.pages = {"": home, "index.html": home, REDIRECT_PAGE: _page(_read(REDIRECT_PAGE), api_origin)}
-        self.assets = frozenset((*ASSETS, *SOURCE_MAPS))
 
     def knows(self, name: str) -> bool:
-        return name in self.pages or name in self.assets
+        return name in self.pages or name in SERVED_ASSETS
 
     @staticmethod
     def guard(exchange: Exchange) -> None:
