@@ -196,7 +196,7 @@ class _Caching:
     def _finish_200(self) -> list[Message]:
         assert self.start is not None
         body = b"".join(self.body)
-        answer = Answer(tuple(self.start.get("headers", ())), body, strong_etag(body))
+        answer = Answer.of(self.start.get("headers", ()), body, strong_etag(body))
         if self.store is not None and self.key is not None:
             self.store.put(self.key, answer)
         return ok_messages(answer, self.decision, self.if_none_match)
@@ -205,15 +205,15 @@ class _Caching:
 def ok_messages(answer: Answer, decision: Decision, if_none_match: bytes | None) -> list[Message]:
     """A 200 (or its 304) with the rate-limit headers, ETag and Cache-Control: one path for fresh and cached."""
     validators = [(b"etag", answer.etag), CACHE_CONTROL]
-    headers = [*answer.headers, *decision.headers()]
     if if_none_match is not None and none_match(if_none_match, answer.etag):
-        kept = [(k, v) for k, v in headers if k.lower() not in (b"content-type", b"content-length")]
+        kept = [(k, v) for k, v in answer.headers if k.lower() != b"content-type"] + decision.headers()
         return [
             {"type": "http.response.start", "status": 304, "headers": kept + validators},
             {"type": "http.response.body", "body": b""},
         ]
+    headers = [*answer.headers, answer.content_length(), *decision.headers(), *validators]
     return [
-        {"type": "http.response.start", "status": 200, "headers": headers + validators},
+        {"type": "http.response.start", "status": 200, "headers": headers},
         {"type": "http.response.body", "body": answer.body},
     ]
 
