@@ -349,7 +349,7 @@ def _make_dish(raw: Mapping[str, Any], region: dict[str, str], region_fold: str)
         haystack="\x1f".join(fold(text) for text in searchable),
         document=document,
         region_document=region_document,
-        fragment=orjson.dumps(document),
+        fragment=bytes(memoryview(orjson.dumps(document))),  # a copy: orjson's bytes keep their whole buffer
     )
 
 

@@ -47,7 +47,7 @@ class ServedDocument:
     @classmethod
     def build(cls, contract: Contract, server_url: str) -> ServedDocument:
         document = contract.served(server_url)
-        as_json = orjson.dumps(document)
+        as_json = bytes(memoryview(orjson.dumps(document)))  # a copy: orjson's bytes keep their whole buffer
         json = Representation(lambda: as_json, "application/json")
         json.etag  # noqa: B018  # computed now, with the body
         return cls(
