@@ -45,8 +45,10 @@ if TYPE_CHECKING:
 
 # uvicorn's loop: uvloop, serving the listening socket itself (service.ops.accepting; imported as uvicorn starts).
 LOOP = "service.ops.accepting:new_event_loop"
-# The worker's uvicorn settings. access_log off: service.ops.observe writes one JSON line per request. No
-# WebSocket protocol: the service has no WebSocket route, and uvicorn would import the websockets package for it.
+# uvicorn's settings, for gunicorn's workers and for one process alike. access_log off: service.ops.observe
+# writes one JSON line per request. No WebSocket protocol: the service has no WebSocket route, and uvicorn would
+# import the websockets package for it. proxy_headers off: service.web.forwarded reads them, from
+# MENUS_TRUSTED_PROXIES only.
 WORKER_CONFIG: dict[str, Any] = {
     "loop": LOOP,
     "ws": "none",
@@ -93,14 +95,10 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
         app,
         host=listen.host,
         port=listen.port,
-        lifespan="on",
-        loop=LOOP,
+        **WORKER_CONFIG,  # the workers' settings, the same in one process
         http=bounded_protocol(listen.head_limits),
-        ws="none",  # no WebSocket route (WORKER_CONFIG)
-        proxy_headers=False,  # service.web.forwarded reads them, from MENUS_TRUSTED_PROXIES only
         timeout_keep_alive=listen.keep_alive,
         log_config=None,  # service.ops.logs has set up JSON lines
-        access_log=False,  # service.ops.observe writes one JSON line per request
     )
 
 
