@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from starlette.staticfiles import StaticFiles
@@ -152,7 +153,7 @@ class SwaggerUi:
 
 def _guarded(_exchange: Exchange, headers: Headers) -> None:
     if not any(name == b"content-security-policy" for name, _ in headers):
-        headers.append(policy(b""))
+        headers.append(_NO_INLINE)
     headers.extend(UI_HEADERS)
 
 
@@ -180,10 +181,14 @@ def policy(page: bytes, api_origin: str = "") -> tuple[bytes, bytes]:
     return b"content-security-policy", value.encode()
 
 
+_NO_INLINE = policy(b"")  # the policy of an answer with no inline code (an asset, an error)
+
+
 def _script_string(text: str) -> str:
     """``text`` as a JavaScript string literal inside an HTML ``<script>`` (no ``</`` can end the element)."""
     return json.dumps(text).replace("</", "<\\/")
 
 
+@cache  # the same file for every API's Swagger UI
 def _read(name: str) -> str:
     return (BUNDLE / name).read_text(encoding="utf-8")
