@@ -31,7 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity import audit
 from identity.clock import SYSTEM_CLOCK, Clock, utc
-from identity.database import metadata
+from identity.database import metadata, writing
 from identity.digests import sha256_hex
 from identity.errors import InvalidInput
 from identity.tables import organizations
@@ -162,6 +162,7 @@ class ApiKeyStore:
         )
         with self._engine.begin() as connection:
             if org_id is not None:
+                writing(connection)  # SQLite: the count below cannot go stale before the insert
                 self._check_room(connection, org_id)
             connection.execute(
                 api_keys.insert().values(
@@ -180,8 +181,9 @@ class ApiKeyStore:
     def _check_room(self, connection: Connection, org_id: str) -> None:
         """In the creating transaction: the organization exists and has room for one more active key.
 
-        The organization's row is locked first (``FOR UPDATE`` on PostgreSQL), so concurrent creations are
-        counted one after another; on SQLite a creation whose count went stale cannot write (one writer)."""
+        The organization's row is locked first (``FOR UPDATE`` on PostgreSQL; on SQLite the transaction holds the
+        write lock from its start, ``identity.database.writing``), so concurrent creations are counted one after
+        another."""
         org_name = connection.scalar(_ORG_EXISTS.with_for_update(), {"org_id": org_id})
         if org_name is None:
             raise InvalidInput(f"no organization has the id {org_id!r}")

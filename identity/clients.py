@@ -36,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from identity.access_tokens import AccessTokenStore
 from identity.backchannel_logout import check_backchannel_logout_uri
 from identity.clock import SYSTEM_CLOCK, Clock, new_id
+from identity.database import writing
 from identity.digests import sha256_hex
 from identity.errors import InvalidInput, UnknownRecord
 from identity.refresh_tokens import RefreshTokenStore
@@ -369,6 +370,7 @@ class ClientStore:
         registration. A back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of
         ``sid``)."""
         with self._engine.begin() as connection:
+            writing(connection)  # SQLite: the row read below stays as read until this update commits
             row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
             if row is None:
                 raise UnknownRecord(client_id)

@@ -14,7 +14,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["commit_without_waiting", "metadata", "use_once"]
+__all__ = ["commit_without_waiting", "metadata", "use_once", "writing"]
 
 metadata = sa.MetaData()
 
@@ -57,3 +57,15 @@ def use_once(connection: Connection, table: sa.Table, at: datetime, *where: sa.C
     so two concurrent attempts cannot both succeed, on SQLite or PostgreSQL."""
     unused = (table.c.used_at.is_(None), table.c.expires_at > at)
     return int(connection.execute(table.update().where(*where, *unused).values(used_at=at)).rowcount)
+
+
+def writing(connection: Connection) -> None:
+    """Make the transaction just begun a writer before it reads what it decides on (a count against a cap).
+
+    SQLite has one writer at a time, but Python's sqlite3 begins the transaction only at its first write: the reads
+    before it see whatever was committed then, and two transactions can both read a count of 4 and both insert
+    the fifth. ``BEGIN IMMEDIATE`` takes the write lock at once, so everything read after it stays true until the
+    commit (another writer waits, within the busy timeout). PostgreSQL: nothing here; the transaction locks the
+    rows it decides on (``SELECT … FOR UPDATE``). Call it first, before any statement of the transaction."""
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

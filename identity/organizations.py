@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from identity.clock import SYSTEM_CLOCK, Clock, new_id
 from identity.tables import organizations
 from identity.text import display_name
+from identity.upsert import dialect_insert
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,7 @@ def check_name(name: str) -> str:
     return display_name(name, "the organization's name")
 
 
+SLUG_ATTEMPTS = 5  # organizations of one name created at the same instant, each taking the next free slug
 KNOWN_ORGANIZATIONS = 4096  # organizations ``known`` keeps at most (about 200 bytes each)
 
 
@@ -62,26 +64,36 @@ class OrganizationStore:
 
     @staticmethod
     def create_in(connection: Connection, name: str, created_at: datetime) -> Organization:
-        """Create inside the caller's transaction (sign-up creates a user and their organization at once)."""
+        """Create inside the caller's transaction (sign-up creates a user and their organization at once).
+
+        The slug is the name's, or the name's with the first free number (``acme-2``). Two organizations of one
+        name created at once (two sign-ups) would pick the same: the insert gives way on the slug (``ON CONFLICT
+        DO NOTHING``, which on PostgreSQL waits for the other insert to commit) and the next free one is taken."""
         name = check_name(name)
         base = slugify(name)
-        taken = set(
-            connection.scalars(
-                sa.select(organizations.c.slug).where(
-                    sa.or_(organizations.c.slug == base, organizations.c.slug.like(f"{base}-%"))
+        for _ in range(SLUG_ATTEMPTS):
+            taken = set(
+                connection.scalars(
+                    sa.select(organizations.c.slug).where(
+                        sa.or_(organizations.c.slug == base, organizations.c.slug.like(f"{base}-%"))
+                    )
                 )
             )
-        )
-        slug = (
-            base
-            if base not in taken
-            else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
-        )
-        org = Organization(new_id("org"), name, slug)
-        connection.execute(
-            organizations.insert().values(id=org.id, name=org.name, slug=org.slug, created_at=created_at)
-        )
-        return org
+            slug = (
+                base
+                if base not in taken
+                else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
+            )
+            org = Organization(new_id("org"), name, slug)
+            insert = (
+                dialect_insert(connection.dialect.name)(organizations)
+                .values(id=org.id, name=org.name, slug=org.slug, created_at=created_at)
+                .on_conflict_do_nothing(index_elements=["slug"])
+                .returning(organizations.c.id)
+            )
+            if connection.execute(insert).first() is not None:
+                return org
+        raise RuntimeError(f"no free slug for {base!r} after {SLUG_ATTEMPTS} attempts")  # pragma: no cover
 
     def ensure(self, org_id: str, name: str, slug: str) -> Organization:
         """The organization ``org_id``, created with ``name`` and ``slug`` if absent (a service's own record,

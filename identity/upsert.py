@@ -1,4 +1,9 @@
-"""``INSERT … ON CONFLICT`` in the dialect of the connection at hand (SQLite or PostgreSQL)."""
+"""``INSERT … ON CONFLICT`` in the dialect of the connection at hand (SQLite or PostgreSQL).
+
+The way to write a unique row that may not exist yet, when several requests (or nodes) may write it at once: one
+statement, never a read and then an insert (which meets the primary key, or loses a write). CONTRIBUTING.md,
+"Stores under concurrency", says which pattern fits which store.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,68 @@
+"""Stores that read a row and then write it, raced by threads released at once, on SQLite and PostgreSQL: each one
+locks or upserts (CONTRIBUTING.md, "Stores under concurrency"), so that no race ends in an ``IntegrityError`` or a
+write lost."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from identity.api_keys import ApiKeyStore, KeyLimitReached
+from identity.clients import ClientStore
+from identity.consents import ConsentStore
+from identity.organizations import Organization, OrganizationStore
+from identity.users import User, UserStore
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.simultaneous import at_once
+
+ON_BOTH_ENGINES = True
+ROUNDS = 5
+
+
+@pytest.fixture
+def acme(engine: Engine) -> Organization:
+    return OrganizationStore(engine).create("Acme Foods")
+
+
+@pytest.fixture
+def ana(engine: Engine, acme: Organization) -> User:
+    return UserStore(engine).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
+
+
+def test_consents_given_at_once_for_different_scopes_keep_every_scope(
+    engine: Engine, acme: Organization, ana: User
+) -> None:
+    consents = ConsentStore(engine)
+    for round_ in range(ROUNDS):
+        client, _ = ClientStore(engine).create(
+            name=f"Planner {round_}",
+            org_id=acme.id,
+            auth_method="client_secret_basic",
+            redirect_uris=["https://a.example/cb"],
+        )
+        if round_ % 2:  # the row there before the race (an update of it), or not (two first inserts)
+            consents.grant(ana.id, client.id, acme.id, ["openid"])
+        results = at_once(
+            partial(consents.grant, ana.id, client.id, acme.id, ["openid", "profile"]),
+            partial(consents.grant, ana.id, client.id, acme.id, ["openid", "email"]),
+        )
+        assert results == [None, None]
+        assert consents.covers(ana.id, client.id, acme.id, ["openid", "profile", "email"])
+
+
+def test_key_creations_at_once_never_pass_the_organizations_cap(engine: Engine, acme: Organization) -> None:
+    keys = ApiKeyStore(engine, max_per_org=5)
+    results = at_once(*(partial(keys.create, f"key {n}", org_id=acme.id) for n in range(12)))
+    assert sum(isinstance(result, tuple) for result in results) == 5
+    assert all(isinstance(result, tuple | KeyLimitReached) for result in results), results
+    assert len(keys.list(acme.id)) == 5
+
+
+def test_sign_ups_at_once_with_one_organization_name_each_get_their_account_and_a_slug(engine: Engine) -> None:
+    users = UserStore(engine)
+    results = at_once(*(partial(users.sign_up, f"cook{n}@example.com", "Cook", PASSWORD, "Acme") for n in range(4)))
+    assert all(isinstance(result, User) for result in results), results
+    slugs = sorted(org.slug for org in OrganizationStore(engine).list())
+    assert slugs == ["acme", "acme-2", "acme-3", "acme-4"]
