@@ -11,9 +11,9 @@ Each operation of ``openapi/identity.yaml`` declares the form its errors take, `
 
 The domain's errors (``OAuthError``, ``BearerError``, ``ErrorPage``) each belong to one form.
 Connexion's 400 and 415, a body over the cap (413) and an unexpected error (500; 503 when the database
-is unreachable) take the form of the operation at the request's path; Connexion's 404 and 405 are the
-service's problems. Every operation must declare its form, and the operations of one path must agree
-(a 413 is answered before the method is routed): the app does not start otherwise.
+is unreachable, never for a constraint's refusal) take the form of the operation at the request's path;
+Connexion's 404 and 405 are the service's problems. Every operation must declare its form, and the operations
+of one path must agree (a 413 is answered before the method is routed): the app does not start otherwise.
 
 An error's ``detail`` (fosite's debug) is logged at INFO, never answered.
 """
@@ -27,7 +27,6 @@ from typing import Literal, get_args
 
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
-from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.responses import Response
@@ -41,7 +40,7 @@ from service.identity_api.page_rendering import page_response
 from service.web.body_limit import describe
 from service.web.connexion_adapter import as_connexion
 from service.web.contracts import METHODS, Contract
-from service.web.problems import UNAVAILABLE_RETRY_AFTER
+from service.web.problems import UNAVAILABLE_RETRY_AFTER, database_unavailable
 
 log = logging.getLogger("service.identity")
 
@@ -142,8 +141,9 @@ class IdentityErrors:
         return self._answer(form, status, "invalid_request", text, title="Invalid request")
 
     def _unexpected(self, form: ErrorForm, error: Exception) -> Response:
-        """The last resort: log the error with its trace and answer without it (503 when the database is down)."""
-        if isinstance(error, DBAPIError):
+        """The last resort: log the error with its trace and answer without it (503 when the database is down; an
+        ``IntegrityError`` is not that: ``service.web.problems.database_unavailable``)."""
+        if database_unavailable(error):
             log.error("database unavailable: %s", type(error).__name__)
             text = "The service cannot reach its database; retry shortly."
             retry = {"Retry-After": str(UNAVAILABLE_RETRY_AFTER)}

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeGuard
 
 import orjson
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from starlette.exceptions import HTTPException
 from starlette.types import Send
 
@@ -100,6 +101,14 @@ def content_too_large(detail: str) -> Problem:
     return Problem(413, "content_too_large", detail)
 
 
+def database_unavailable(error: Exception) -> TypeGuard[DBAPIError]:
+    """Whether ``error`` says the database cannot be reached or used just now (503 with ``Retry-After``: the client
+    retries, the operator sees an outage). An ``IntegrityError`` never does: a constraint refused a write, which is
+    a race a store failed to take (each store that reads a unique row and writes it locks or upserts: CONTRIBUTING.md,
+    "Stores under concurrency") or a bug, answered and logged as the unexpected error it is (500, with its trace)."""
+    return isinstance(error, DBAPIError) and not isinstance(error, IntegrityError)
+
+
 def unavailable() -> Problem:
     """The state database cannot be reached; the service recovers by itself when it returns."""
     return Problem(
@@ -143,7 +152,7 @@ def to_problem(
     """Turn any error raised while answering a request into its problem; ``domain`` names the API's own."""
     if isinstance(error, Problem):
         return error
-    if isinstance(error, DBAPIError):
+    if database_unavailable(error):
         log.error("database unavailable: %s", type(error.orig).__name__ if error.orig else type(error).__name__)
         return unavailable()
     if (problem := domain(error)) is not None:

@@ -9,8 +9,10 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
+from identity.issuer import Issuer
 from service.identity_api import http_errors
 from service.web.contracts import Contract, contract
+from service.web.problems import connexion_handler, to_problem
 
 # Which form each path answers errors in.
 
@@ -70,3 +72,34 @@ def test_unexpected_error_answers_500_without_a_trace(app, monkeypatch: pytest.M
         response = client.get("/oauth2/userinfo", headers={"Authorization": "Bearer abc"})
     assert response.status_code == 500 and response.json()["error"] == "server_error"
     assert "secret internal detail" not in response.text and "Traceback" not in response.text
+
+
+# A constraint that refuses a write (a race a store did not take, or a bug) is no outage: 500, logged as unexpected.
+
+
+def constraint_refused() -> sa.exc.IntegrityError:
+    return sa.exc.IntegrityError(
+        "INSERT INTO consents …", {}, Exception("duplicate key value violates unique constraint")
+    )
+
+
+@pytest.mark.parametrize(("path", "form"), [("/oauth2/token", "oauth"), ("/consent", "page")])
+def test_a_refused_constraint_is_answered_500_and_logged_as_unexpected_never_as_the_database_down(
+    path: str, form: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    identity = contract("identity.yaml")
+    errors = http_errors.IdentityErrors(
+        identity, Issuer("http://127.0.0.1:8000"), connexion_handler(identity.allowed_methods(""))
+    )
+    response = errors.response({"type": "http", "path": path}, constraint_refused())
+    assert response.status_code == 500 and "retry-after" not in response.headers
+    if form == "oauth":
+        assert b'"server_error"' in response.body
+    assert "database unavailable" not in caplog.text and "unexpected error" in caplog.text
+
+
+def test_a_refused_constraint_is_an_internal_error_problem_and_an_outage_still_a_503() -> None:
+    assert to_problem(constraint_refused()).status == 500
+    assert to_problem(constraint_refused()).code == "internal_error"
+    outage = to_problem(sa.exc.OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused")))
+    assert outage.status == 503 and outage.headers == {"Retry-After": "5"}
