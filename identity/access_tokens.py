@@ -26,7 +26,18 @@ from identity.token_tables import TokenTable, revoke_live
 
 MAX_READ_TOGETHER = 64  # records read in one statement at most (a bound on its parameters)
 # The statements of every token issued and verified, built once (building one costs more than running it).
-_COLUMNS = ("jti", "grant_id", "client_id", "user_id", "org_id", "session_id", "scope", "issued_at", "expires_at")
+_COLUMNS = (
+    "jti",
+    "grant_id",
+    "client_id",
+    "user_id",
+    "org_id",
+    "session_id",
+    "scope",
+    "issued_at",
+    "expires_at",
+    "credential_version",
+)
 # The row, written only while its client is registered and, when a secret hash is bound, still holds it.
 _RECORD = (
     access_tokens.insert()
@@ -60,6 +71,7 @@ class AccessTokenRecord:
     issued_at: datetime
     expires_at: datetime
     revoked: bool = False
+    credential_version: int = 0  # the user's, as its grant's session verified it (0 for application tokens)
 
 
 class _Read(threading.local):
@@ -96,6 +108,7 @@ class AccessTokenStore(TokenTable):
             "scope": " ".join(token.scope),
             "issued_at": token.issued_at,
             "expires_at": token.expires_at,
+            "credential_version": token.credential_version,
             "secret_hash": secret_hash,
         }
         if self._later.rows is not None and self._later.key is not None:
@@ -201,4 +214,5 @@ def _record(row: sa.Row[Any]) -> AccessTokenRecord:
         issued_at=utc(row.issued_at),
         expires_at=utc(row.expires_at),
         revoked=row.revoked_at is not None,
+        credential_version=int(row.credential_version),
     )

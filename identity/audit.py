@@ -23,7 +23,7 @@ log = logging.getLogger("regional_menus.audit")
 
 SUCCESS, FAILURE, DENIED = "success", "failure", "denied"
 
-SIGN_IN = "sign_in"  # failure reasons: unknown_account, wrong_password, throttled, disabled
+SIGN_IN = "sign_in"  # failure reasons: unknown_account, wrong_password, throttled, disabled, credential_changed
 SIGN_UP = "sign_up"  # failure reasons: throttled, account_exists
 CONSENT = "consent"  # success: granted; denied: the user refused
 TOKEN_ISSUED = "token_issued"

@@ -1,12 +1,12 @@
 """Disabling a user (``users disable``) and enabling them again (``users enable``).
 
-A disabled user keeps their account, memberships and password, but nothing works for them: the flag is
-set first, so no grant issues a token from then on (``UserStore.member`` answers None, and the sign-in flow
-refuses); then every browser session ends and every refresh and access token is revoked in one
-transaction (``Revoker.revoke_user``, which also tells the clients that registered a back-channel
-logout URI). A token that was being issued at that very moment is revoked by the grant's own check after
-issuing (``identity.grants.revoke_if_raced``: its session has ended). Introspection answers
-``active: false`` and userinfo ``invalid_token``; the member directory no longer lists the user.
+A disabled user keeps their account, memberships and password, but nothing works for them. In one transaction
+the flag is set, the user's credential version moves on (identity/users.py), every browser session ends and every
+refresh and access token is revoked (``Revoker.revoke_user_in``, which also tells the clients that registered a
+back-channel logout URI). A sign-in racing the disable cannot start a session under the old version, and a code
+or token issued at that very moment carries the old version, which every grant, userinfo and introspection
+refuse (docs/identity.md, "Credential versions"). Introspection answers ``active: false`` and userinfo
+``invalid_token``; the member directory no longer lists the user.
 
 Enabling lets the user sign in again; the tokens revoked when they were disabled stay revoked.
 """
@@ -21,8 +21,9 @@ from identity.users import UserStore
 def disable(users: UserStore, revoker: Revoker, user_id: str) -> bool:
     """Disable the user and end everything they are signed in with; False when they were disabled already
     (their sessions and tokens are ended again all the same). Audited."""
-    changed = users.set_disabled(user_id, True)
-    revoker.revoke_user(user_id)
+    with users.transaction() as connection:
+        changed = users.set_disabled(connection, user_id, True)
+        revoker.revoke_user_in(connection, user_id)
     if changed:
         audit.record(audit.USER_DISABLED, user_id=user_id)
     return changed
@@ -30,7 +31,8 @@ def disable(users: UserStore, revoker: Revoker, user_id: str) -> bool:
 
 def enable(users: UserStore, user_id: str) -> bool:
     """Let the user sign in again; False when they were not disabled. Audited."""
-    changed = users.set_disabled(user_id, False)
+    with users.transaction() as connection:
+        changed = users.set_disabled(connection, user_id, False)
     if changed:
         audit.record(audit.USER_ENABLED, user_id=user_id)
     return changed

@@ -4,6 +4,10 @@ The link carries a 256-bit random token; only its SHA-256 is stored (as refresh 
 to the address it was sent to: once the user's address changes, it opens nothing. Following it is one
 atomic statement (``used_at`` set only where it was unset and the link has not expired), so two clicks
 from two browsers consume it once.
+
+A password-reset link is also bound to the user's credential version when it was issued (identity/users.py): it
+opens only while that version is current, so the first link used (or any change of password, or a disable) ends
+every other link the user was sent.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.database import use_once
-from identity.tables import email_links
+from identity.tables import email_links, users
 
 VERIFY_EMAIL = "verify_email"
 RESET_PASSWORD = "reset_password"
@@ -31,6 +35,7 @@ class Followed:
     user_id: str
     email_key: str
     interaction_id: str | None = None  # the paused sign-in a verification link resumes, if any
+    credential_version: int = 0  # the user's credential version when the link was issued
 
 
 def _hash(token: str) -> str:
@@ -65,31 +70,55 @@ class EmailLinks:
                 created_at=at,
                 expires_at=at + lifetime,
                 interaction_id=interaction_id,
+                # the version now, read by the INSERT itself (a reset link opens only while it lasts)
+                credential_version=sa.select(users.c.credential_version).where(users.c.id == user_id).scalar_subquery(),
             )
         )
         return token
 
     def follow(self, purpose: str, token: str) -> Followed | None:
-        """Consume the link: its user and address, or None when it is unknown, expired, used or of another
-        purpose (one answer for all, and nothing consumed then)."""
+        """Consume the link in a transaction of its own (``spend``)."""
+        with self._engine.begin() as connection:
+            return self.spend(connection, purpose, token)
+
+    def spend(self, connection: Connection, purpose: str, token: str) -> Followed | None:
+        """In the caller's transaction: consume the link; its user and address, or None when it is unknown,
+        expired, used, of another purpose or, for a password reset, issued under a credential version that is no
+        longer the user's (one answer for all, and nothing consumed then)."""
         if not token or len(token) > 100:
             return None
-        at = self._clock.now()
-        token_hash = _hash(token)
-        with self._engine.begin() as connection:
-            consumed = use_once(
-                connection, email_links, at, email_links.c.token_hash == token_hash, email_links.c.purpose == purpose
-            )
-            if consumed != 1:
-                return None
-            row = connection.execute(
-                sa.select(email_links.c.user_id, email_links.c.email_key, email_links.c.interaction_id).where(
-                    email_links.c.token_hash == token_hash
-                )
-            ).one()
-        return Followed(row.user_id, row.email_key, row.interaction_id)
+        where = [email_links.c.token_hash == _hash(token), email_links.c.purpose == purpose]
+        if purpose == RESET_PASSWORD:
+            where.append(email_links.c.credential_version == _CURRENT_VERSION)
+        if use_once(connection, email_links, self._clock.now(), *where) != 1:
+            return None
+        row = connection.execute(_FOLLOWED, {"token_hash": _hash(token)}).one()
+        return Followed(row.user_id, row.email_key, row.interaction_id, int(row.credential_version))
+
+    def opens(self, purpose: str, token: str) -> bool:
+        """Whether the link would open now (``spend`` decides, in its transaction): asked before the costly work
+        that following it needs (hashing a new password), so that a made-up token costs one lookup only."""
+        if not token or len(token) > 100:
+            return False
+        query = sa.select(email_links.c.token_hash).where(
+            email_links.c.token_hash == _hash(token),
+            email_links.c.purpose == purpose,
+            email_links.c.used_at.is_(None),
+            email_links.c.expires_at > self._clock.now(),
+        )
+        if purpose == RESET_PASSWORD:
+            query = query.where(email_links.c.credential_version == _CURRENT_VERSION)
+        with self._engine.connect() as connection:
+            return connection.execute(query).first() is not None
 
     @staticmethod
     def purge(connection: Connection, before: object) -> int:
         """Delete links that expired before ``before``."""
         return int(connection.execute(email_links.delete().where(email_links.c.expires_at < before)).rowcount)
+
+
+# The user's credential version now, beside the link's row (in its INSERT, its UPDATE or its SELECT).
+_CURRENT_VERSION = sa.select(users.c.credential_version).where(users.c.id == email_links.c.user_id).scalar_subquery()
+_FOLLOWED = sa.select(
+    email_links.c.user_id, email_links.c.email_key, email_links.c.interaction_id, email_links.c.credential_version
+).where(email_links.c.token_hash == sa.bindparam("token_hash"))

@@ -45,7 +45,7 @@ from identity.passwords import WeakPassword, check_strength
 from identity.sessions import BrowserSession, SessionStore
 from identity.store_protocols import AuthorizationCodes
 from identity.throttle import SignInThrottle
-from identity.users import User, UserStore, check_email, check_name
+from identity.users import CredentialMoved, User, UserStore, check_email, check_name
 
 # Binds an interaction to the browser that started it: one cookie per interaction (its name carries the
 # interaction's id), so that starting a sign-in never disturbs another one pending in the same browser.
@@ -201,9 +201,19 @@ class SignInFlow:
             # the account is disabled): the account's state is not told to someone guessing.
             audit.record(audit.SIGN_IN, audit.FAILURE, reason="disabled", user_id=user.id, client_id=client.id)
             return Outcome(page=self._sign_in_page(interaction, client, email=email, error=DISABLED))
+        try:
+            outcome = self._signed_in(interaction, client, browser, user, org_id=None)
+        except CredentialMoved:
+            # The password was replaced (or the user disabled) while it was being checked: it is wrong now.
+            audit.record(
+                audit.SIGN_IN, audit.FAILURE, reason="credential_changed", user_id=user.id, client_id=client.id
+            )
+            return Outcome(
+                page=self._sign_in_page(interaction, client, email=email, error="Invalid email or password.")
+            )
         audit.record(audit.SIGN_IN, user_id=user.id, client_id=client.id)
         self.throttle.succeeded(email, browser.address, known_device=known_device)
-        return self._signed_in(interaction, client, browser, user, org_id=None)
+        return outcome
 
     def sign_up_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self._pending(interaction_id, browser)
@@ -237,7 +247,10 @@ class SignInFlow:
         # the client require a verified address (it then pauses on the check-your-email page).
         self.verification.send(user, interaction_id=interaction.id)
         interaction = interaction.changed(verification_sent=True)
-        return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
+        try:
+            return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
+        except CredentialMoved:  # disabled (or its password reset) in the instant after it was created
+            return Outcome(location=f"{self.issuer.page('sign-in')}?interaction={interaction.id}")
 
     def forgot_password_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self._pending(interaction_id, browser)
@@ -387,7 +400,7 @@ class SignInFlow:
         """
         ended = SetCookie(interaction_cookie(interaction.id), "", EXPIRED)  # the binding, once it is over
         try:
-            step, interaction = self._next_step(interaction, client)
+            step, interaction, session = self._next_step(interaction, client)
             if step == CHECK_EMAIL and not interaction.verification_sent:
                 interaction = self._mail_verification(interaction, self.users.get(interaction.user_id or ""))
         except OAuthError as error:
@@ -397,25 +410,35 @@ class SignInFlow:
             redirect = self._error_redirect(interaction.request.redirect_uri, interaction.request.state, error)
             return redirect.with_cookies(ended)
         if step is None:
+            assert session is not None  # no step is left only for a signed-in user
             if not stored:
-                return self._finish(interaction)
+                return self._finish(interaction, session)
             if not self.interactions.delete(interaction.id):
                 raise _expired()
-            return self._finish(interaction).with_cookies(ended)
-        self.interactions.save(interaction)
+            return self._finish(interaction, session).with_cookies(ended)
+        if stored:
+            if not self.interactions.update(interaction):  # finished (or expired) by a concurrent post of its form
+                raise _expired()
+        else:
+            self.interactions.add(interaction)
         outcome = Outcome(location=f"{self.issuer.page(step)}?interaction={interaction.id}")
         if binding is not None:
             return outcome.with_cookies(SetCookie(interaction_cookie(interaction.id), binding, interaction.expires_at))
         return outcome
 
-    def _next_step(self, interaction: Interaction, client: Client) -> tuple[str | None, Interaction]:
+    def _next_step(
+        self, interaction: Interaction, client: Client
+    ) -> tuple[str | None, Interaction, BrowserSession | None]:
+        """The page the sign-in needs next (None: none, a code), the interaction as it stands, and its live
+        session."""
         request = interaction.request
         prompt = request.prompt
-        user = self._live_user(interaction)
-        if user is None or not interaction.signed_in and self._must_sign_in_again(interaction):
+        live = self._live_user(interaction)
+        if live is None or not interaction.signed_in and self._must_sign_in_again(interaction):
             if "none" in prompt:
                 raise LoginRequired("The user must sign in.")
-            return ("sign-up" if "create" in prompt else "sign-in"), interaction
+            return ("sign-up" if "create" in prompt else "sign-in"), interaction, None
+        user, session = live
         if not user.memberships:
             raise AccessDenied("The user belongs to no organization.")
         if not interaction.org_chosen:
@@ -426,11 +449,11 @@ class SignInFlow:
                 elif "none" in prompt:
                     raise AccountSelectionRequired("The user must choose an organization.")
                 else:
-                    return "select-organization", interaction
+                    return "select-organization", interaction, session
         if self._must_verify_email(client, user):
             if "none" in prompt:
                 raise InteractionRequired("The user must verify their email address.")
-            return CHECK_EMAIL, interaction
+            return CHECK_EMAIL, interaction, session
         if not interaction.consented and (
             "consent" in prompt
             or not client.first_party
@@ -442,8 +465,8 @@ class SignInFlow:
             # except when the identity of the client can be assured"; RFC 6749 §10.2 says the same.
             if "none" in prompt:
                 raise ConsentRequired("The user must consent to this application.")
-            return "consent", interaction
-        return None, interaction
+            return "consent", interaction, session
+        return None, interaction, session
 
     @staticmethod
     def _must_verify_email(client: Client, user: User) -> bool:
@@ -466,8 +489,9 @@ class SignInFlow:
             return (self._clock.now() - interaction.auth_time).total_seconds() > request.max_age
         return False
 
-    def _finish(self, interaction: Interaction) -> Outcome:
-        """RFC 6749 §4.1.2: redirect with the code, ``state`` and (RFC 9207) ``iss``."""
+    def _finish(self, interaction: Interaction, session: BrowserSession) -> Outcome:
+        """RFC 6749 §4.1.2: redirect with the code, ``state`` and (RFC 9207) ``iss``. The code carries the
+        credential version of its session's sign-in: redeemed after a change of credential, it is refused."""
         request = interaction.request
         assert interaction.user_id and interaction.session_id and interaction.org_id and interaction.auth_time
         code = self.codes.record(
@@ -482,6 +506,7 @@ class SignInFlow:
                 nonce=request.nonce,
                 code_challenge=request.code_challenge,
                 auth_time=interaction.auth_time,
+                credential_version=session.credential_version,
             )
         )
         location = redirect_with(request.redirect_uri, {"code": code, "state": request.state, "iss": self.issuer.url})
@@ -504,7 +529,7 @@ class SignInFlow:
         previous = self.sessions.current(browser.session)
         if org_id is None and previous is not None and previous.user_id == user.id:
             org_id = previous.org_id
-        session, secret = self.sessions.start(user.id, org_id, replacing=browser.session)
+        session, secret = self.sessions.start(user.id, org_id, user.credential_version, replacing=browser.session)
         interaction = interaction.changed(
             user_id=user.id,
             session_id=session.id,
@@ -527,7 +552,9 @@ class SignInFlow:
         account = self.users.account_id(email)
         return account is not None and self.devices.knows(browser.device, account)
 
-    def _live_user(self, interaction: Interaction) -> User | None:
+    def _live_user(self, interaction: Interaction) -> tuple[User, BrowserSession] | None:
+        """The interaction's user and session, while the session lives (its credential version still the user's)
+        and the user is enabled."""
         if interaction.user_id is None or interaction.session_id is None:
             return None
         session: BrowserSession | None = self.sessions.get(interaction.session_id)
@@ -537,7 +564,7 @@ class SignInFlow:
             user = self.users.get(interaction.user_id)
         except UnknownRecord:
             return None
-        return None if user.disabled else user
+        return None if user.disabled else (user, session)
 
     # Loading the interaction behind a page
 
@@ -562,10 +589,10 @@ class SignInFlow:
         return interaction, client
 
     def _user_of(self, interaction: Interaction) -> User:
-        user = self._live_user(interaction)
-        if user is None:
+        live = self._live_user(interaction)
+        if live is None:
             raise ErrorPage("Not signed in", "Sign in first. Go back to the application and sign in again.")
-        return user
+        return live[0]
 
     # The pages
 

@@ -1,9 +1,9 @@
 """What an authorization grants, as one record value (RFC 6749 §1.3; fosite passes one ``Requester``).
 
 An authorization code, and every refresh token of the family it starts, stand for the same grant: a user of an
-organization, signed in at ``auth_time`` in a browser session, allowed ``scope`` for a client. The records of
-``identity/codes.py`` and ``identity/refresh_tokens.py`` extend this value; the caller builds it once and the
-store takes it whole.
+organization, signed in at ``auth_time`` in a browser session under a credential version, allowed ``scope`` for a
+client. The records of ``identity/codes.py`` and ``identity/refresh_tokens.py`` extend this value; the caller
+builds it once and the store takes it whole.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class Granted:
     session_id: str
     scope: tuple[str, ...]
     auth_time: datetime
+    credential_version: int  # the user's credential version its session's sign-in verified (identity/users.py)
 
 
 GRANTED_FIELDS = tuple(field.name for field in fields(Granted))
@@ -45,4 +46,5 @@ def granted_of_row(row: Any) -> dict[str, Any]:
         **{name: getattr(row, name) for name in GRANTED_FIELDS},
         "scope": tuple(row.scope.split()),
         "auth_time": utc(row.auth_time),
+        "credential_version": int(row.credential_version),
     }

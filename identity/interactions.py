@@ -67,14 +67,20 @@ class InteractionStore:
         self._engine = engine
         self._clock = clock
 
-    def save(self, interaction: Interaction) -> None:
-        values = _row(interaction)
+    def add(self, interaction: Interaction) -> None:
+        """Store a new interaction (its id is new: random, 192 bits)."""
         with self._engine.begin() as connection:
-            updated = connection.execute(
-                interactions.update().where(interactions.c.id == interaction.id).values(**values)
-            ).rowcount
-            if not updated:
-                connection.execute(interactions.insert().values(id=interaction.id, **values))
+            connection.execute(interactions.insert().values(id=interaction.id, **_row(interaction)))
+
+    def update(self, interaction: Interaction) -> bool:
+        """Record the interaction's new state; False when it is gone (finished by a concurrent post of one of its
+        forms, or purged): it is never written again then, so a finished sign-in cannot come back."""
+        with self._engine.begin() as connection:
+            return bool(
+                connection.execute(
+                    interactions.update().where(interactions.c.id == interaction.id).values(**_row(interaction))
+                ).rowcount
+            )
 
     def get(self, interaction_id: str) -> Interaction | None:
         """The unexpired interaction with this id, or None."""

@@ -80,7 +80,7 @@ class TokenIntrospection:
             "jti": access.jti,
             "org_id": access.org_id,
         }
-        return self._with_user(answer, access.user_id, access.session_id)
+        return self._with_user(answer, access.user_id, access.session_id, access.credential_version)
 
     def _refresh(self, token: str, caller: Client) -> dict[str, Any] | None:
         refresh = self.refresh_tokens.find(token)
@@ -101,15 +101,19 @@ class TokenIntrospection:
             "jti": refresh.id,
             "org_id": refresh.org_id,
         }
-        return self._with_user(answer, refresh.user_id, refresh.session_id)
+        return self._with_user(answer, refresh.user_id, refresh.session_id, refresh.credential_version)
 
-    def _with_user(self, answer: dict[str, Any], user_id: str | None, session_id: str | None) -> dict[str, Any]:
+    def _with_user(
+        self, answer: dict[str, Any], user_id: str | None, session_id: str | None, credential_version: int
+    ) -> dict[str, Any]:
         if user_id is not None:
             try:
                 user = self.users.get(user_id)
             except UnknownRecord:
                 return INACTIVE
-            if user.disabled:  # its tokens were revoked when it was disabled; one issued in a race is not served
+            if user.disabled or user.credential_version != credential_version:
+                # its tokens were revoked when it was disabled, or its password changed; one issued in a race with
+                # that is not served either (docs/identity.md, "Credential versions")
                 return INACTIVE
             answer["username"] = user.email
         if session_id is not None:

@@ -93,6 +93,7 @@ class TokenMinter:
         grant_id: str | None = None,
         auth_time: datetime | None = None,
         secret_hash: str | None = None,  # the secret the client authenticated with, checked again by the write
+        credential_version: int = 0,  # the user's, as the grant's session verified it (none for application tokens)
     ) -> Issued:
         """RFC 9068 §2.2: a JWT access token, recorded before it is handed out, while its client is registered
         (and holds ``secret_hash``): else ``InvalidClient``."""
@@ -126,6 +127,7 @@ class TokenMinter:
                 scope=scope,
                 issued_at=at,
                 expires_at=expires,
+                credential_version=credential_version,
             ),
             secret_hash=secret_hash,
         )

@@ -3,9 +3,11 @@ a new email-verification link sent.
 
 Changing the password asks for the current one, checked under the sign-in throttle (per account and per
 network, identity/throttle.py), so a console session left open is no way to guess it. The new password is
-checked for strength before anything is counted. Then, as a reset does, every browser session of the user
-ends and every refresh and access token is revoked in one transaction (RFC 9700 §4.14), the console's own
-session with them, and a ``password_reset`` audit line says ``reason: changed``.
+checked for strength before anything is counted. Then, as a reset does, the password changes, the credential
+version moves on, every browser session of the user ends and every refresh and access token is revoked, in one
+transaction (RFC 9700 §4.14), the console's own session with them; a ``password_reset`` audit line says
+``reason: changed``. The change is made only from the credential version the current password was checked under:
+a reset or another change in between wins, and this one is refused as a wrong current password.
 
 A new verification link is bounded per account (with the check-your-email page's) and per network; the
 answer is the same whatever happened.
@@ -19,7 +21,7 @@ from identity.password_reset import replace_password
 from identity.passwords import check_strength
 from identity.revoked_grants import Revoker
 from identity.throttle import SignInThrottle
-from identity.users import User, UserStore
+from identity.users import CredentialMoved, User, UserStore
 
 
 class WrongPassword(ValueError):
@@ -45,11 +47,17 @@ class OwnAccount:
         check_strength(new)
         email = self._users.get(user_id).email
         self._throttle.attempt(email, address)
-        if len(current) > 1024 or self._users.authenticate(email, current) is None:
+        checked = self._users.authenticate(email, current) if len(current) <= 1024 else None
+        if checked is None:
             self._throttle.failed(email)
             raise WrongPassword("the current password is wrong")
         self._throttle.succeeded(email, address)
-        replace_password(self._users, self._revoker, user_id, new, reason="changed")
+        try:
+            replace_password(
+                self._users, self._revoker, user_id, new, reason="changed", verified=checked.credential_version
+            )
+        except CredentialMoved:  # reset or changed since it was checked: the password given is not current now
+            raise WrongPassword("the current password was changed meanwhile") from None
 
     def send_verification(self, user_id: str, address: str) -> None:
         """Mail a new verification link when the address is not verified and the bounds allow; the same outcome

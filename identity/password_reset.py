@@ -2,15 +2,21 @@
 
 Asking for a link gives the same answer for every address, known or not (no account enumeration); it is
 throttled per network like a sign-in and per account (``SignInThrottle.requesting_reset``), so nobody can
-flood a mailbox. A reset (or ``users reset-password``) replaces the password, then ends every browser
-session and revokes every refresh and access token of the user in one transaction (RFC 9700 §4.14:
-tokens obtained with the old credential must not outlive it), and is audited.
+flood a mailbox. A reset (or ``users reset-password``, or the console's change) replaces the password, moves
+the user's credential version on, ends every browser session and revokes every refresh and access token of the
+user, all in one transaction (RFC 9700 §4.14: tokens obtained with the old credential must not outlive it), and
+is audited. A reset link is spent in that same transaction, and only while the credential version it was issued
+under is current: the first link used ends every other (identity/email_links.py). A sign-in with the old password
+racing the reset gets no session, or one, and codes and tokens, that stop working at the commit
+(identity/users.py, docs/identity.md "Credential versions").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+
+from sqlalchemy.engine import Connection
 
 from identity import audit
 from identity.email_links import RESET_PASSWORD, EmailLinks
@@ -19,10 +25,10 @@ from identity.fields import RepeatedField, once_each
 from identity.issuer import Issuer
 from identity.outbox import Mail, Outbox
 from identity.page_data import Page, message
-from identity.passwords import WeakPassword, check_strength
+from identity.passwords import WeakPassword, check_strength, hash_password
 from identity.revoked_grants import Revoker
 from identity.throttle import SignInThrottle
-from identity.users import User, UserStore, email_key
+from identity.users import CredentialMoved, User, UserStore, email_key
 
 RESET_PASSWORD_PAGE = "reset-password"  # below the issuer: the link's path
 
@@ -89,16 +95,30 @@ class PasswordReset:
 
     def reset(self, token: str, password: str) -> str:
         """Follow a reset link with the new password: the user's id. ``WeakPassword`` (nothing consumed) for a
-        password that would be refused; ``ErrorPage`` for a link that is unknown, expired or used."""
+        password that would be refused; ``ErrorPage`` for a link that is unknown, expired, used, or ended by a
+        newer link used or a change of password meanwhile."""
         check_strength(password)
-        followed = self.links.follow(RESET_PASSWORD, token)
-        if followed is None:
-            raise ErrorPage(
-                "Link expired",
-                "This password reset link has expired or was already used. Ask for a new one from the sign-in page.",
-            )
-        replace_password(self.users, self.revoker, followed.user_id, password)
+        if not self.links.opens(RESET_PASSWORD, token):  # a made-up token costs no Argon2 hash
+            raise _spent()
+        password_hash = hash_password(password)  # before the transaction, which stays short
+        try:
+            with self.users.transaction() as connection:
+                followed = self.links.spend(connection, RESET_PASSWORD, token)
+                if followed is None:
+                    raise _spent()
+                verified = followed.credential_version  # the link's; spent only while it is the user's
+                _replace(connection, self.revoker, followed.user_id, password_hash, verified=verified)
+        except CredentialMoved:  # another link, or a change, moved the version on since this link was spent
+            raise _spent() from None
+        audit.record(audit.PASSWORD_RESET, user_id=followed.user_id)
         return followed.user_id
+
+
+def _spent() -> ErrorPage:
+    return ErrorPage(
+        "Link expired",
+        "This password reset link has expired or was already used. Ask for a new one from the sign-in page.",
+    )
 
 
 def _reset_page(issuer: Issuer, token: str, *, error: str | None = None) -> Page:
@@ -106,10 +126,27 @@ def _reset_page(issuer: Issuer, token: str, *, error: str | None = None) -> Page
 
 
 def replace_password(
-    users: UserStore, revoker: Revoker, user_id: str, password: str, *, reason: str | None = None
+    users: UserStore,
+    revoker: Revoker,
+    user_id: str,
+    password: str,
+    *,
+    reason: str | None = None,
+    verified: int | None = None,
 ) -> None:
-    """Set the new password, then end every session and token of the user; audited (the link and the
-    command line alike; ``reason="changed"`` from the console's account page)."""
-    users.set_password(user_id, password)
-    revoker.revoke_user(user_id)
+    """Set the new password and end every session and token of the user, in one transaction; audited (the command
+    line; ``reason="changed"`` from the console's account page). ``verified``: the credential version the current
+    password was checked under; ``CredentialMoved`` (nothing changed) when it is no longer the user's."""
+    password_hash = hash_password(password)  # before the transaction, which stays short
+    with users.transaction() as connection:
+        _replace(connection, revoker, user_id, password_hash, verified=verified)
     audit.record(audit.PASSWORD_RESET, user_id=user_id, reason=reason)
+
+
+def _replace(
+    connection: Connection, revoker: Revoker, user_id: str, password_hash: str, *, verified: int | None
+) -> None:
+    """In the caller's transaction: the new hash and credential version, and the end of everything the old
+    credential started."""
+    UserStore.move_credential(connection, user_id, verified=verified, password_hash=password_hash)
+    revoker.revoke_user_in(connection, user_id)

@@ -62,15 +62,20 @@ class Revoker:
             backchannel_logout.notify_session(connection, session_id, at)
 
     def revoke_user(self, user_id: str) -> None:
-        """Everything a user is signed in with ends, in one transaction: browser sessions, refresh tokens and
-        access tokens (a password reset; RFC 9700 §4.14: a credential change revokes the grants it backed), and
-        the clients holding its sessions get logout tokens."""
-        at = self._clock.now()
+        """Everything a user is signed in with ends, in one transaction (``revoke_user_in``)."""
         with self._engine.begin() as connection:
-            SessionStore.end_all_of(connection, user_id, at)
-            RefreshTokenStore.revoke_user(connection, user_id, at)
-            AccessTokenStore.revoke_user(connection, user_id, at)
-            backchannel_logout.notify_user(connection, user_id, at)
+            self.revoke_user_in(connection, user_id)
+
+    def revoke_user_in(self, connection: Connection, user_id: str) -> None:
+        """In the caller's transaction (with the change of credential that ends them: identity/password_reset.py,
+        identity/disabled_users.py): browser sessions, refresh tokens and access tokens of the user end (RFC 9700
+        §4.14: a credential change revokes the grants it backed), and the clients holding its sessions get
+        logout tokens."""
+        at = self._clock.now()
+        SessionStore.end_all_of(connection, user_id, at)
+        RefreshTokenStore.revoke_user(connection, user_id, at)
+        AccessTokenStore.revoke_user(connection, user_id, at)
+        backchannel_logout.notify_user(connection, user_id, at)
 
     @staticmethod
     def purge(connection: Connection, revoked_before: datetime) -> int:

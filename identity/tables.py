@@ -11,6 +11,14 @@ from identity.database import metadata
 
 Timestamp = sa.DateTime(timezone=True)
 
+
+def credential_version() -> sa.Column[int]:
+    """The user's credential version (migration 0009): on ``users``, the current one, moved on by every password
+    change, reset and disable; on a session, a code, a token or a reset link, the version it was issued under,
+    which must still be the user's for it to work (docs/identity.md, "Credential versions")."""
+    return sa.Column("credential_version", sa.Integer, nullable=False, server_default="0")
+
+
 organizations = sa.Table(
     "organizations",
     metadata,
@@ -33,6 +41,7 @@ users = sa.Table(
     sa.Column("email_verified", sa.Boolean, nullable=False, server_default=sa.false()),
     # set by `users disable`: no sign-in, no token issued or served (migration 0008)
     sa.Column("disabled_at", Timestamp, nullable=True),
+    credential_version(),
 )
 
 memberships = sa.Table(
@@ -92,6 +101,7 @@ browser_sessions = sa.Table(
     sa.Column("auth_time", Timestamp, nullable=False),  # when the user last gave their credentials
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("ended_at", Timestamp, nullable=True),
+    credential_version(),  # the version its sign-in verified
 )
 
 interactions = sa.Table(
@@ -129,6 +139,7 @@ authorization_codes = sa.Table(
     sa.Column("auth_time", Timestamp, nullable=False),
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("used_at", Timestamp, nullable=True),
+    credential_version(),
 )
 
 access_tokens = sa.Table(
@@ -144,6 +155,7 @@ access_tokens = sa.Table(
     sa.Column("issued_at", Timestamp, nullable=False),
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("revoked_at", Timestamp, nullable=True),
+    credential_version(),  # 0 for application tokens (no user)
 )
 
 refresh_tokens = sa.Table(
@@ -162,6 +174,7 @@ refresh_tokens = sa.Table(
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("rotated_at", Timestamp, nullable=True),
     sa.Column("revoked_at", Timestamp, nullable=True),
+    credential_version(),
 )
 
 consents = sa.Table(
@@ -245,6 +258,7 @@ email_links = sa.Table(
     sa.Column("used_at", Timestamp, nullable=True),
     # the sign-in a verification link resumes, in the browser that started it (migration 0008)
     sa.Column("interaction_id", sa.String(64), nullable=True),
+    credential_version(),  # a reset link opens only while it is the user's (0 for verification links: unread)
 )
 
 session_clients = sa.Table(

@@ -1,4 +1,9 @@
-"""The UserInfo endpoint (OpenID Connect Core §5.3); its access token as presented: identity/bearer_tokens.py."""
+"""The UserInfo endpoint (OpenID Connect Core §5.3); its access token as presented: identity/bearer_tokens.py.
+
+The token's record and the user's row are read as before (two statements and the memberships', no more): a token
+issued under a credential version that is no longer the user's (a password changed or reset, or the user disabled,
+as it was issued) is ``invalid_token``, as a revoked one is (docs/identity.md, "Credential versions").
+"""
 
 from __future__ import annotations
 
@@ -40,6 +45,8 @@ class UserInfo:
         if found is None:
             raise InvalidToken("The user no longer exists, is disabled, or no longer belongs to the organization.")
         user, member = found
+        if user.credential_version != access.credential_version:  # issued in a race with the change: revoked
+            raise InvalidToken("The access token was revoked.")
         return {
             "sub": user.id,
             **profile_claims(user, access.scope),

@@ -2,13 +2,20 @@
 
 Email addresses are unique and compared case-insensitively. Every user belongs
 to at least one organization, with the role owner, admin or member.
+
+Each user has a credential version (docs/identity.md, "Credential versions"): every password change, reset and
+disable moves it on, in the transaction that ends the user's sessions and tokens. A sign-in reads it with the
+password hash it verifies; its session, and every code and token issued in it, carry that version and work only
+while it is still the user's. RFC 9700 §4.14: what the old credential obtained must not outlive it, even when a
+sign-in with it races the change.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +49,7 @@ class User:
     memberships: tuple[Membership, ...] = field(default=())
     email_verified: bool = False  # its owner followed a verification link sent to this address
     disabled: bool = False  # `users disable`: no sign-in, and no token is issued or served for this user
+    credential_version: int = 0  # moved on by every password change, reset and disable (module docstring)
 
     def membership(self, org_id: str) -> Membership | None:
         return next((m for m in self.memberships if m.org.id == org_id), None)
@@ -64,6 +72,11 @@ def check_email(email: str) -> str:
 
 def check_name(name: str) -> str:
     return display_name(name, "the name")
+
+
+class CredentialMoved(Exception):
+    """The user's credential version is no longer the one a sign-in, a link or a change was based on (a password
+    was changed or reset, or the user disabled, meanwhile), or the user is gone: nothing was written."""
 
 
 class UserStore:
@@ -120,14 +133,14 @@ class UserStore:
         return self.get(user_id)
 
     def authenticate(self, email: str, password: str) -> User | None:
-        """The user whose email and password these are, or None (taking as long either way)."""
+        """The user whose email and password these are, or None (taking as long either way). Its
+        ``credential_version`` is the one read with the hash that was verified, whatever happened since: a session
+        started on this sign-in is refused if it is no longer current (``SessionStore.start``)."""
         with self._engine.connect() as connection:
-            row = connection.execute(
-                sa.select(users.c.id, users.c.password_hash).where(users.c.email_key == email_key(email))
-            ).first()
+            row = connection.execute(_CREDENTIAL, {"email_key": email_key(email)}).first()
         if not verify_password(row.password_hash if row else None, password) or row is None:
             return None
-        return self.get(row.id)
+        return replace(self.get(row.id), credential_version=int(row.credential_version))
 
     def account_id(self, email: str) -> str | None:
         """The id of the account with this address, if any (for the audit line of a failed sign-in)."""
@@ -154,14 +167,29 @@ class UserStore:
         membership = user.membership(org_id)
         return (user, membership) if membership else None
 
-    def set_password(self, user_id: str, password: str) -> None:
-        """Replace the user's password (checked for strength, hashed with Argon2id)."""
-        password_hash = _hash(password)
+    @contextmanager
+    def transaction(self) -> Iterator[sa.Connection]:
+        """One transaction on the users' database, for a change of credential and all it ends (``move_credential``
+        with ``Revoker.revoke_user_in``)."""
         with self._engine.begin() as connection:
-            if not connection.execute(
-                users.update().where(users.c.id == user_id).values(password_hash=password_hash)
-            ).rowcount:
-                raise UnknownRecord(user_id)
+            yield connection
+
+    @staticmethod
+    def move_credential(
+        connection: sa.Connection, user_id: str, *, verified: int | None = None, password_hash: str | None = None
+    ) -> None:
+        """In the caller's transaction: move the user's credential version on, with a new password hash if given.
+        With ``verified``, only from that version (the one a sign-in, a link or a change was based on): else
+        ``CredentialMoved`` and nothing changes. On PostgreSQL the row stays locked until the commit, so a
+        concurrent change waits and then finds the version moved."""
+        where = [users.c.id == user_id]
+        if verified is not None:
+            where.append(users.c.credential_version == verified)
+        values: dict[str, Any] = {"credential_version": users.c.credential_version + 1}
+        if password_hash is not None:
+            values["password_hash"] = password_hash
+        if connection.execute(users.update().where(*where).values(**values)).rowcount != 1:
+            raise CredentialMoved(user_id)
 
     def mark_email_verified(self, user_id: str, email: str) -> bool:
         """Mark the address verified, only while it is still the user's (a changed address stays unverified)."""
@@ -173,16 +201,20 @@ class UserStore:
             ).rowcount
         return bool(changed)
 
-    def set_disabled(self, user_id: str, disabled: bool) -> bool:
-        """Disable or enable the user; True when that changed something (disabling twice keeps the first time)."""
-        state = users.c.disabled_at.is_(None) if disabled else users.c.disabled_at.is_not(None)
-        with self._engine.begin() as connection:
-            changed = connection.execute(
-                users.update()
-                .where(users.c.id == user_id, state)
-                .values(disabled_at=self._clock.now() if disabled else None)
-            ).rowcount
-        return bool(changed)
+    def set_disabled(self, connection: sa.Connection, user_id: str, disabled: bool) -> bool:
+        """In the caller's transaction: disable or enable the user; True when that changed something (disabling
+        twice keeps the first time). Disabling moves the credential version on: whatever the user was signed in
+        with, or is signing in with at this moment, stops working."""
+        if disabled:
+            update = users.update().where(users.c.id == user_id, users.c.disabled_at.is_(None))
+            values: dict[str, Any] = {
+                "disabled_at": self._clock.now(),
+                "credential_version": users.c.credential_version + 1,
+            }
+        else:
+            update = users.update().where(users.c.id == user_id, users.c.disabled_at.is_not(None))
+            values = {"disabled_at": None}
+        return bool(connection.execute(update.values(**values)).rowcount)
 
     def list(self) -> list[User]:
         with self._engine.connect() as connection:
@@ -203,6 +235,12 @@ class UserStore:
         )
 
 
+# Built once: every sign-in reads the hash it verifies with the credential version that hash belongs to.
+_CREDENTIAL = sa.select(users.c.id, users.c.password_hash, users.c.credential_version).where(
+    users.c.email_key == sa.bindparam("email_key")
+)
+
+
 def _user(row: sa.Row[Any], memberships_of_user: tuple[Membership, ...]) -> User:
     return User(
         row.id,
@@ -211,6 +249,7 @@ def _user(row: sa.Row[Any], memberships_of_user: tuple[Membership, ...]) -> User
         memberships_of_user,
         email_verified=bool(row.email_verified),
         disabled=row.disabled_at is not None,
+        credential_version=int(row.credential_version),
     )
 
 

@@ -39,6 +39,7 @@ class AccessToken:
     session_id: str | None
     scope: tuple[str, ...]
     claims: dict[str, Any]
+    credential_version: int = 0  # the user's credential version it was issued under (0 for application tokens)
 
 
 class PublicKeys:
@@ -122,6 +123,7 @@ class TokenVerifier:
             session_id=record.session_id,
             scope=record.scope,
             claims=claims,
+            credential_version=record.credential_version,
         )
 
     def _check_access_claims(self, token: str) -> dict[str, Any]:

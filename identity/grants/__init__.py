@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from identity import audit
 from identity.clients import Client
 from identity.errors import InvalidGrant, InvalidRequest
+from identity.granted import Granted
 from identity.minting import Issued
 from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
@@ -31,11 +32,16 @@ def required(params: Mapping[str, str], name: str) -> str:
     return value
 
 
-def member_of_grant(users: UserStore, user_id: str, org_id: str) -> tuple[User, Membership]:
-    """The grant's user and their membership now; ``invalid_grant`` if either is gone."""
-    found = users.member(user_id, org_id)
+def member_of_grant(users: UserStore, granted: Granted, client: Client) -> tuple[User, Membership]:
+    """The grant's user and their membership now, read after the code was used up or the refresh token rotated.
+    ``invalid_grant`` if either is gone, or if the user's credential version is no longer the one the grant's
+    sign-in verified (a password changed or reset, or the user disabled, since: RFC 9700 §4.14)."""
+    found = users.member(granted.user_id, granted.org_id)
     if found is None:
         raise InvalidGrant("The user no longer exists, is disabled, or no longer belongs to the organization.")
+    user = found[0]
+    if user.credential_version != granted.credential_version:
+        raise InvalidGrant("The user's password was changed, or the user disabled, since this grant's sign-in.")
     return found
 
 

@@ -52,7 +52,7 @@ class AuthorizationCodeGrant:
         elif verifier:
             # RFC 9700 §2.1.1: a verifier without a challenge is a downgrade attempt.
             raise InvalidGrant("A code_verifier was sent, but the authorization request had no code_challenge.")
-        user, member = member_of_grant(self._users, grant.user_id, grant.org_id)
+        user, member = member_of_grant(self._users, grant, client)
         access = self._minter.access_token(
             client_id=client.id,
             org=member.org,
@@ -62,6 +62,7 @@ class AuthorizationCodeGrant:
             grant_id=grant.grant_id,
             auth_time=grant.auth_time,
             secret_hash=client.secret_hash,
+            credential_version=grant.credential_version,
         )
         response = token_response(access, grant.scope)
         response["id_token"] = self._minter.id_token(

@@ -62,7 +62,7 @@ class RefreshTokenGrant:
                 )
                 raise InvalidGrant("The refresh token was already used; its whole family is revoked.")
             raise InvalidGrant("The refresh token has expired or was revoked.")
-        user, member = member_of_grant(self._users, presented.user_id, presented.org_id)
+        user, member = member_of_grant(self._users, presented, client)
         access = self._minter.access_token(
             client_id=client.id,
             org=member.org,
@@ -72,6 +72,7 @@ class RefreshTokenGrant:
             grant_id=presented.grant_id,
             auth_time=presented.auth_time,
             secret_hash=client.secret_hash,
+            credential_version=presented.credential_version,
         )
         response = token_response(access, scope)
         response["refresh_token"] = self._minter.refresh_token(presented, expires_at=presented.expires_at)

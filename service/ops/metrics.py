@@ -56,7 +56,7 @@ TOKENS_ISSUED = Counter(
 SIGN_INS = Counter("regional_menus_sign_ins", "Successful sign-ins with an email and password.")
 SIGN_IN_FAILURES = Counter(
     "regional_menus_sign_in_failures",
-    "Failed sign-ins, by reason: unknown_account, wrong_password or throttled.",
+    "Failed sign-ins, by reason: unknown_account, wrong_password, throttled, disabled or credential_changed.",
     ["reason"],
 )
 SECURITY_EVENTS = Counter(

@@ -10,11 +10,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
+from identity.disabled_users import disable, enable
 from identity.email_links import RESET_PASSWORD, EmailLinks
 from identity.errors import ErrorPage, Throttled
 from identity.issuer import Issuer
 from identity.outbox import Outbox
-from identity.password_reset import PasswordReset
+from identity.password_reset import PasswordReset, replace_password
 from identity.passwords import WeakPassword
 from identity.revoked_grants import Revoker
 from identity.tables import mail_outbox
@@ -99,3 +100,38 @@ def test_reset_requests_are_bounded_per_network_for_every_address(engine: Engine
         resets.request(f"someone{n}@example.com", "203.0.113.7")
     with pytest.raises(Throttled):
         resets.request("anyone@example.com", "203.0.113.7")
+
+
+# Only the newest state of the account counts (docs/identity.md, "Credential versions").
+
+
+@pytest.mark.parametrize("used_first", ["older", "newer"])
+def test_using_one_reset_link_ends_every_other_link_of_the_user(
+    world: World, engine: Engine, resets: PasswordReset, used_first: str
+) -> None:
+    links = {"older": link_for(engine, world.ana.id, world.ana.email)}
+    links["newer"] = link_for(engine, world.ana.id, world.ana.email)
+    other = links.pop("older" if used_first == "newer" else "newer")
+    resets.reset(links[used_first], NEW_PASSWORD)
+    with pytest.raises(ErrorPage, match="expired or was already used"):
+        resets.reset(other, "yet another new password")
+    assert UserStore(engine).authenticate(world.ana.email, NEW_PASSWORD) is not None
+
+
+def test_a_password_changed_by_other_means_ends_every_outstanding_reset_link(
+    world: World, engine: Engine, resets: PasswordReset
+) -> None:
+    token = link_for(engine, world.ana.id, world.ana.email)
+    replace_password(UserStore(engine), Revoker(engine), world.ana.id, NEW_PASSWORD)  # the console, the CLI
+    with pytest.raises(ErrorPage, match="expired or was already used"):
+        resets.reset(token, "yet another new password")
+    assert UserStore(engine).authenticate(world.ana.email, NEW_PASSWORD) is not None
+
+
+def test_disabling_a_user_ends_their_reset_links(world: World, engine: Engine, resets: PasswordReset) -> None:
+    token = link_for(engine, world.ana.id, world.ana.email)
+    users = UserStore(engine)
+    disable(users, Revoker(engine), world.ana.id)
+    enable(users, world.ana.id)
+    with pytest.raises(ErrorPage, match="expired or was already used"):
+        resets.reset(token, NEW_PASSWORD)

@@ -4,16 +4,28 @@ write lost."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import partial
 
 import pytest
 from sqlalchemy.engine import Engine
 
 from identity.api_keys import ApiKeyStore, KeyLimitReached
+from identity.authorization import AuthorizationRequest
 from identity.clients import ClientStore
+from identity.clock import SYSTEM_CLOCK
 from identity.consents import ConsentStore
+from identity.email_links import RESET_PASSWORD, EmailLinks
+from identity.errors import ErrorPage
+from identity.interactions import InteractionStore, new_interaction
+from identity.issuer import Issuer
 from identity.organizations import Organization, OrganizationStore
+from identity.outbox import Outbox
+from identity.password_reset import PasswordReset
+from identity.revoked_grants import Revoker
+from identity.throttle import SignInThrottle
 from identity.users import User, UserStore
+from tests.support.defaults import DELIVERY, THROTTLE
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.simultaneous import at_once
 
@@ -66,3 +78,34 @@ def test_sign_ups_at_once_with_one_organization_name_each_get_their_account_and_
     assert all(isinstance(result, User) for result in results), results
     slugs = sorted(org.slug for org in OrganizationStore(engine).list())
     assert slugs == ["acme", "acme-2", "acme-3", "acme-4"]
+
+
+def test_two_reset_links_followed_at_once_set_one_password(engine: Engine, ana: User) -> None:
+    links = EmailLinks(engine)
+    resets = PasswordReset(
+        links, Outbox(engine, DELIVERY), UserStore(engine), Revoker(engine), SignInThrottle(engine, THROTTLE),
+        Issuer("http://127.0.0.1:8000"), timedelta(minutes=30),
+    )  # fmt: skip
+    for round_ in range(ROUNDS):
+        with engine.begin() as connection:
+            tokens = [links.issue(connection, RESET_PASSWORD, ana.id, ana.email, timedelta(minutes=30)) for _ in "ab"]
+        passwords = [f"new password {round_}a", f"new password {round_}b"]
+        results = at_once(
+            *(partial(resets.reset, token, password) for token, password in zip(tokens, passwords, strict=True))
+        )
+        won = [password for result, password in zip(results, passwords, strict=True) if result == ana.id]
+        assert len(won) == 1 and sum(isinstance(result, ErrorPage) for result in results) == 1, results
+        users = UserStore(engine)
+        assert users.authenticate(ana.email, won[0]) is not None
+        assert all(users.authenticate(ana.email, password) is None for password in passwords if password != won[0])
+
+
+def test_a_finished_interaction_is_never_written_again_by_a_late_post_of_its_form(engine: Engine) -> None:
+    interactions = InteractionStore(engine)
+    request = AuthorizationRequest(client_id="cli_1", redirect_uri="https://a.example/cb", scope=("openid",))
+    interaction = new_interaction(request, "binding", SYSTEM_CLOCK.now() + timedelta(minutes=15))
+    interactions.add(interaction)
+    assert interactions.update(interaction.changed(consented=True))
+    assert interactions.delete(interaction.id)  # a concurrent post of its form finished it
+    assert not interactions.update(interaction.changed(org_chosen=True))
+    assert interactions.get(interaction.id) is None

@@ -214,6 +214,7 @@ def issue_code(codes: CodeStore, client_id: str) -> str:
             nonce=None,
             code_challenge=CHALLENGE,
             auth_time=SYSTEM_CLOCK.now(),
+            credential_version=0,
         )
     )
 
@@ -267,8 +268,8 @@ def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issue
 def test_signing_in_again_as_the_same_user_renews_the_session_with_a_new_secret(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     sessions = SessionStore(engine, timedelta(hours=1))
-    first, first_secret = sessions.start(user.id, None)
-    second, second_secret = sessions.start(user.id, None, replacing=first_secret)
+    first, first_secret = sessions.start(user.id, None, user.credential_version)
+    second, second_secret = sessions.start(user.id, None, user.credential_version, replacing=first_secret)
     assert first.id == second.id and first_secret != second_secret
     assert second.auth_time >= first.auth_time
     assert sessions.current(first_secret) is None
@@ -284,8 +285,8 @@ def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: E
     ana = users.create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     bo = users.create("bo@example.com", "Bo", "password-123", [(org.id, "member")])
     sessions = SessionStore(engine, timedelta(hours=1))
-    first, first_secret = sessions.start(ana.id, None)
-    second, second_secret = sessions.start(bo.id, None, replacing=first_secret)
+    first, first_secret = sessions.start(ana.id, None, ana.credential_version)
+    second, second_secret = sessions.start(bo.id, None, bo.credential_version, replacing=first_secret)
     assert first.id != second.id
     assert sessions.ended(first.id) and sessions.current(first_secret) is None
     assert sessions.current(second_secret) == second
@@ -294,7 +295,7 @@ def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: E
 def test_ended_session_is_no_longer_current(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     sessions = SessionStore(engine, timedelta(hours=1))
-    session, secret = sessions.start(user.id, org.id)
+    session, secret = sessions.start(user.id, org.id, user.credential_version)
     assert sessions.end(session.id) and not sessions.end(session.id)
     assert sessions.current(secret) is None and sessions.get(session.id) is None
 
@@ -396,7 +397,7 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
     engine: Engine, client, org, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
-    session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
+    session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id, user.credential_version)
     keys = SigningKeys(
         engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
     )
@@ -407,6 +408,7 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
         Granted(
             grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
             scope=("openid", "offline_access"), auth_time=SYSTEM_CLOCK.now(),
+            credential_version=user.credential_version,
         )
     )  # fmt: skip
     stale = store.find(token)

@@ -1,0 +1,144 @@
+"""Credential versions (identity/users.py, docs/identity.md "Credential versions"): a session, a code and every
+token carry the user's credential version their sign-in verified, and nothing works once it is no longer the
+user's, even what no revocation reached.
+
+``moved_on`` moves the version on and ends nothing, which is what a sign-in racing a password reset leaves behind
+when it writes its session (or a token) after the reset's revocation ran: the rows the revocation could not see.
+``tests/system/test_races.py`` fires the races themselves.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from identity.password_reset import replace_password
+from identity.revoked_grants import Revoker
+from identity.sessions import SessionStore, hash_secret
+from identity.tables import access_tokens, browser_sessions
+from identity.users import CredentialMoved, UserStore
+from tests.support.identity_fixtures import PASSWORD
+from tests.support.token_flows import (
+    World,
+    assert_oauth_error,
+    exchange_code,
+    introspect,
+    query_of,
+    refresh,
+    sign_in_for_code,
+    start_authorization,
+    user_tokens,
+    userinfo_status,
+)
+
+ON_BOTH_ENGINES = True
+NEW_PASSWORD = "a brand new kitchen password"
+MOVED = "The user's password was changed, or the user disabled, since this grant's sign-in."
+
+
+def moved_on(engine: Engine, user_id: str) -> None:
+    """The user's credential version moves on, and nothing is ended (what a race leaves behind)."""
+    users = UserStore(engine)
+    with users.transaction() as connection:
+        UserStore.move_credential(connection, user_id)
+
+
+def count(engine: Engine, table: sa.Table) -> int:
+    with engine.connect() as connection:
+        return int(connection.scalar(sa.select(sa.func.count()).select_from(table)) or 0)
+
+
+def test_tokens_issued_under_a_credential_version_since_replaced_are_refused_wherever_presented(
+    http: TestClient, world: World, engine: Engine
+) -> None:
+    issued = user_tokens(http, world.planner)
+    moved_on(engine, world.ana.id)
+    assert introspect(http, world.planner, issued["access_token"]) == {"active": False}
+    assert introspect(http, world.planner, issued["refresh_token"]) == {"active": False}
+    assert userinfo_status(http, issued["access_token"]) == 401
+    refused = refresh(http, world.planner, issued["refresh_token"])
+    assert_oauth_error(refused, "invalid_grant")
+    assert refused.json()["error_description"] == MOVED
+
+
+def test_a_code_issued_under_a_credential_version_since_replaced_is_refused_before_any_token(
+    http: TestClient, world: World, engine: Engine
+) -> None:
+    code, verifier = sign_in_for_code(http, world.planner.id)
+    moved_on(engine, world.ana.id)
+    refused = exchange_code(http, world.planner, code, verifier)
+    assert_oauth_error(refused, "invalid_grant")
+    assert refused.json()["error_description"] == MOVED
+    assert count(engine, access_tokens) == 0
+
+
+def test_a_session_left_behind_by_a_change_of_credential_signs_nobody_in(
+    http: TestClient, world: World, engine: Engine
+) -> None:
+    sign_in_for_code(http, world.planner.id)
+    moved_on(engine, world.ana.id)
+    location, _ = start_authorization(http, world.planner.id, prompt="none")
+    assert query_of(location)["error"] == "login_required"
+
+
+def test_signing_in_again_after_a_change_of_credential_works_under_the_new_version(
+    http: TestClient, world: World, engine: Engine
+) -> None:
+    user_tokens(http, world.planner)
+    moved_on(engine, world.ana.id)
+    again = user_tokens(http, world.planner)  # the browser's session fell behind: the sign-in page, then tokens
+    assert introspect(http, world.planner, again["access_token"])["active"] is True
+    assert refresh(http, world.planner, again["refresh_token"]).status_code == 200
+
+
+def test_a_sign_in_whose_password_was_replaced_while_it_was_checked_starts_no_session(
+    world: World, engine: Engine
+) -> None:
+    users, sessions = UserStore(engine), SessionStore(engine, timedelta(hours=1))
+    checked = users.authenticate(world.ana.email, PASSWORD)
+    assert checked is not None
+    moved_on(engine, world.ana.id)  # a reset commits between the password check and the session's insert
+    with pytest.raises(CredentialMoved):
+        sessions.start(checked.id, world.acme.id, checked.credential_version)
+    assert count(engine, browser_sessions) == 0
+
+
+def test_signing_in_again_with_a_replaced_password_does_not_renew_the_session(world: World, engine: Engine) -> None:
+    users, sessions = UserStore(engine), SessionStore(engine, timedelta(hours=1))
+    first = users.authenticate(world.ana.email, PASSWORD)
+    assert first is not None
+    session, secret = sessions.start(first.id, world.acme.id, first.credential_version)
+    again = users.authenticate(world.ana.email, PASSWORD)  # prompt=login: checked again under the same version
+    assert again is not None
+    moved_on(engine, world.ana.id)
+    with pytest.raises(CredentialMoved):
+        sessions.start(again.id, world.acme.id, again.credential_version, replacing=secret)
+    with engine.connect() as connection:
+        row = connection.execute(sa.select(browser_sessions).where(browser_sessions.c.id == session.id)).one()
+    assert row.secret_hash == hash_secret(secret) and row.credential_version == first.credential_version  # as it was
+    assert sessions.current(secret) is None  # behind the user's version: not live
+
+
+def test_renewing_a_session_signed_out_meanwhile_starts_a_new_one(world: World, engine: Engine) -> None:
+    users, sessions = UserStore(engine), SessionStore(engine, timedelta(hours=1))
+    user = users.get(world.ana.id)
+    session, secret = sessions.start(user.id, world.acme.id, user.credential_version)
+    assert sessions.end(session.id)
+    renewed, renewed_secret = sessions.start(user.id, world.acme.id, user.credential_version, replacing=secret)
+    assert renewed.id != session.id and sessions.current(renewed_secret) == renewed
+    assert sessions.get(session.id) is None
+
+
+def test_a_password_change_from_a_version_no_longer_current_changes_nothing(world: World, engine: Engine) -> None:
+    users = UserStore(engine)
+    checked = users.authenticate(world.ana.email, PASSWORD)  # the console checks the current password...
+    assert checked is not None
+    moved_on(engine, world.ana.id)  # ...and a reset lands before its change
+    with pytest.raises(CredentialMoved):
+        replace_password(users, Revoker(engine), world.ana.id, NEW_PASSWORD, verified=checked.credential_version)
+    assert users.authenticate(world.ana.email, NEW_PASSWORD) is None
+    assert users.get(world.ana.id).credential_version == checked.credential_version + 1
