@@ -34,14 +34,17 @@ def required(params: Mapping[str, str], name: str) -> str:
 
 def member_of_grant(users: UserStore, granted: Granted, client: Client) -> tuple[User, Membership]:
     """The grant's user and their membership now, read after the code was used up or the refresh token rotated.
-    ``invalid_grant`` if either is gone, or if the user's credential version is no longer the one the grant's
-    sign-in verified (a password changed or reset, or the user disabled, since: RFC 9700 §4.14)."""
+    ``invalid_grant`` if either is gone; if the user's credential version is no longer the one the grant's sign-in
+    verified (a password changed or reset, or the user disabled, since: RFC 9700 §4.14); or if the client requires a
+    verified address and the user's is not (docs/identity.md: no code is issued for it either)."""
     found = users.member(granted.user_id, granted.org_id)
     if found is None:
         raise InvalidGrant("The user no longer exists, is disabled, or no longer belongs to the organization.")
     user = found[0]
     if user.credential_version != granted.credential_version:
         raise InvalidGrant("The user's password was changed, or the user disabled, since this grant's sign-in.")
+    if client.require_verified_email and not user.email_verified:
+        raise InvalidGrant("This client requires a verified email address; the user's is not verified.")
     return found
 
 

@@ -16,11 +16,13 @@ from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
+from identity.clients import ClientStore
 from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.organizations import Organization
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore
 from service.cli.commands import main
+from service.settings import Settings
 from tests.support import identity_pages as pages
 from tests.support.defaults import ACCOUNT_LIMIT, THROTTLE
 from tests.support.identity_fixtures import Registered, register
@@ -179,3 +181,53 @@ def test_a_verified_user_is_not_paused(browser: TestClient, engine: Engine, user
     location = pages.to_page(pages.authorize(browser, client.id), "sign-in")
     pages.code_of(pages.sign_in(browser, location))
     assert mailed == []
+
+
+# The requirement set on a client that already holds tokens: refresh and redemption refuse too.
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """Client authentication reads the client's row at every request (no second of memory), so that a change made
+    by ``clients update`` is seen by the very next token request."""
+    return Settings(database_url=database_url, validate_responses=True, clients_max_age=0.0)
+
+
+@pytest.fixture
+def offline(engine: Engine, org: Organization) -> Registered:
+    """A first-party web app with refresh tokens, registered without the requirement."""
+    return register(engine, org, grants=["authorization_code", "refresh_token"], scopes=["openid", "offline_access"])
+
+
+UNVERIFIED = "This client requires a verified email address; the user's is not verified."
+
+
+def test_refresh_is_refused_once_the_client_requires_a_verified_address_the_user_lacks(
+    browser: TestClient, engine: Engine, user: User, offline: Registered
+) -> None:
+    code = pages.signed_in_code(browser, offline.id, scope="openid offline_access")
+    issued = pages.tokens(browser, offline, code)
+    ClientStore(engine).update(offline.id, require_verified_email=True)
+    refused = pages.refresh(browser, offline, issued["refresh_token"])
+    pages.assert_oauth_error(refused, 400, "invalid_grant")
+    assert refused.json()["error_description"] == UNVERIFIED
+
+
+def test_a_code_issued_before_the_client_required_a_verified_address_is_refused(
+    browser: TestClient, engine: Engine, user: User, offline: Registered
+) -> None:
+    code = pages.signed_in_code(browser, offline.id, scope="openid offline_access")
+    ClientStore(engine).update(offline.id, require_verified_email=True)
+    refused = pages.exchange(browser, offline, code)
+    pages.assert_oauth_error(refused, 400, "invalid_grant")
+    assert refused.json()["error_description"] == UNVERIFIED
+
+
+def test_refresh_works_again_for_a_verified_user_of_such_a_client(
+    browser: TestClient, engine: Engine, user: User, offline: Registered
+) -> None:
+    UserStore(engine).mark_email_verified(user.id, user.email)
+    code = pages.signed_in_code(browser, offline.id, scope="openid offline_access")
+    issued = pages.tokens(browser, offline, code)
+    ClientStore(engine).update(offline.id, require_verified_email=True)
+    assert pages.refresh(browser, offline, issued["refresh_token"]).status_code == 200
