@@ -58,9 +58,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"), help="default: SQLite")
     parser.add_argument(
         "--only",
-        choices=["menus", "identity", "identity-peer", "redis", "startup", "overload", "revocation"],
+        choices=["menus", "identity", "identity-peer", "redis", "startup", "overload", "revocation", "races"],
         help="run one part only",
     )
+    parser.add_argument("--attempts", type=int, help="--only races: attempts of each race (default: bench/races.py)")
     parser.add_argument(
         "--tree", type=Path, help="--only startup: the source tree to measure (default: this one), for a before/after"
     )
@@ -71,6 +72,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
+    if args.only == "races":  # two nodes, requests fired at once through a barrier; no load generator
+        from bench import races
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        races.main(args.out, args.attempts)
+        return
     if args.only == "startup":  # no load generator: process start to first answer, --help, resident memory
         from bench import startup
 
