@@ -202,7 +202,7 @@ class SignInFlow:
             audit.record(audit.SIGN_IN, audit.FAILURE, reason="disabled", user_id=user.id, client_id=client.id)
             return Outcome(page=self._sign_in_page(interaction, client, email=email, error=DISABLED))
         try:
-            outcome = self._signed_in(interaction, client, browser, user, org_id=None)
+            started = self._start_session(interaction, browser, user, org_id=None)
         except CredentialMoved:
             # The password was replaced (or the user disabled) while it was being checked: it is wrong now.
             audit.record(
@@ -213,7 +213,7 @@ class SignInFlow:
             )
         audit.record(audit.SIGN_IN, user_id=user.id, client_id=client.id)
         self.throttle.succeeded(email, browser.address, known_device=known_device)
-        return outcome
+        return self._signed_in(started, client, browser, user)
 
     def sign_up_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self._pending(interaction_id, browser)
@@ -248,9 +248,10 @@ class SignInFlow:
         self.verification.send(user, interaction_id=interaction.id)
         interaction = interaction.changed(verification_sent=True)
         try:
-            return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
+            started = self._start_session(interaction, browser, user, org_id=user.memberships[0].org.id)
         except CredentialMoved:  # disabled (or its password reset) in the instant after it was created
             return Outcome(location=f"{self.issuer.page('sign-in')}?interaction={interaction.id}")
+        return self._signed_in(started, client, browser, user)
 
     def forgot_password_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self._pending(interaction_id, browser)
@@ -517,10 +518,12 @@ class SignInFlow:
         params = {"error": error.error, "error_description": error.description, "state": state, "iss": self.issuer.url}
         return Outcome(location=redirect_with(redirect_uri, params))
 
-    def _signed_in(
-        self, interaction: Interaction, client: Client, browser: Browser, user: User, org_id: str | None
-    ) -> Outcome:
-        """Start or renew the session (a new secret: no fixation), remembering the organization of the previous one.
+    def _start_session(
+        self, interaction: Interaction, browser: Browser, user: User, org_id: str | None
+    ) -> tuple[Interaction, BrowserSession, str]:
+        """Start or renew the session (a new secret: no fixation), remembering the organization of the previous one:
+        the interaction signed in, the session and its cookie secret. ``CredentialMoved`` (nothing written) when the
+        password checked was replaced, or the user disabled, meanwhile.
 
         ``org_id`` is given for a sign-up (the new organization); after a sign-in the organization
         is the previous session's, if it was the same user's, or is chosen next.
@@ -538,6 +541,13 @@ class SignInFlow:
             signed_in=True,
             org_chosen=chosen,
         )
+        return interaction, session, secret
+
+    def _signed_in(
+        self, started: tuple[Interaction, BrowserSession, str], client: Client, browser: Browser, user: User
+    ) -> Outcome:
+        """Go on from a session just started: the next step, with the session's and the device's cookies."""
+        interaction, session, secret = started
         outcome = self._advance(interaction, client, stored=True)
         device = self.devices.remember(browser.device, user.id)  # this browser is known for this user from now on
         return outcome.with_cookies(

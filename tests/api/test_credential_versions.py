@@ -9,6 +9,7 @@ when it writes its session (or a token) after the reset's revocation ran: the ro
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 import pytest
@@ -16,12 +17,20 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
+from identity.consents import ConsentStore
+from identity.flow import INTERACTION_COOKIE_PREFIX, Browser, SignInFlow
+from identity.interactions import InteractionStore
+from identity.issuer import Issuer
 from identity.password_reset import replace_password
+from identity.provider import Provider
 from identity.revoked_grants import Revoker
+from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore, hash_secret
 from identity.tables import access_tokens, browser_sessions
-from identity.users import CredentialMoved, UserStore
-from tests.support.identity_fixtures import PASSWORD
+from identity.users import CredentialMoved, User, UserStore
+from tests.support.defaults import LIFETIMES, TUNING
+from tests.support.identity_fixtures import PASSWORD, Registered
+from tests.support.identity_pages import ISSUER, authorization
 from tests.support.token_flows import (
     World,
     assert_oauth_error,
@@ -142,3 +151,51 @@ def test_a_password_change_from_a_version_no_longer_current_changes_nothing(worl
         replace_password(users, Revoker(engine), world.ana.id, NEW_PASSWORD, verified=checked.credential_version)
     assert users.authenticate(world.ana.email, NEW_PASSWORD) is None
     assert users.get(world.ana.id).credential_version == checked.credential_version + 1
+
+
+class ResetWhileChecking(UserStore):
+    """The user store of a node whose password check is followed, before the sign-in goes on, by a reset of that
+    password on another node: the interleaving the race produces, made certain."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._other_node = UserStore(engine)
+        self._engine_of_other_node = engine
+
+    def authenticate(self, email: str, password: str) -> User | None:
+        checked = super().authenticate(email, password)
+        if checked is not None:
+            replace_password(self._other_node, Revoker(self._engine_of_other_node), checked.id, NEW_PASSWORD)
+        return checked
+
+
+def test_a_sign_in_whose_password_is_reset_while_it_is_checked_is_refused_and_starts_nothing(
+    engine: Engine, user: User, web: Registered, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = Provider(engine, Issuer(ISSUER), LIFETIMES, TUNING, b"c" * 32, Sealer([new_key()]), b"d" * 32)
+    flow = SignInFlow(
+        issuer=provider.issuer, clients=provider.clients, users=ResetWhileChecking(engine), sessions=provider.sessions,
+        consents=ConsentStore(engine), codes=provider.codes, interactions=InteractionStore(engine),
+        throttle=provider.flow.throttle, devices=provider.flow.devices, interaction_ttl=LIFETIMES.interaction,
+        outbox=provider.outbox, verification=provider.email_verification, password_reset=provider.password_reset,
+    )  # fmt: skip
+    started = flow.start(authorization(web.id), Browser())
+    assert started.location is not None and started.location.startswith("/sign-in?interaction=")
+    [binding] = started.cookies
+    browser = Browser(bindings={binding.name: binding.value}, address="192.0.2.1")
+    interaction_id = binding.name.removeprefix(INTERACTION_COOKIE_PREFIX)
+    shown = flow.sign_in_form(interaction_id, browser).page
+    assert shown is not None
+    caplog.set_level(logging.INFO, logger="regional_menus.audit")
+    answered = flow.sign_in(
+        [("interaction", interaction_id), ("csrf_token", shown.data["csrf_token"]), ("email", user.email),
+         ("password", PASSWORD)],
+        browser,
+    )  # fmt: skip
+    assert answered.page is not None and answered.page.data["error"] == "Invalid email or password."
+    assert answered.location is None and not answered.cookies  # no session, no code
+    assert count(engine, browser_sessions) == 0
+    events = [dict(r.fields) for r in caplog.records if r.name == "regional_menus.audit"]  # type: ignore[attr-defined]
+    assert [(e["event"], e["outcome"], e.get("reason")) for e in events if e["event"] == "sign_in"] == [
+        ("sign_in", "failure", "credential_changed")
+    ]
