@@ -258,7 +258,7 @@ email_links = sa.Table(
     sa.Column("used_at", Timestamp, nullable=True),
     # the sign-in a verification link resumes, in the browser that started it (migration 0008)
     sa.Column("interaction_id", sa.String(64), nullable=True),
-    credential_version(),  # a reset link opens only while it is the user's (0 for verification links: unread)
+    credential_version(),  # the user's when it was issued; a reset link opens only while it still is
 )
 
 session_clients = sa.Table(
