@@ -13,7 +13,7 @@ Every existing row gets 0, every user's version today: what was live before stay
 
 Revision ID: 0009_credential_versions
 Revises: 0008_accounts
-Create Date: 2026-12-03
+Create Date: 2026-11-27
 """
 
 from __future__ import annotations
