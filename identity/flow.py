@@ -234,7 +234,10 @@ class SignInFlow:
         audit.record(audit.SIGN_UP, user_id=user.id, org_id=user.memberships[0].org.id, client_id=client.id)
         self.throttle.signed_up(form.get("email"))
         # A mail in the outbox; the authorization goes on as before. Its link also resumes this sign-in, should
-        # the client require a verified address (it then pauses on the check-your-email page).
+        # the client require a verified address (it then pauses on the check-your-email page). A new account
+        # always gets it, and it counts against the account's bound of verification mails like any other (5 in
+        # the window in all: docs/identity.md).
+        self.throttle.verification_mail(user.email)
         self.verification.send(user, interaction_id=interaction.id)
         interaction = interaction.changed(verification_sent=True)
         return self._signed_in(interaction, client, browser, user, org_id=user.memberships[0].org.id)
