@@ -1,10 +1,15 @@
 """Password reset by a single-use mailed link (30 minutes), and what a new password ends.
 
-Asking for a link gives the same answer for every address, known or not (no account enumeration); it is
-throttled per network like a sign-in and per account (``SignInThrottle.requesting_reset``), so nobody can
-flood a mailbox. A reset (or ``users reset-password``) replaces the password, then ends every browser
-session and revokes every refresh and access token of the user in one transaction (RFC 9700 §4.14:
-tokens obtained with the old credential must not outlive it), and is audited.
+Asking for a link gives the same answer for every address, known or not (no account enumeration), after the
+same work: the request is counted (per network like a sign-in, and per account: ``SignInThrottle.
+requesting_reset``, so nobody can flood a mailbox) and written to the outbox's channel of reset requests. The
+account is looked up, and its link and mail written, by the background worker that takes the request from there
+(``deliver``), on no request's time: neither the answer's timing nor that of the next request tells whether
+the address has an account (it did when the mail was written first: 8.5 ms against 6.0 ms).
+
+A reset (or ``users reset-password``) replaces the password, then ends every browser session and revokes every
+refresh and access token of the user in one transaction (RFC 9700 §4.14: tokens obtained with the old credential
+must not outlive it), and is audited.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from identity.email_links import RESET_PASSWORD, EmailLinks
 from identity.errors import ErrorPage
 from identity.fields import RepeatedField, once_each
 from identity.issuer import Issuer
-from identity.outbox import Mail, Outbox
+from identity.outbox import Claimed, Mail, Outbox
 from identity.page_data import Page, message
 from identity.passwords import WeakPassword, check_strength
 from identity.revoked_grants import Revoker
@@ -25,6 +30,8 @@ from identity.throttle import SignInThrottle
 from identity.users import User, UserStore, email_key
 
 RESET_PASSWORD_PAGE = "reset-password"  # below the issuer: the link's path
+RESET_REQUESTS = "reset_request"  # the outbox channel of reset requests, which the worker turns into mails
+RESET_REQUEST = "reset_request"  # their kind: the address asked for, sealed in the params
 
 
 class PasswordReset:
@@ -37,9 +44,12 @@ class PasswordReset:
         throttle: SignInThrottle,
         issuer: Issuer,
         lifetime: timedelta,
+        *,
+        requests: Outbox,  # the channel of reset requests (RESET_REQUESTS), sealed as the mail outbox is
     ) -> None:
         self.links = links
         self.outbox = outbox
+        self.requests = requests
         self.users = users
         self.revoker = revoker
         self.throttle = throttle
@@ -47,13 +57,25 @@ class PasswordReset:
         self.lifetime = lifetime  # a reset link opens this long (30 minutes by default)
 
     def request(self, email: str, address: str) -> None:
-        """Mail a reset link when ``email`` has an account and its bound allows; the same outcome either way.
-        ``Throttled`` when the network is over its bound (whatever the address)."""
-        may_send = self.throttle.requesting_reset(email, address)
-        account = self.users.account_id(email)
-        if account is not None and may_send:
+        """Ask for a reset link for ``email``: counted, then written as a request for the worker (``deliver``); the
+        same statements for every address, since the counters are keyed by the address's hash and the request is
+        sealed. ``Throttled`` when the network is over its bound (whatever the address); past the account's bound,
+        nothing is written (the same answer)."""
+        if self.throttle.requesting_reset(email, address):
+            self.requests.enqueue(Mail(RESET_REQUEST, "", {"email": email}))
+
+    def deliver(self) -> dict[str, int]:
+        """One round of the background worker: the pending reset requests, each mailed a link when its address has
+        an account that may sign in (``mail_link``), in the request's order."""
+        return self.requests.deliver(self.mail_link)
+
+    def mail_link(self, claimed: Claimed) -> None:
+        """A claimed reset request: mail a link to the account of its address, if there is one and it may sign in
+        (a disabled user signs in with no password: no link either)."""
+        account = self.users.account_id(claimed.mail.params["email"])
+        if account is not None:
             user = self.users.get(account)
-            if not user.disabled:  # a disabled user signs in with no password: no link either
+            if not user.disabled:
                 self.send(user)
 
     def send(self, user: User) -> None:
