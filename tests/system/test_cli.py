@@ -211,7 +211,12 @@ def test_demo_keeps_its_organization_user_and_client_id_and_renews_only_key_and_
     client = ClientStore(engine).get(second.client_id)
     assert client is not None and client.verify_secret(second.client_secret)
     assert not client.verify_secret(first.client_secret)
-    assert [c.id for c in ClientStore(engine).list()] == [second.client_id]
+    assert second.service_client_id == first.service_client_id
+    service = ClientStore(engine).get(second.service_client_id)
+    assert service is not None and service.verify_secret(second.service_client_secret)
+    assert service.grants == ("client_credentials",) and service.scopes == ("members:read",)
+    assert second.service_client_secret in second.instructions
+    assert sorted(c.id for c in ClientStore(engine).list()) == sorted([second.client_id, second.service_client_id])
 
 
 def test_serve_refuses_a_schema_behind_this_version_and_names_the_upgrade_command(tmp_path: Path) -> None:
