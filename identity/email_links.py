@@ -31,6 +31,7 @@ class Followed:
     user_id: str
     email_key: str
     interaction_id: str | None = None  # the paused sign-in a verification link resumes, if any
+    return_to: str | None = None  # where the link's flow started: its last page links back there
 
 
 def _hash(token: str) -> str:
@@ -50,10 +51,12 @@ class EmailLinks:
         email_key: str,
         lifetime: timedelta,
         interaction_id: str | None = None,
+        return_to: str | None = None,
     ) -> str:
         """A new link token for ``purpose``, written in ``connection``'s transaction (with the mail that carries
         it); the token itself is returned once and never stored. ``interaction_id``: the sign-in the link
-        resumes (stored beside the hash: the link itself carries nothing but its token)."""
+        resumes; ``return_to``: where its flow started (both stored beside the hash: the link itself carries
+        nothing but its token)."""
         token = secrets.token_urlsafe(32)
         at = self._clock.now()
         connection.execute(
@@ -65,6 +68,7 @@ class EmailLinks:
                 created_at=at,
                 expires_at=at + lifetime,
                 interaction_id=interaction_id,
+                return_to=return_to,
             )
         )
         return token
@@ -83,11 +87,14 @@ class EmailLinks:
             if consumed != 1:
                 return None
             row = connection.execute(
-                sa.select(email_links.c.user_id, email_links.c.email_key, email_links.c.interaction_id).where(
-                    email_links.c.token_hash == token_hash
-                )
+                sa.select(
+                    email_links.c.user_id,
+                    email_links.c.email_key,
+                    email_links.c.interaction_id,
+                    email_links.c.return_to,
+                ).where(email_links.c.token_hash == token_hash)
             ).one()
-        return Followed(row.user_id, row.email_key, row.interaction_id)
+        return Followed(row.user_id, row.email_key, row.interaction_id, row.return_to)
 
     @staticmethod
     def purge(connection: Connection, before: object) -> int:

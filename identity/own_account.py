@@ -51,13 +51,13 @@ class OwnAccount:
         self._throttle.succeeded(email, address)
         replace_password(self._users, self._revoker, user_id, new, reason="changed")
 
-    def send_verification(self, user_id: str, address: str) -> None:
+    def send_verification(self, user_id: str, address: str, return_to: str | None = None) -> None:
         """Mail a new verification link when the address is not verified and the bounds allow; the same outcome
-        whatever happened."""
+        whatever happened. ``return_to``: the page the "verified" page links back to (the console's account)."""
         user = self._users.get(user_id)
         try:
             may_send = self._throttle.requesting_verification(user.email, address)
         except Throttled:
             return
         if may_send and not user.email_verified:
-            self._verification.send(user)
+            self._verification.send(user, return_to=return_to)

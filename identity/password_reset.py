@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from identity import audit
-from identity.email_links import RESET_PASSWORD, EmailLinks
+from identity.email_links import RESET_PASSWORD, EmailLinks, Followed
 from identity.errors import ErrorPage
 from identity.fields import RepeatedField, once_each
 from identity.issuer import Issuer
 from identity.outbox import Claimed, Mail, Outbox
-from identity.page_data import Page, message
+from identity.page_data import Onward, Page, message
 from identity.passwords import WeakPassword, check_strength
 from identity.revoked_grants import Revoker
 from identity.throttle import SignInThrottle
@@ -56,13 +56,15 @@ class PasswordReset:
         self.issuer = issuer
         self.lifetime = lifetime  # a reset link opens this long (30 minutes by default)
 
-    def request(self, email: str, address: str) -> None:
+    def request(self, email: str, address: str, return_to: str | None = None) -> None:
         """Ask for a reset link for ``email``: counted, then written as a request for the worker (``deliver``); the
         same statements for every address, since the counters are keyed by the address's hash and the request is
         sealed. ``Throttled`` when the network is over its bound (whatever the address); past the account's bound,
-        nothing is written (the same answer)."""
+        nothing is written (the same answer). ``return_to``: where the flow started (the sign-in's authorization
+        request), which the "Password changed" page links back to."""
         if self.throttle.requesting_reset(email, address):
-            self.requests.enqueue(Mail(RESET_REQUEST, "", {"email": email}))
+            fields = {"email": email, **({"return_to": return_to} if return_to is not None else {})}
+            self.requests.enqueue(Mail(RESET_REQUEST, "", fields))
 
     def deliver(self) -> dict[str, int]:
         """One round of the background worker: the pending reset requests, each mailed a link when its address has
@@ -76,12 +78,14 @@ class PasswordReset:
         if account is not None:
             user = self.users.get(account)
             if not user.disabled:
-                self.send(user)
+                self.send(user, return_to=claimed.mail.params.get("return_to"))
 
-    def send(self, user: User) -> None:
-        """Mail ``user`` a new reset link (the link and its mail in one transaction)."""
+    def send(self, user: User, *, return_to: str | None = None) -> None:
+        """Mail ``user`` a new reset link (the link and its mail in one transaction); ``return_to``: where the flow
+        started, which the "Password changed" page links back to."""
         with self.outbox.transaction() as connection:
-            token = self.links.issue(connection, RESET_PASSWORD, user.id, email_key(user.email), self.lifetime)
+            key = email_key(user.email)
+            token = self.links.issue(connection, RESET_PASSWORD, user.id, key, self.lifetime, return_to=return_to)
             link = f"{self.issuer.endpoint('/' + RESET_PASSWORD_PAGE)}?token={token}"
             minutes = int(self.lifetime.total_seconds() // 60)
             params = {"name": user.name, "link": link, "valid_for": f"{minutes} minutes"}
@@ -101,17 +105,20 @@ class PasswordReset:
             raise ErrorPage("Invalid form", f"The field {repeated.name} was sent more than once.") from None
         token, password = fields.get("token", ""), fields.get("password", "")
         try:
-            self.reset(token, password)
+            followed = self._reset(token, password)
         except WeakPassword as error:
             return _reset_page(self.issuer, token, error=str(error).capitalize() + ".")
-        return message(
-            "Password changed",
-            "Your password is changed, and you are signed out everywhere. Sign in again from the application.",
-        )
+        text = "Your password is changed, and you are signed out everywhere."
+        if followed.return_to is None:
+            return message("Password changed", text + " Sign in again from the application.")
+        return message("Password changed", text, onward=Onward(followed.return_to, "Sign in again"))
 
     def reset(self, token: str, password: str) -> str:
         """Follow a reset link with the new password: the user's id. ``WeakPassword`` (nothing consumed) for a
         password that would be refused; ``ErrorPage`` for a link that is unknown, expired or used."""
+        return self._reset(token, password).user_id
+
+    def _reset(self, token: str, password: str) -> Followed:
         check_strength(password)
         followed = self.links.follow(RESET_PASSWORD, token)
         if followed is None:
@@ -120,7 +127,7 @@ class PasswordReset:
                 "This password reset link has expired or was already used. Ask for a new one from the sign-in page.",
             )
         replace_password(self.users, self.revoker, followed.user_id, password)
-        return followed.user_id
+        return followed
 
 
 def _reset_page(issuer: Issuer, token: str, *, error: str | None = None) -> Page:

@@ -4,11 +4,14 @@ straight to the client with a code, in another browser by verifying the address 
 
 from __future__ import annotations
 
+import html
 import inspect
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
@@ -25,6 +28,7 @@ from identity.users import User, UserStore
 from service.cli.commands import main
 from tests.support import identity_pages as pages
 from tests.support.clocks import MovableClock
+from tests.support.console_client import ConsoleBrowser
 from tests.support.defaults import ACCOUNT_LIMIT, THROTTLE
 from tests.support.identity_fixtures import Registered, register
 from tests.support.throttling import assert_network_bounded
@@ -211,3 +215,36 @@ def test_a_sign_ups_own_mail_counts_against_the_accounts_bound_of_verification_m
     email, password = pages.SIGN_UP["email"], pages.SIGN_UP["password"]
     pages.to_page(pages.sign_in(browser, location, email=email, password=password), "check-email")
     assert verification_mails(engine, pages.SIGN_UP["email"]) == ACCOUNT_LIMIT + 1
+
+
+@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)  # email_links.return_to
+def test_the_verified_page_in_another_browser_links_back_to_the_sign_in_that_mailed_the_link(
+    browser: TestClient, other_browser: TestClient, org: Organization, strict: Registered, mailed: list[Link]
+) -> None:
+    """No dead end: the page links to the sign-in the mail came from, made again (without prompt=create: the
+    account exists), for this browser to sign in there too."""
+    signed_up = pages.submit(
+        browser, pages.to_page(pages.authorize(browser, strict.id, prompt="create"), "sign-up"), pages.SIGN_UP
+    )
+    pages.to_page(signed_up, "check-email")
+    page = other_browser.get(f"/verify-email?token={mailed[0].token}")
+    assert page.status_code == 200 and "Go back to the browser where you were signing in" in page.text
+    onward = re.search(r'<a href="([^"]+)">Or sign in to Menus Web here</a>', page.text)
+    assert onward, page.text
+    again = urlsplit(html.unescape(onward.group(1)))
+    assert again.path == "/oauth2/authorize" and "prompt" not in dict(parse_qsl(again.query))
+    assert dict(parse_qsl(again.query))["state"] == pages.STATE
+    location = pages.to_page(other_browser.get(f"{again.path}?{again.query}"), "sign-in")
+    email, password = pages.SIGN_UP["email"], pages.SIGN_UP["password"]
+    pages.code_of(pages.sign_in(other_browser, location, email=email, password=password))
+
+
+def test_a_link_sent_from_the_consoles_account_page_links_back_to_it(app: Any, mailed: list[Link]) -> None:
+    with ConsoleBrowser(app) as console:
+        console.complete(console.sign_up("lee@example.com", organization="Lee's"))
+        sent = console.post("/console/account/verification", {"csrf_token": console.csrf()})
+        assert sent.status_code == 200 and "a new link is on its way" in sent.text
+    with TestClient(app) as browser:
+        page = browser.get(f"/verify-email?token={mailed[-1].token}")  # the console's link, the sign-up's before it
+    assert page.status_code == 200 and "Email address verified" in page.text
+    assert '<a href="http://127.0.0.1:8000/console/account">Continue where you started</a>' in page.text
