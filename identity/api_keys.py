@@ -220,19 +220,21 @@ class ApiKeyStore:
     def revoke(self, key_id: str, *, org_id: str | None = None, by: str | None = None) -> ApiKey:
         """Revoke a key: refused at once by this process (its listeners are told after the commit) and by every
         other within the gate's revocation bound (``revocations`` grows); revoking a revoked key keeps its first
-        revocation time. With ``org_id``, only a key of that organization: any other is unknown."""
+        revocation time and writes no second audit line. With ``org_id``, only a key of that organization: any
+        other is unknown."""
         scope = [api_keys.c.id == key_id] + ([api_keys.c.org_id == org_id] if org_id is not None else [])
         with self._engine.begin() as connection:
-            connection.execute(
+            revoked_now = connection.execute(
                 api_keys.update().where(*scope, api_keys.c.revoked_at.is_(None)).values(revoked_at=self._clock.now())
-            )
+            ).rowcount
             row = connection.execute(sa.select(*_COLUMNS).where(*scope)).first()
         for listener in self._revoked:
             listener()
         if row is None:
             raise UnknownApiKey(key_id)
         record = _record(row)
-        audit.record(audit.API_KEY_REVOKED, key_id=key_id, org_id=record.org_id, user_id=by)
+        if revoked_now:  # the one revocation is audited once, whoever asks again
+            audit.record(audit.API_KEY_REVOKED, key_id=key_id, org_id=record.org_id, user_id=by)
         return record
 
     def live_digests(self) -> frozenset[str]:

@@ -61,6 +61,21 @@ class AuthorizationRequest:
             "login_hint": self.login_hint,
         }
 
+    def again(self, authorization_endpoint: str) -> str:
+        """This request as a URL of ``authorization_endpoint``, to start its sign-in again, without its ``prompt``
+        (the account exists by then, and the user signs in as usual): where the last page of a mailed link's flow
+        links back to. Its client, redirect URI, scope, state, nonce and PKCE challenge are the ones the client
+        sent, so the client finishes the sign-in it began; the endpoint checks them all again."""
+        params = {"response_type": "code", "client_id": self.client_id, "redirect_uri": self.redirect_uri}
+        params["scope"] = " ".join(self.scope)
+        optional = {"state": self.state, "nonce": self.nonce, "login_hint": self.login_hint}
+        params.update({name: value for name, value in optional.items() if value is not None})
+        if self.code_challenge is not None:
+            params.update(code_challenge=self.code_challenge, code_challenge_method=METHOD)
+        if self.max_age is not None:
+            params["max_age"] = str(self.max_age)
+        return f"{authorization_endpoint}?{urlencode(params)}"
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AuthorizationRequest:
         return cls(

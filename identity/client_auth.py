@@ -1,13 +1,18 @@
 """Client authentication at the token, introspection and revocation endpoints.
 
-RFC 6749 §2.3: a client uses exactly one method, and only the one it was
-registered with: ``client_secret_basic`` (§2.3.1: the id and secret are
+RFC 6749 §2.3: a client uses exactly one method per request: the one it was
+registered with, ``client_secret_basic`` (§2.3.1: the id and secret are
 form-encoded before Basic encoding, so they are decoded here),
 ``client_secret_post``, or ``private_key_jwt`` (RFC 7523 §3, OpenID Connect
-Core §9). A public client (``none``) sends only its ``client_id`` (RFC 6749 §3.2.1), and is
-known only where public clients are on (``MENUS_PUBLIC_CLIENTS``); elsewhere it is
-``invalid_client`` like an unknown one. Every failure is ``invalid_client`` with the same description, so the
-answer never tells which check failed; its ``detail`` tells the log.
+Core §9); and HTTP Basic from any client issued a secret, ``client_secret_post``
+ones included (§2.3.1: the server "MUST support the HTTP Basic authentication
+scheme for authenticating clients that were issued a client password"; Authlib,
+for one, revokes and introspects with Basic whatever the client's method). A public
+client (``none``) sends only its ``client_id`` (RFC 6749 §3.2.1), and is known only
+where public clients are on (``MENUS_PUBLIC_CLIENTS``); elsewhere it is
+``invalid_client`` like an unknown one. Every failure is ``invalid_client`` with the
+same description, so the answer never tells which check failed; its ``detail`` tells
+the log.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ KEY_TYPE_OF = {"RS256": ("RSA", None), "PS256": ("RSA", None), "ES256": ("EC", "
 # Okta's limit), plus a minute for clock skew. Its jti is remembered until it expires.
 MAX_ASSERTION_LIFETIME = timedelta(hours=1, minutes=1)
 _DUMMY_HASH = hash_secret("no client has this secret")
+# RFC 6749 §2.3.1: HTTP Basic is taken from every client that was issued a secret.
+SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 
 
 def decode_basic(header: str) -> tuple[str, str]:
@@ -84,9 +91,9 @@ class ClientAuthenticator:
             client_id, secret = decode_basic(authorization)
             if params.get("client_id", client_id) != client_id:
                 raise InvalidClient(detail="The body's client_id is not the Basic credentials' id.")
-            return self._by_secret(client_id, secret, "client_secret_basic")
+            return self._by_secret(client_id, secret, SECRET_METHODS)
         if post:
-            return self._by_secret(params.get("client_id", ""), params["client_secret"], "client_secret_post")
+            return self._by_secret(params.get("client_id", ""), params["client_secret"], ("client_secret_post",))
         if assertion:
             return self._by_assertion(params)
         return self._public(params.get("client_id", ""), allowed=public)
@@ -97,20 +104,21 @@ class ClientAuthenticator:
             raise InvalidClient(detail="The request carries no client credentials.")
         client = self._clients.get(client_id) if len(client_id) <= 64 else None
         if client is None or client.auth_method != PUBLIC:
-            raise InvalidClient(detail=_not_by(client, PUBLIC, client_id, "credentials"))
+            raise InvalidClient(detail=_not_by(client, (PUBLIC,), client_id, "credentials"))
         if not self.public_clients:
             raise InvalidClient(detail=f"Client {client.id} is public, and public clients are off on this node.")
         if not allowed:
             raise InvalidClient(detail=f"Client {client.id} is public, and may not use this endpoint.")
         return client
 
-    def _by_secret(self, client_id: str, secret: str, method: str) -> Client:
-        """The secret is checked against the stored hash at every request, in constant time; the client's row
-        may come from the store's short memory (``ClientStore.recent``)."""
+    def _by_secret(self, client_id: str, secret: str, methods: tuple[str, ...]) -> Client:
+        """A client registered for one of ``methods``, by its secret. The secret is checked against the stored hash
+        at every request, in constant time; the client's row may come from the store's short memory
+        (``ClientStore.recent``)."""
         client = self._clients.recent(client_id) if client_id and len(client_id) <= 64 else None
-        if client is None or client.auth_method != method or client.secret_hash is None:
+        if client is None or client.auth_method not in methods or client.secret_hash is None:
             hmac.compare_digest(hash_secret(secret), _DUMMY_HASH)  # the same work as for a known client
-            raise InvalidClient(detail=_not_by(client, method, client_id, "secret"))
+            raise InvalidClient(detail=_not_by(client, methods, client_id, "secret"))
         if not client.verify_secret(secret):
             raise InvalidClient(detail=f"The secret of client {client.id} is wrong.")
         return client
@@ -130,7 +138,7 @@ class ClientAuthenticator:
             raise InvalidClient(detail="The client assertion's iss is not a string, or not the body's client_id.")
         client = self._clients.get(client_id) if len(client_id) <= 64 else None
         if client is None or client.auth_method != "private_key_jwt" or not client.jwks:
-            raise InvalidClient(detail=_not_by(client, "private_key_jwt", client_id, "keys"))
+            raise InvalidClient(detail=_not_by(client, ("private_key_jwt",), client_id, "keys"))
         claims = self._verified(token, header, client)
         if claims.get("sub") != client_id or not isinstance(claims.get("jti"), str):
             raise InvalidClient(detail=f"The assertion of client {client_id} has another sub, or no string jti.")
@@ -186,10 +194,10 @@ class ClientAuthenticator:
             raise InvalidClient(detail=f"Client {client_id} used an assertion's jti a second time.") from None
 
 
-def _not_by(client: Client | None, method: str, client_id: str, credential: str) -> str:
-    """Why a client cannot authenticate with ``method``, for the log (the id is cut to the longest any has)."""
+def _not_by(client: Client | None, methods: tuple[str, ...], client_id: str, credential: str) -> str:
+    """Why a client cannot authenticate as one of ``methods``, for the log (the id is cut to the longest any has)."""
     if client is None:
         return f"No client has the id {client_id[:64]!r}."
-    if client.auth_method != method:
-        return f"Client {client.id} is registered for {client.auth_method}, not {method}."
+    if client.auth_method not in methods:
+        return f"Client {client.id} is registered for {client.auth_method}, not {' or '.join(methods)}."
     return f"Client {client.id} has no registered {credential}."

@@ -36,6 +36,7 @@ class Followed:
     email_key: str
     interaction_id: str | None = None  # the paused sign-in a verification link resumes, if any
     credential_version: int = 0  # the user's credential version when the link was issued
+    return_to: str | None = None  # where the link's flow started: its last page links back there
 
 
 def _hash(token: str) -> str:
@@ -55,10 +56,12 @@ class EmailLinks:
         email_key: str,
         lifetime: timedelta,
         interaction_id: str | None = None,
+        return_to: str | None = None,
     ) -> str:
         """A new link token for ``purpose``, written in ``connection``'s transaction (with the mail that carries
         it); the token itself is returned once and never stored. ``interaction_id``: the sign-in the link
-        resumes (stored beside the hash: the link itself carries nothing but its token)."""
+        resumes; ``return_to``: where its flow started (both stored beside the hash: the link itself carries
+        nothing but its token)."""
         token = secrets.token_urlsafe(32)
         at = self._clock.now()
         connection.execute(
@@ -72,6 +75,7 @@ class EmailLinks:
                 interaction_id=interaction_id,
                 # the version now, read by the INSERT itself (a reset link opens only while it lasts)
                 credential_version=sa.select(users.c.credential_version).where(users.c.id == user_id).scalar_subquery(),
+                return_to=return_to,
             )
         )
         return token
@@ -93,7 +97,7 @@ class EmailLinks:
         if use_once(connection, email_links, self._clock.now(), *where) != 1:
             return None
         row = connection.execute(_FOLLOWED, {"token_hash": _hash(token)}).one()
-        return Followed(row.user_id, row.email_key, row.interaction_id, int(row.credential_version))
+        return Followed(row.user_id, row.email_key, row.interaction_id, int(row.credential_version), row.return_to)
 
     def opens(self, purpose: str, token: str) -> bool:
         """Whether the link would open now (``spend`` decides, in its transaction): asked before the costly work
@@ -120,5 +124,9 @@ class EmailLinks:
 # The user's credential version now, beside the link's row (in its INSERT, its UPDATE or its SELECT).
 _CURRENT_VERSION = sa.select(users.c.credential_version).where(users.c.id == email_links.c.user_id).scalar_subquery()
 _FOLLOWED = sa.select(
-    email_links.c.user_id, email_links.c.email_key, email_links.c.interaction_id, email_links.c.credential_version
+    email_links.c.user_id,
+    email_links.c.email_key,
+    email_links.c.interaction_id,
+    email_links.c.credential_version,
+    email_links.c.return_to,
 ).where(email_links.c.token_hash == sa.bindparam("token_hash"))

@@ -14,7 +14,7 @@ from identity.email_links import VERIFY_EMAIL, EmailLinks, Followed
 from identity.errors import ErrorPage
 from identity.issuer import Issuer
 from identity.outbox import Mail, Outbox
-from identity.page_data import Page, message
+from identity.page_data import Onward, Page, message
 from identity.users import User, UserStore, email_key
 
 VERIFY_EMAIL_PAGE = "verify-email"  # below the issuer: the link's path
@@ -30,12 +30,13 @@ class EmailVerification:
         self.issuer = issuer
         self.lifetime = lifetime  # a verification link opens this long (24 h by default)
 
-    def send(self, user: User, interaction_id: str | None = None) -> None:
+    def send(self, user: User, interaction_id: str | None = None, *, return_to: str | None = None) -> None:
         """Mail ``user`` a new verification link (the link and its mail are written in one transaction); with
-        ``interaction_id``, following it in the browser of that sign-in resumes it."""
+        ``interaction_id``, following it in the browser of that sign-in resumes it; ``return_to``: where the flow
+        started, which the "verified" page links back to."""
         with self.outbox.transaction() as connection:
             token = self.links.issue(
-                connection, VERIFY_EMAIL, user.id, email_key(user.email), self.lifetime, interaction_id
+                connection, VERIFY_EMAIL, user.id, email_key(user.email), self.lifetime, interaction_id, return_to
             )
             link = f"{self.issuer.endpoint('/' + VERIFY_EMAIL_PAGE)}?token={token}"
             hours = int(self.lifetime.total_seconds() // 3600)
@@ -45,8 +46,7 @@ class EmailVerification:
     def follow(self, token: str | None) -> Page:
         """The page a verification link opens: the address verified, or an error page (400) for a link that is
         unknown, expired or already used (one answer for all)."""
-        self.consume(token)
-        return verified_page()
+        return verified_page(return_to=self.consume(token).return_to)
 
     def consume(self, token: str | None) -> Followed:
         """Spend the link and verify its address: whose it was (and the sign-in it resumes); ``ErrorPage``
@@ -62,12 +62,19 @@ class EmailVerification:
         return followed
 
 
-def verified_page(elsewhere: str | None = None) -> Page:
-    """The address is verified; ``elsewhere``: the application whose sign-in waits in another browser."""
+def verified_page(elsewhere: str | None = None, *, return_to: str | None = None) -> Page:
+    """The address is verified; ``elsewhere``: the application whose sign-in waits in another browser; ``return_to``:
+    where the flow that mailed the link started, linked as the way onward (none for a link sent without one)."""
     if elsewhere is None:
-        return message("Email address verified", "Thank you: your email address is verified. You may close this page.")
-    return message(
-        "Email address verified",
+        if return_to is None:
+            text = "Thank you: your email address is verified. You may close this page."
+            return message("Email address verified", text)
+        onward = Onward(return_to, "Continue where you started")
+        return message("Email address verified", "Thank you: your email address is verified.", onward=onward)
+    text = (
         f"Thank you: your email address is verified. Go back to the browser where you were signing in to "
-        f"{elsewhere}: it continues from there. You may close this page.",
+        f"{elsewhere}: it continues from there."
     )
+    if return_to is None:
+        return message("Email address verified", text + " You may close this page.")
+    return message("Email address verified", text, onward=Onward(return_to, f"Or sign in to {elsewhere} here"))

@@ -48,17 +48,21 @@ class InvalidRequest(OAuthError):
 
 
 class InvalidClient(OAuthError):
-    """RFC 6749 §5.2: 401 whichever way the client authenticated (or did not), always with a challenge.
+    """RFC 6749 §5.2: client authentication failed. The web edge gives it its status, from how the client sent its
+    credentials (service/identity_api/http_errors.py):
 
-    §5.2 lets a provider answer 400 where the client did not use the Authorization header, and requires 401
-    with a challenge where it did; RFC 9110 §15.5.2 requires every 401 to carry ``WWW-Authenticate``. This
-    provider answers 401 in every case, so one error code has one status, and its challenge names the one
-    HTTP authentication scheme the endpoint supports, ``Basic`` (the web edge adds it).
+    - with the ``Authorization`` header (``client_secret_basic``): 401 with a ``Basic`` challenge, as §5.2 requires
+      ("MUST respond with an HTTP 401 ... and include the WWW-Authenticate response header field matching the
+      authentication scheme used by the client");
+    - otherwise (``client_secret_post``, ``private_key_jwt``, a public client, no credentials): 400 without a
+      challenge, as §5.2 allows. A 401 must carry a challenge (RFC 9110 §15.5.2), and a challenge for a scheme the
+      client never used makes panva's openid-client raise a challenge error instead of reading ``invalid_client``;
+      a 400 is read as ``invalid_client`` by openid-client, Authlib and pyoidc alike (docs/identity.md).
 
     The description never says which check failed; the ``detail`` (logged only) does."""
 
     error = "invalid_client"
-    status = 401
+    status = 400  # 401 with a Basic challenge where the request carried an Authorization header (the web edge)
 
     def __init__(self, description: str = "Client authentication failed.", *, detail: str | None = None) -> None:
         super().__init__(description, detail=detail)

@@ -36,7 +36,7 @@ from identity.errors import (
     UnknownRecord,
 )
 from identity.interactions import Interaction, InteractionStore, new_interaction
-from identity.issuer import Issuer
+from identity.issuer import AUTHORIZATION_PATH, Issuer
 from identity.organizations import check_name as check_organization_name
 from identity.outbox import Mail, Outbox
 from identity.page_data import Page, message
@@ -244,8 +244,11 @@ class SignInFlow:
         audit.record(audit.SIGN_UP, user_id=user.id, org_id=user.memberships[0].org.id, client_id=client.id)
         self.throttle.signed_up(form.get("email"))
         # A mail in the outbox; the authorization goes on as before. Its link also resumes this sign-in, should
-        # the client require a verified address (it then pauses on the check-your-email page).
-        self.verification.send(user, interaction_id=interaction.id)
+        # the client require a verified address (it then pauses on the check-your-email page). A new account
+        # always gets it, and it counts against the account's bound of verification mails like any other (5 in
+        # the window in all: docs/identity.md).
+        self.throttle.verification_mail(user.email)
+        self.verification.send(user, interaction_id=interaction.id, return_to=self._started_at(interaction))
         interaction = interaction.changed(verification_sent=True)
         try:
             started = self._start_session(interaction, browser, user, org_id=user.memberships[0].org.id)
@@ -267,7 +270,7 @@ class SignInFlow:
                 page=self._forgot_password_page(interaction, client, email="", error="Enter your email address.")
             )
         try:
-            self.password_reset.request(email, browser.address)
+            self.password_reset.request(email, browser.address, self._started_at(interaction))
         except Throttled as error:
             return Outcome(page=self._throttled(error))
         return Outcome(page=self._forgot_password_page(interaction, client, email=email, sent=True))
@@ -323,7 +326,7 @@ class SignInFlow:
         except Throttled:
             may_send = False  # the same page: a bound reached is not told apart from a mail sent
         if may_send and not user.email_verified:
-            self.verification.send(user, interaction_id=interaction.id)
+            self.verification.send(user, interaction_id=interaction.id, return_to=self._started_at(interaction))
         note = "If your address still needs it, a new link is on its way. Links already sent keep working."
         return Outcome(page=self._check_email_page(interaction, client, user, note=note))
 
@@ -336,12 +339,12 @@ class SignInFlow:
         followed = self.verification.consume(token)
         interaction = self.interactions.get(followed.interaction_id) if followed.interaction_id else None
         if interaction is None or interaction.user_id != followed.user_id:
-            return Outcome(page=verified_page())
+            return Outcome(page=verified_page(return_to=followed.return_to))
         client = self.clients.get(interaction.request.client_id)
         if client is None:
             return Outcome(page=verified_page())
         if not interaction.belongs_to(browser.binding(interaction.id)):
-            return Outcome(page=verified_page(elsewhere=client.name))
+            return Outcome(page=verified_page(elsewhere=client.name, return_to=followed.return_to))
         return self._advance(interaction, client, stored=True)
 
     def select_organization_form(self, interaction_id: str | None, browser: Browser) -> Outcome:
@@ -478,8 +481,13 @@ class SignInFlow:
         """The sign-in pauses for a verified address: mail ``user`` a link that resumes it, once per sign-in (a
         sign-up mailed one already), within the account's bound of verification mails."""
         if self.throttle.verification_mail(user.email):
-            self.verification.send(user, interaction_id=interaction.id)
+            self.verification.send(user, interaction_id=interaction.id, return_to=self._started_at(interaction))
         return interaction.changed(verification_sent=True)
+
+    def _started_at(self, interaction: Interaction) -> str:
+        """Where ``interaction``'s flow started: its authorization request, to make again (the way onward of the
+        pages that a mailed link ends on)."""
+        return interaction.request.again(self.issuer.endpoint(AUTHORIZATION_PATH))
 
     def _must_sign_in_again(self, interaction: Interaction) -> bool:
         """``prompt=login`` or ``create``, or a sign-in older than ``max_age`` (OpenID Connect Core §3.1.2.1)."""

@@ -59,13 +59,13 @@ class OwnAccount:
         except CredentialMoved:  # reset or changed since it was checked: the password given is not current now
             raise WrongPassword("the current password was changed meanwhile") from None
 
-    def send_verification(self, user_id: str, address: str) -> None:
+    def send_verification(self, user_id: str, address: str, return_to: str | None = None) -> None:
         """Mail a new verification link when the address is not verified and the bounds allow; the same outcome
-        whatever happened."""
+        whatever happened. ``return_to``: the page the "verified" page links back to (the console's account)."""
         user = self._users.get(user_id)
         try:
             may_send = self._throttle.requesting_verification(user.email, address)
         except Throttled:
             return
         if may_send and not user.email_verified:
-            self._verification.send(user)
+            self._verification.send(user, return_to=return_to)

@@ -22,6 +22,17 @@ class Page:
     retry_after: int | None = None
 
 
-def message(title: str, text: str, *, status: int = 200, retry_after: int | None = None) -> Page:
-    """A page that only says something: a confirmation, or an error that must not redirect."""
-    return Page("message", {"title": title, "message": text}, status, retry_after)
+@dataclass(frozen=True, slots=True)
+class Onward:
+    """A message page's way onward: a link, and what it says."""
+
+    url: str
+    label: str
+
+
+def message(
+    title: str, text: str, *, status: int = 200, retry_after: int | None = None, onward: Onward | None = None
+) -> Page:
+    """A page that only says something: a confirmation, or an error that must not redirect; ``onward``: a link to
+    go on with (back to where the flow started)."""
+    return Page("message", {"title": title, "message": text, "onward": onward}, status, retry_after)

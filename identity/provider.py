@@ -33,7 +33,7 @@ from identity.minting import IssuedTogether, TokenMinter
 from identity.organizations import OrganizationStore
 from identity.outbox import DeliveryPolicy, Outbox
 from identity.own_account import OwnAccount
-from identity.password_reset import PasswordReset
+from identity.password_reset import RESET_REQUESTS, PasswordReset
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revocation import TokenRevocation
@@ -111,6 +111,8 @@ class Provider:
             throttle,
             issuer,
             lifetimes.password_reset,
+            # reset requests wait in their own channel for any node's worker, which mails the known addresses
+            requests=Outbox(engine, tuning.delivery, clock, sealer, channel=RESET_REQUESTS, one_destination=False),
         )
         self.email_verification = EmailVerification(
             EmailLinks(engine, clock), self.outbox, self.users, issuer, lifetimes.email_verification

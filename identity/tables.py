@@ -259,6 +259,8 @@ email_links = sa.Table(
     # the sign-in a verification link resumes, in the browser that started it (migration 0008)
     sa.Column("interaction_id", sa.String(64), nullable=True),
     credential_version(),  # the user's when it was issued; a reset link opens only while it still is
+    # where the link's flow started, which the page it ends on links back to (migration 0010)
+    sa.Column("return_to", sa.Text, nullable=True),
 )
 
 session_clients = sa.Table(

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from identity.clients import Client, ClientStore
-from identity.errors import OriginNotAllowed, describable
+from identity.errors import OriginNotAllowed
 from identity.issuer import Issuer
 
 
@@ -69,7 +69,7 @@ class WebOrigins:
         """Refuse the request of a page of any origin but the issuer's (introspection: never cross-origin)."""
         if origin is None or origin == self.issuer_origin:
             return  # not a page's request, or a page of the provider's own origin
-        raise OriginNotAllowed(
-            f"Pages of the origin {describable(origin[:200])} may not call this endpoint for this client.",
+        raise OriginNotAllowed(  # the answer never repeats the Origin sent (docs/security.md); the log names it
+            "Pages of this request's origin may not call this endpoint for this client.",
             detail=f"Origin {origin[:200]!r} is not registered for client {client.id}.",
         )

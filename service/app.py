@@ -100,6 +100,8 @@ class Dispatcher:
     deliver_mail: Callable[[], object] | None = None  # the mail worker's round, in a thread every mail_interval s
     mail_interval: float = 0  # given with deliver_mail
     deliver_logouts: Callable[[], object] | None = None  # the back-channel logout worker's round, every mail_interval s
+    # the password-reset requests' worker round (mails a link to each known address), every mail_interval s
+    deliver_resets: Callable[[], object] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -153,6 +155,9 @@ class Dispatcher:
                 if self.deliver_logouts is not None:
                     logouts = _every(self.deliver_logouts, self.mail_interval, stopping, "posting logout tokens")
                     tasks.append(asyncio.create_task(logouts))
+                if self.deliver_resets is not None:
+                    resets = _every(self.deliver_resets, self.mail_interval, stopping, "mailing password-reset links")
+                    tasks.append(asyncio.create_task(resets))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 stopping.set()
@@ -323,6 +328,7 @@ def create_app(
             database_url=settings.database_url,
         ),
         mail_interval=settings.mail_poll_interval,
+        deliver_resets=provider.password_reset.deliver,
         deliver_logouts=LogoutCourier(
             provider.logout_outbox,
             LogoutPoster(provider.logout_tokens, timeout=settings.backchannel_logout_timeout),

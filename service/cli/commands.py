@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -66,16 +67,21 @@ def database_name(url: str) -> str:
 
 
 @contextmanager
-def _opened(database_url: str, *, schema_current: bool) -> Iterator[Engine]:
+def _opened(database_url: str, *, schema_current: bool, create: bool = False) -> Iterator[Engine]:
     """An engine on ``database_url`` (at the current schema if ``schema_current``); any database error becomes
-    one line naming the database."""
+    one line naming the database. An SQLite file that does not exist is made only where ``create`` (``db
+    upgrade``, ``serve --demo``): any other command refuses it before touching the disk, so that one run from
+    another folder, which fails or only reads, leaves no ``var/regional-menus.sqlite3`` behind."""
     import sqlalchemy as sa
 
-    from service.database.db import MissingDriver, make_engine
+    from service.database.db import MissingDriver, make_engine, sqlite_file
     from service.database.schema import SchemaOutOfDate, require_current
 
     name = database_name(database_url)
     try:
+        missing = sqlite_file(database_url)
+        if missing is not None and not missing.exists() and not create:
+            _fail(f"{name}: there is no database here yet: `regional-menus db upgrade` creates it")
         engine = make_engine(database_url, Settings().database_pool())  # no variable sets the pool: never refused
     except sa.exc.ArgumentError:
         _fail(f"{name} is not a database URL (for example sqlite:///var/menus.sqlite3)")
@@ -94,15 +100,16 @@ def _opened(database_url: str, *, schema_current: bool) -> Iterator[Engine]:
         engine.dispose()
 
 
-def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--database-url``: the command gets an engine, on a database at the current schema if ``schema_current``."""
+def _database(*, schema_current: bool, create: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--database-url``: the command gets an engine, on a database at the current schema if ``schema_current``
+    (a new SQLite file only if ``create``)."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         @_database_url_option
         @functools.wraps(command)
         def wrapper(*args: Any, database_url: str, **kwargs: Any) -> Any:
             _settings()  # every MENUS_* variable is checked, whichever the command reads
-            with _opened(database_url, schema_current=schema_current) as engine:
+            with _opened(database_url, schema_current=schema_current, create=create) as engine:
                 return command(*args, engine=engine, **kwargs)
 
         return wrapper
@@ -112,6 +119,7 @@ def _database(*, schema_current: bool) -> Callable[[Callable[..., Any]], Callabl
 
 _database_option = _database(schema_current=True)
 _any_schema_database_option = _database(schema_current=False)
+_new_database_option = _database(schema_current=False, create=True)  # db upgrade: the one that makes a database
 
 
 def _json_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -184,7 +192,7 @@ def main() -> None:
     configure_command()  # audit lines on standard error; `serve` sets up the server's logging instead
 
 
-@main.command()
+@main.command(short_help="Run the service (--demo: with demo data to try it).")
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on (0.0.0.0 or :: for all).")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port.")
 @click.option(
@@ -212,7 +220,7 @@ def serve(host: str, port: int, workers: int | None, demo: bool, database_url: s
     from service.ops.server import Listen, run_single, run_workers
 
     _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
-    with _opened(database_url, schema_current=False) as engine:
+    with _opened(database_url, schema_current=False, create=demo) as engine:
         settings = _settings(port=port).with_changes(database_url=engine.url.render_as_string(False))
         if demo:  # the demo's modules (mail, passwords, Alembic) are loaded for it alone
             from service.cli.demo import prepare as prepare_demo
@@ -242,14 +250,14 @@ def _app(settings: Settings) -> Any:
     return create_app(settings)
 
 
-@main.group("db")
+@main.group("db", short_help="The state database's schema and its upkeep.")
 def db_group() -> None:
     """The state database's schema (Alembic migrations)."""
 
 
-@db_group.command("upgrade")
+@db_group.command("upgrade", short_help="Apply the migrations the database lacks.")
 @_json_option
-@_any_schema_database_option
+@_new_database_option
 def db_upgrade(as_json: bool, engine: Engine) -> None:
     """Apply every migration the database lacks, in one transaction. Stop the service's nodes first."""
     from service.database.schema import upgrade
@@ -259,7 +267,7 @@ def db_upgrade(as_json: bool, engine: Engine) -> None:
     _print(as_json, {"from": before, "to": after}, text)
 
 
-@db_group.command("current")
+@db_group.command("current", short_help="Show the schema revision and the one needed.")
 @_json_option
 @_any_schema_database_option
 def db_current(as_json: bool, engine: Engine) -> None:
@@ -272,7 +280,7 @@ def db_current(as_json: bool, engine: Engine) -> None:
     _print(as_json, {"revision": at, "head": needed, "current": at == needed}, text)
 
 
-@db_group.command("purge")
+@db_group.command("purge", short_help="Delete expired records now.")
 @_json_option
 @_database_option
 def db_purge(as_json: bool, engine: Engine) -> None:
@@ -285,12 +293,12 @@ def db_purge(as_json: bool, engine: Engine) -> None:
     _print(as_json, deleted, _table(["TABLE", "DELETED"], list(deleted.items())))
 
 
-@main.group("api-keys")
+@main.group("api-keys", short_help="Issue, list and revoke API keys of the menus API.")
 def api_keys_group() -> None:
     """Issue, list and revoke API keys of the menus API."""
 
 
-@api_keys_group.command("create")
+@api_keys_group.command("create", short_help="Create a key and print it once.")
 @click.option("--name", required=True, help="Who or what the key is for.")
 @click.option("--org", "org_id", default=None, help="The organization that owns the key (its console shows it).")
 @_json_option
@@ -307,7 +315,7 @@ def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine
     _print(as_json, {"id": record.id, "name": record.name, "key": key}, text)
 
 
-@api_keys_group.command("list")
+@api_keys_group.command("list", short_help="List keys (never the keys themselves).")
 @_json_option
 @_database_option
 def api_keys_list(as_json: bool, engine: Engine) -> None:
@@ -319,31 +327,36 @@ def api_keys_list(as_json: bool, engine: Engine) -> None:
     _print(as_json, [r.as_dict() for r in records], _table(["ID", "NAME", "STATE"], rows))
 
 
-@api_keys_group.command("revoke")
+@api_keys_group.command("revoke", short_help="Revoke a key; it stops working at once.")
 @click.argument("key_id")
 @_json_option
 @_database_option
 def api_keys_revoke(key_id: str, as_json: bool, engine: Engine) -> None:
-    """Revoke a key; it stops working at once."""
+    """Revoke a key; it stops working at once. A key already revoked stays so: exit 0, "already revoked", and no
+    second audit line."""
     from identity.api_keys import ApiKeyStore, UnknownApiKey
 
+    keys = ApiKeyStore(engine)
     try:
-        record = ApiKeyStore(engine).revoke(key_id)
+        already = keys.get(key_id).revoked_at is not None
+        record = keys.revoke(key_id)  # writes its audit line only if it revoked the key now
     except UnknownApiKey:
         _fail(f"no API key has the id {key_id!r}")
-    _print(as_json, record.as_dict(), _table(["ID", "NAME", "STATE"], [[record.id, record.name, "revoked"]]))
+    state = f"already revoked ({record.revoked_at:%Y-%m-%d %H:%M} UTC)" if already else "revoked"
+    document = {**record.as_dict(), "already_revoked": already}
+    _print(as_json, document, _table(["ID", "NAME", "STATE"], [[record.id, record.name, state]]))
 
 
 ORG_HEADERS = ["ID", "SLUG", "NAME"]
 USER_HEADERS = ["ID", "EMAIL", "NAME", "ORGS (id:role)"]
 
 
-@main.group("orgs")
+@main.group("orgs", short_help="Create and list organizations.")
 def orgs_group() -> None:
     """Create and list organizations."""
 
 
-@orgs_group.command("create")
+@orgs_group.command("create", short_help="Create an organization.")
 @click.option("--name", required=True, help="The organization's name.")
 @_json_option
 @_database_option
@@ -355,23 +368,24 @@ def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
     _print(as_json, org.as_dict(), _table(ORG_HEADERS, [[org.id, org.slug, org.name]]))
 
 
-@orgs_group.command("list")
+@orgs_group.command("list", short_help="List organizations.")
 @_json_option
 @_database_option
 def orgs_list(as_json: bool, engine: Engine) -> None:
-    """List organizations."""
+    """List organizations (not the service's own, which owns the console's client)."""
     from identity.organizations import OrganizationStore
+    from service.console_api.relying_party import SERVICE_ORG_ID
 
-    orgs = OrganizationStore(engine).list()
+    orgs = [org for org in OrganizationStore(engine).list() if org.id != SERVICE_ORG_ID]
     _print(as_json, [o.as_dict() for o in orgs], _table(ORG_HEADERS, [[o.id, o.slug, o.name] for o in orgs]))
 
 
-@main.group("users")
+@main.group("users", short_help="Create, list, disable and enable users.")
 def users_group() -> None:
     """Create and list users; reset a password, mark an address verified, disable and enable a user."""
 
 
-@users_group.command("create")
+@users_group.command("create", short_help="Create a user in one or more organizations.")
 @click.option("--email", required=True, help="Email address; unique, compared without regard to case.")
 @click.option("--name", required=True, help="Full name.")
 @click.option("--password-stdin", is_flag=True, required=True, help="Read the password from standard input.")
@@ -390,7 +404,7 @@ def users_create(
     _print(as_json, user.as_dict(), _table(USER_HEADERS, [_user_row(user)]))
 
 
-@users_group.command("list")
+@users_group.command("list", short_help="List users and their organizations.")
 @_json_option
 @_database_option
 def users_list(as_json: bool, engine: Engine) -> None:
@@ -401,7 +415,7 @@ def users_list(as_json: bool, engine: Engine) -> None:
     _print(as_json, [u.as_dict() for u in users], _table(USER_HEADERS, [_user_row(u) for u in users]))
 
 
-@users_group.command("reset-password")
+@users_group.command("reset-password", short_help="Replace a password; end every session.")
 @click.argument("email")
 @click.option("--password-stdin", is_flag=True, required=True, help="Read the new password from standard input.")
 @_json_option
@@ -423,7 +437,7 @@ def users_reset_password(email: str, password_stdin: bool, as_json: bool, engine
     _print(as_json, document, f"{document['email']}: password replaced; every session and token ended")
 
 
-@users_group.command("verify-email")
+@users_group.command("verify-email", short_help="Mark a user's email address verified.")
 @click.argument("email")
 @_json_option
 @_database_option
@@ -440,7 +454,7 @@ def users_verify_email(email: str, as_json: bool, engine: Engine) -> None:
     _print(as_json, document, f"{user.email}: email address verified")
 
 
-@users_group.command("disable")
+@users_group.command("disable", short_help="Stop a user's sign-ins; end every session.")
 @click.argument("email")
 @_json_option
 @_database_option
@@ -456,7 +470,7 @@ def users_disable(email: str, as_json: bool, engine: Engine) -> None:
     _print(as_json, document, f"{user.email}: disabled; every session and token ended")
 
 
-@users_group.command("enable")
+@users_group.command("enable", short_help="Let a disabled user sign in again.")
 @click.argument("email")
 @_json_option
 @_database_option
@@ -475,12 +489,12 @@ def _user_row(user: Any) -> list[str]:
     return [user.id, user.email, user.name, ",".join(f"{m.org.id}:{m.role}" for m in user.memberships)]
 
 
-@main.group("clients")
+@main.group("clients", short_help="Register, list, update and delete clients.")
 def clients_group() -> None:
     """Register, list and delete clients (applications)."""
 
 
-@clients_group.command("create")
+@clients_group.command("create", short_help="Register a client; print its secret once.")
 @click.option("--name", required=True, help="The application's name, shown on the consent page.")
 @click.option("--org", "org_id", required=True, help="Id of the organization that owns the client.")
 @click.option("--redirect-uri", "redirect_uris", multiple=True, help="Registered redirect URI; repeat for several.")
@@ -548,7 +562,7 @@ def clients_create(
     engine: Engine,
 ) -> None:
     """Register a client; its secret (for the secret methods) is printed once."""
-    from identity.clients import ClientStore
+    from identity.clients import PUBLIC, ClientStore
 
     jwks = None
     if jwks_file is not None:
@@ -572,6 +586,13 @@ def clients_create(
         backchannel_logout_session_required=session_required,
         require_verified_email=require_verified_email,
     )
+    if auth_method == PUBLIC and not _settings().public_clients:
+        # Registered all the same (the nodes may turn public clients on later), with a word that this one will not.
+        _warn(
+            "MENUS_PUBLIC_CLIENTS is off here: a node with it off refuses this public client (invalid_client, and an "
+            "error page at sign-in) until it is turned on (docs/identity.md, Browser and native apps)",
+            as_json=as_json,
+        )
     document = {**client.as_dict(), **({"client_secret": secret} if secret else {})}
     text = _table(
         ["ID", "NAME", "SECRET (shown once)"], [[client.id, client.name, secret or f"none ({client.auth_method})"]]
@@ -579,7 +600,7 @@ def clients_create(
     _print(as_json, document, text)
 
 
-@clients_group.command("list")
+@clients_group.command("list", short_help="List clients (never their secrets).")
 @_json_option
 @_database_option
 def clients_list(as_json: bool, engine: Engine) -> None:
@@ -591,7 +612,7 @@ def clients_list(as_json: bool, engine: Engine) -> None:
     _print(as_json, [c.as_dict() for c in clients], _table(["ID", "ORG", "AUTH METHOD", "WEB ORIGINS", "NAME"], rows))
 
 
-@clients_group.command("update")
+@clients_group.command("update", short_help="Replace a client's URIs, origins or rules.")
 @click.argument("client_id")
 @click.option(
     "--redirect-uri", "redirect_uris", multiple=True, help="The redirect URIs, replacing the registered ones."
@@ -664,7 +685,7 @@ def clients_update(
     _print(as_json, client.as_dict(), _table(["ID", "REDIRECT URIS", "WEB ORIGINS"], rows))
 
 
-@clients_group.command("delete")
+@clients_group.command("delete", short_help="Delete a client.")
 @click.argument("client_id")
 @_json_option
 @_database_option
@@ -682,7 +703,7 @@ def clients_delete(client_id: str, as_json: bool, engine: Engine) -> None:
 KEY_HEADERS = ["KID", "STATE", "SIGNS FROM"]
 
 
-@main.group("keys")
+@main.group("keys", short_help="Rotate and list the token signing keys.")
 def keys_group() -> None:
     """Rotate and list the ID token and access token signing keys."""
 
@@ -704,7 +725,7 @@ def _sealer(engine: Engine) -> Sealer:
         raise BadInput(str(error)) from None
 
 
-@keys_group.command("rotate")
+@keys_group.command("rotate", short_help="Publish a new signing key now.")
 @_json_option
 @_database_option
 def keys_rotate(as_json: bool, engine: Engine) -> None:
@@ -714,7 +735,7 @@ def keys_rotate(as_json: bool, engine: Engine) -> None:
     _print(as_json, info.as_dict(at), _table(KEY_HEADERS, [[info.kid, info.state(at), info.signs_from.isoformat()]]))
 
 
-@keys_group.command("list")
+@keys_group.command("list", short_help="List signing keys and their states.")
 @_json_option
 @_database_option
 def keys_list(as_json: bool, engine: Engine) -> None:
@@ -725,12 +746,12 @@ def keys_list(as_json: bool, engine: Engine) -> None:
     _print(as_json, [i.as_dict(at) for i in infos], _table(KEY_HEADERS, rows))
 
 
-@main.group("secrets")
+@main.group("secrets", short_help="Keys and secrets at rest: seal them again.")
 def secrets_group() -> None:
     """Signing keys and service secrets at rest: sealed with MENUS_SECRET_KEYS (else the key file)."""
 
 
-@secrets_group.command("rotate")
+@secrets_group.command("rotate", short_help="Seal every key and secret with the first key.")
 @_json_option
 @_database_option
 def secrets_rotate(as_json: bool, engine: Engine) -> None:
@@ -750,7 +771,7 @@ def secrets_rotate(as_json: bool, engine: Engine) -> None:
     _print(as_json, done.as_dict(), text)
 
 
-@secrets_group.command("new-key")
+@secrets_group.command("new-key", short_help="Print a new key for MENUS_SECRET_KEYS.")
 @_json_option
 def secrets_new_key(as_json: bool) -> None:
     """Print a new key for MENUS_SECRET_KEYS (put it first to seal with it; keep the old ones after it)."""
@@ -777,6 +798,20 @@ def run(args: list[str] | None = None) -> None:
         _error(str(error), as_json="--json" in arguments)
 
 
+def _one_line(message: str) -> str:
+    """``message`` on one line: each line break, with the tabs and spaces around it (click lists a missing
+    option's choices one a line, each after a tab), becomes one space."""
+    return re.sub(r"[ \t]*\n\s*", " ", message).strip()
+
+
+def _warn(message: str, *, as_json: bool) -> None:
+    """A warning on standard error (``{"warning": …}`` under ``--json``); the command goes on."""
+    click.echo(
+        json.dumps({"warning": message}, ensure_ascii=False) if as_json else f"regional-menus: warning: {message}",
+        err=True,
+    )
+
+
 def _sealing_error() -> type[Exception]:
     """identity.sealing's refusal, imported only when an exception reaches ``run`` (it loads cryptography)."""
     from identity.sealing import SealingError
@@ -785,7 +820,7 @@ def _sealing_error() -> type[Exception]:
 
 
 def _error(message: str, *, as_json: bool) -> None:
-    line = message.replace("\n", " ")
+    line = _one_line(message)
     click.echo(
         json.dumps({"error": line}, ensure_ascii=False) if as_json else f"regional-menus: error: {line}", err=True
     )

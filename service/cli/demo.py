@@ -1,10 +1,11 @@
-"""Demo data for ``serve --demo``: an organization, its owner, an API key of the organization and a first-party
-client.
+"""Demo data for ``serve --demo``: an organization, its owner, an API key of the organization, a first-party
+client that signs users in, and an application client of the organization (``client_credentials`` with
+``members:read``: what the identity API's Swagger UI pre-fills its token form for).
 
-The organization, the user and the client are created once and keep their ids across restarts, so an app
-configured with the demo client keeps working. Keys and client secrets are stored only as hashes and so
+The organization, the user and the clients are created once and keep their ids across restarts, so an app
+configured with a demo client keeps working. Keys and client secrets are stored only as hashes and so
 cannot be printed again: each demo start makes a new API key (revoking the previous demo key) and gives
-the client a new secret, and prints both.
+each client a new secret, and prints them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ USER_EMAIL = "demo@example.com"
 USER_NAME = "Demo Cook"
 USER_PASSWORD = "demo-password"  # a demo account on a local database, printed for the reader
 CLIENT_NAME = "Demo app"
+SERVICE_CLIENT_NAME = "Demo service"  # client_credentials with members:read: the directory, Swagger UI's token form
 REDIRECT_URI = "http://127.0.0.1:8400/callback"  # nothing listens: the code is read from the address bar
 SIGNED_OUT_URI = "http://127.0.0.1:8400/signed-out"
 
@@ -40,6 +42,8 @@ class Demo:
     user_id: str
     client_id: str  # the same on every start
     client_secret: str  # new on every start
+    service_client_id: str  # the application client: the same on every start
+    service_client_secret: str  # new on every start
     api_key: str  # new on every start
     instructions: str  # what to print
 
@@ -49,12 +53,16 @@ def prepare(engine: Engine, settings: Settings) -> Demo:
     org_id = _organization(OrganizationStore(engine))
     user_id = _user(UserStore(engine), org_id)
     key = _api_key(ApiKeyStore(engine), org_id, user_id)
-    client_id, secret = _client(ClientStore(engine), org_id)
-    return Demo(org_id, user_id, client_id, secret, key, _instructions(settings, key, client_id, secret))
+    clients = ClientStore(engine)
+    client_id, secret = _client(clients, org_id)
+    service = _service_client(clients, org_id)
+    instructions = _instructions(settings, key, (client_id, secret), service)
+    return Demo(org_id, user_id, client_id, secret, *service, key, instructions)
 
 
-def _instructions(settings: Settings, key: str, client_id: str, secret: str) -> str:
+def _instructions(settings: Settings, key: str, client: tuple[str, str], service: tuple[str, str]) -> str:
     issuer = Issuer(settings.issuer)
+    (client_id, secret), (service_id, service_secret) = client, service
     verifier = secrets.token_urlsafe(48)
     query = urlencode(
         {
@@ -86,6 +94,14 @@ def _instructions(settings: Settings, key: str, client_id: str, secret: str) -> 
         f"     curl -u '{client_id}:{secret}' -d grant_type=authorization_code -d code=CODE \\\n"
         f"       -d redirect_uri={REDIRECT_URI} -d code_verifier={verifier} \\\n"
         f"       {issuer.endpoint(TOKEN_PATH)}\n"
+        "\nCall the directory as an application (client_credentials, scope members:read):\n"
+        f"  Client:  {service_id} (the same on every start)\n"
+        f"  Secret:  {service_secret} (new on every start, shown once)\n"
+        f"  Token:   curl -u '{service_id}:{service_secret}' -d grant_type=client_credentials \\\n"
+        f"             -d scope=members:read {issuer.endpoint(TOKEN_PATH)}\n"
+        f"  Members: curl -H 'Authorization: Bearer TOKEN' {issuer.endpoint('/directory/members')}\n"
+        f"  In {issuer.url}/ui/: Authorize (clientSecretBasic) with this client and secret, then\n"
+        "           Try it out on POST /oauth2/token: the form's defaults ask for this token.\n"
         f"\nMail: {_mail_destination(settings)}\n"
     )
 
@@ -95,6 +111,27 @@ def _mail_destination(settings: Settings) -> str:
     if settings.smtp_url:
         return f"sent to {SmtpServer.parse(settings.smtp_url).describe()}"
     return f"written as .eml files to {outbox_folder(settings.database_url).absolute()} (MENUS_SMTP_URL is unset)"
+
+
+def _service_client(clients: ClientStore, org_id: str) -> tuple[str, str]:
+    """The demo's application client (client_credentials, members:read), created once; a new secret on every
+    start."""
+    for existing in clients.list():
+        if (
+            existing.name == SERVICE_CLIENT_NAME
+            and existing.org_id == org_id
+            and "client_credentials" in existing.grants
+        ):
+            return existing.id, clients.new_secret(existing.id)
+    client, secret = clients.create(
+        name=SERVICE_CLIENT_NAME,
+        org_id=org_id,
+        auth_method="client_secret_basic",
+        grants=["client_credentials"],
+        scopes=["members:read"],
+    )
+    assert secret is not None
+    return client.id, secret
 
 
 def _api_key(keys: ApiKeyStore, org_id: str, user_id: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -230,7 +231,9 @@ class ConsoleWeb:
         if refused is not None:
             return refused
         assert visitor is not None and self.own_account is not None
-        await run_in_threadpool(self.own_account.send_verification, visitor.member.user_id, browser(request).address)
+        account = urljoin(self.base_url, self.account_path)  # the "verified" page links back here
+        send = self.own_account.send_verification
+        await run_in_threadpool(send, visitor.member.user_id, browser(request).address, account)
         return await self._account(visitor, note="If your address still needs it, a new link is on its way.")
 
     async def _account(

@@ -46,6 +46,15 @@ class MissingDriver(RuntimeError):
     """The database URL names a driver that is not installed; the message names the extra that installs it."""
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file of an SQLite URL (None for another database, or SQLite in memory). ``ArgumentError`` for a string
+    that is no database URL."""
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
 def make_engine(url: str, pool: Pool) -> Engine:
     """Create the engine for ``url`` with ``pool``; for SQLite, create its folder and set durable pragmas.
 

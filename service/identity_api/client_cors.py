@@ -3,7 +3,8 @@
 A public client registers the web origins whose pages may call these endpoints (``clients create
 --web-origin``; ``identity/web_origins.py``). A preflight (Fetch §4.8: ``OPTIONS`` with ``Origin``
 and ``Access-Control-Request-Method``) from a registered origin is answered here with
-``Access-Control-Allow-Origin`` that origin, the methods and headers allowed, and
+``Access-Control-Allow-Origin`` that origin, the methods and headers allowed (``DPoP`` among them, ignored: RFC 9449
+§5), and
 ``Access-Control-Max-Age``; from any other origin it is ``403 access_denied`` without a CORS header.
 Answers to a registered origin's requests carry ``Access-Control-Allow-Origin`` that origin; every
 answer of these paths carries ``Vary: Origin``, since it depends on it. No credentials mode: the
@@ -27,12 +28,13 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from identity.errors import describable
 from identity.issuer import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
 from identity.web_origins import WebOrigins
 from service.web.cors import EXPOSE_HEADERS
 
-CLIENT_HEADERS = "content-type, authorization"
+# RFC 9449 §5: a server that does not do DPoP may ignore the DPoP header, and issues Bearer tokens; a browser app
+# that sends one (oidc-client-ts with ``dpop`` set) must pass the preflight to get them.
+CLIENT_HEADERS = "content-type, authorization, dpop"
 # The contract's bounds of the two headers; a longer one is no preflight of ours: the contract's 400 answers it.
 MAX_ORIGIN, MAX_REQUEST_METHOD = 2048, 64  # a form body, and Basic or DPoP-less bearer credentials
 METHODS = {TOKEN_PATH: "POST", REVOCATION_PATH: "POST", USERINFO_PATH: "GET, POST"}
@@ -93,7 +95,8 @@ class ClientCrossOrigin:
 
     def _preflight(self, allowed: str | None, origin: str, methods: str) -> Response:
         if allowed is None:
-            text = f"Pages of the origin {describable(origin[:200])} may not call this endpoint."
+            # The answer never repeats the Origin sent (docs/security.md): a preflight's answer is read by the page.
+            text = "Pages of this request's origin may not call this endpoint."
             body = orjson.dumps({"error": "access_denied", "error_description": text})
             return Response(
                 body,

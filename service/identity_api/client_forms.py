@@ -10,8 +10,8 @@ the Connexion handler gives (``handlers/token.py``, ``handlers/introspection.py`
 Recognised: ``POST`` with ``Content-Type: application/x-www-form-urlencoded`` (no parameter) and a
 ``Content-Length`` within the form limit (``BodyLimit`` outside has already refused one over it, and turned a
 chunked body into one of known length), whose body is ``name=value`` pairs joined by ``&``, each name once,
-every field the contract declares a string within its bounds, its required fields present, and no control
-character anywhere (``without_controls``, service/web/request_reading.py). Anything else, an error of the
+every field the contract declares a string within its bounds and of its pattern, its required fields present, and
+no control character anywhere (``without_controls``, service/web/request_reading.py). Anything else, an error of the
 request's shape among it, goes on to Connexion with the body as it was read, and is answered there in the
 contract's words, as before.
 Where responses are validated (``MENUS_VALIDATE_RESPONSES``, the tests), the answers given here are validated
@@ -21,6 +21,7 @@ against the contract too (``ResponseCheck``), as Connexion validates the others.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -50,23 +51,27 @@ Endpoint = Callable[[Pairs, str | None, str | None], dict[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class FormRules:
-    """An operation's form as the contract declares it, when every field is a string with length bounds only."""
+    """An operation's form as the contract declares it, when every field is a string with length bounds and, at
+    most, a pattern (RFC 6749 Appendix A's character classes: VSCHAR, NQCHAR)."""
 
     required: frozenset[str]
     bounds: Mapping[str, tuple[int, int]]  # field: (minLength, maxLength)
+    patterns: Mapping[str, re.Pattern[str]]  # field: its pattern, matched as jsonschema does (``search``)
 
     @classmethod
     def of(cls, identity: Contract, template: str) -> FormRules:
         document = identity.document
         schema = _resolved(document, identity.operation("post", template)["requestBody"]["content"])
-        bounds = {}
+        bounds, patterns = {}, {}
         for name, field in schema["properties"].items():
             field = _resolved(document, field)
             rules = {k: v for k, v in field.items() if k not in ("description", "example")}
-            if rules.pop("type", None) != "string" or not set(rules) <= {"minLength", "maxLength"}:
+            if rules.pop("type", None) != "string" or not set(rules) <= {"minLength", "maxLength", "pattern"}:
                 raise ValueError(f"identity.yaml {template}: the field {name} is not a bounded string")
             bounds[name] = (rules.get("minLength", 0), rules.get("maxLength", 2**31))
-        return cls(frozenset(schema.get("required", ())), bounds)
+            if "pattern" in rules:
+                patterns[name] = re.compile(rules["pattern"])
+        return cls(frozenset(schema.get("required", ())), bounds, patterns)
 
     def pairs(self, body: bytes) -> Pairs | None:
         """The form's pairs as Starlette's form parser reads them, if the contract accepts the form; else None."""
@@ -82,6 +87,9 @@ class FormRules:
         for name, value in pairs:
             low, high = self.bounds.get(name, (0, 2**31))
             if not low <= len(value) <= high or has_control(name) or has_control(value):
+                return None
+            pattern = self.patterns.get(name)
+            if pattern is not None and pattern.search(value) is None:
                 return None
         return pairs
 

@@ -5,7 +5,8 @@ Each operation of ``openapi/identity.yaml`` declares the form its errors take, `
 - ``page``: an HTML page for the person in the browser, never a redirect (RFC 6749 §4.1.2.1: not to
   an unverified redirect URI), with the pages' security headers;
 - ``oauth``: an RFC 6749 §5.2 JSON error, ``{"error", "error_description"}``, with ``Cache-Control:
-  no-store`` and ``Pragma: no-cache`` (401 ``invalid_client`` over Basic adds a ``Basic`` challenge);
+  no-store`` and ``Pragma: no-cache``; ``invalid_client`` is 401 with a ``Basic`` challenge when the request
+  carried an ``Authorization`` header, else 400 without one (identity/errors.py, ``InvalidClient``);
 - ``resource``: the RFC 6750 §3 JSON error of a protected resource, with ``Cache-Control: no-store``
   (a ``Bearer`` challenge when the error is the token's).
 
@@ -99,10 +100,12 @@ class IdentityErrors:
     def response(self, scope: Scope, error: Exception) -> Response:
         if isinstance(error, OAuthError):
             _log_detail(error.error, error.detail)
-            challenge = {}
-            if isinstance(error, InvalidClient):  # RFC 9110 §15.5.2: a 401 carries a challenge (InvalidClient)
+            if isinstance(error, InvalidClient) and _has_authorization(scope):
+                # RFC 6749 §5.2: the client used the Authorization header: 401, with the challenge of the one
+                # scheme this endpoint takes there (RFC 7617); a client that did not use it gets InvalidClient's 400.
                 challenge = {"WWW-Authenticate": f'Basic realm="{self._issuer.url}", charset="UTF-8"'}
-            return self._answer("oauth", error.status, error.error, error.description, headers=challenge)
+                return self._answer("oauth", 401, error.error, error.description, headers=challenge)
+            return self._answer("oauth", error.status, error.error, error.description)
         if isinstance(error, BearerError):
             _log_detail(error.error, error.detail)
             return self._answer(
@@ -172,6 +175,11 @@ class IdentityErrors:
         # A 5xx carries Pragma on every JSON endpoint, as the oauth form always does.
         cache = NO_STORE if form == "oauth" or status >= 500 else {"Cache-Control": "no-store"}
         return json({"error": error, "error_description": description}, status, {**cache, **headers})
+
+
+def _has_authorization(scope: Scope) -> bool:
+    """Whether the request carried an ``Authorization`` header (any scheme: the client tried the header)."""
+    return any(name == b"authorization" for name, _ in scope.get("headers", ()))
 
 
 def _log_detail(error: str, detail: str | None) -> None:

@@ -195,6 +195,13 @@ PATTERN_WORDS = {
     "\\S": "must hold more than white space: send at least one search term",
     "^[A-Za-z0-9_-]+$": "must be a next_cursor sent back exactly as it came",
     "^key_[0-9a-f]{16}$": "must be an API key id: key_ and 16 hexadecimal digits (like key_3f9a0c1e5b7d2468)",
+    # RFC 6749 Appendix A's character classes, for the OAuth forms and the console's CSRF token:
+    "^[\\x20-\\x7E]*$": "must hold printable ASCII characters only (RFC 6749 Appendix A: VSCHAR, %x20-7E)",
+    "^[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]*$": (
+        "must hold printable ASCII characters only, without double quotes and backslashes (RFC 6749 Appendix A: "
+        "NQCHAR, and spaces between scopes)"
+    ),
+    "^[^\\x00-\\x1F\\x7F-\\x9F]*$": "must not hold a control character",
 }
 _TYPE_WORDS = {"integer": "an integer", "string": "a string", "number": "a number", "boolean": "true or false"}
 

@@ -276,6 +276,18 @@ def test_api_key_creation_and_revocation_are_audited_with_the_key_id(
     assert key not in audited.text
 
 
+@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
+def test_revoking_a_revoked_key_writes_no_second_audit_line(
+    keys: ApiKeyStore, audited: pytest.LogCaptureFixture
+) -> None:
+    """The command line and the console alike: one revocation, one audit line, whoever asks again."""
+    record, _ = keys.create("partner")
+    first = keys.revoke(record.id)
+    audited.clear()
+    again = keys.revoke(record.id)
+    assert events(audited) == [] and again.revoked_at == first.revoked_at
+
+
 def test_a_followed_verification_link_is_audited_with_the_user(
     engine: Engine, user: User, browser: TestClient, audited: pytest.LogCaptureFixture
 ) -> None:

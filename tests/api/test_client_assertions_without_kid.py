@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from identity.organizations import Organization
 from tests.support import token_flows
-from tests.support.token_flows import Registered, assert_oauth_error
+from tests.support.token_flows import Registered, assert_invalid_client
 
 # private_key_jwt with a JWKS holding an RSA and an EC key (rsa_key, ec_key: tests/api/conftest.py), assertions
 # without kid
@@ -54,4 +54,4 @@ def test_assertion_without_kid_signed_by_an_unknown_key_is_invalid_client_not_a_
 ) -> None:
     stranger = token_flows.ec_pair("x") if algorithm == "ES256" else token_flows.rsa_pair("x")
     response = token_flows.assertion_token_request(http, assertion_without_kid(signer.id, stranger.private, algorithm))
-    assert_oauth_error(response, "invalid_client", 401)
+    assert_invalid_client(response)

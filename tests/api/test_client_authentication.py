@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from tests.support.token_flows import assert_oauth_error
+from tests.support.token_flows import assert_invalid_client
 
 ENDPOINTS = {
     "/oauth2/token": {"grant_type": "client_credentials"},
@@ -32,5 +32,5 @@ def test_basic_credentials_that_cannot_be_read_are_invalid_client_with_a_basic_c
     http: TestClient, path: str, credentials: bytes
 ) -> None:
     response = http.post(path, data=ENDPOINTS[path], headers={"Authorization": credentials})  # type: ignore[dict-item]
-    assert_oauth_error(response, "invalid_client", 401)
+    assert_invalid_client(response)
     assert response.headers["www-authenticate"].startswith("Basic realm=")

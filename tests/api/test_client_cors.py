@@ -22,9 +22,11 @@ from service.app import create_app
 from service.settings import Settings
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DEFAULTS
+from tests.support.identity_fixtures import CALLBACK
 from tests.support.identity_pages import (
     ISSUER,
     SCOPE,
+    VERIFIER,
     assert_oauth_error,
     authorize,
     bearer,
@@ -75,10 +77,40 @@ def test_a_registered_origins_preflight_is_answered_with_that_origin(node: TestC
     assert answer.status_code == 204
     assert answer.headers["access-control-allow-origin"] == SPA_ORIGIN
     assert "POST" in answer.headers["access-control-allow-methods"]
-    assert answer.headers["access-control-allow-headers"] == "content-type, authorization"
+    assert answer.headers["access-control-allow-headers"] == "content-type, authorization, dpop"
     assert answer.headers["access-control-max-age"] == str(DEFAULTS.cors_max_age)
     assert answer.headers["vary"] == "Origin"
     assert "access-control-allow-credentials" not in answer.headers
+
+
+@pytest.mark.parametrize("path", CLIENT_PATHS)
+def test_a_preflight_asking_for_the_dpop_header_is_answered(node: TestClient, spa: Client, path: str) -> None:
+    """oidc-client-ts with ``dpop`` set sends a DPoP proof: its preflight asks for the header, which the provider
+    allows and then ignores (RFC 9449 §5)."""
+    headers = {**preflight_headers(SPA_ORIGIN), "Access-Control-Request-Headers": "content-type, dpop"}
+    answer = node.options(path, headers=headers)
+    assert answer.status_code == 204 and answer.headers["access-control-allow-origin"] == SPA_ORIGIN
+    allowed = {name.strip() for name in answer.headers["access-control-allow-headers"].split(",")}
+    assert {"content-type", "dpop"} <= allowed
+
+
+def test_a_token_request_with_a_dpop_proof_gets_bearer_tokens(node: TestClient, spa: Client, user: User) -> None:
+    """RFC 9449 §5: a server that does not do DPoP ignores the header and issues Bearer tokens, which userinfo
+    takes as such."""
+    code = code_of(sign_in(node, to_page(authorize(node, spa.id, scope=SCOPE + " offline_access"), "sign-in")))
+    proof = "eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2In0.eyJodG0iOiJQT1NUIn0.c2ln"  # never looked at
+    pairs = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", CALLBACK)]
+    pairs.append(("code_verifier", VERIFIER))
+    answer = public_token_request(node, spa, pairs, SPA_ORIGIN, headers={"DPoP": proof})
+    assert answer.status_code == 200, answer.text
+    tokens = answer.json()
+    assert tokens["token_type"] == "Bearer" and answer.headers["access-control-allow-origin"] == SPA_ORIGIN
+    assert node.get("/oauth2/userinfo", headers=bearer(tokens["access_token"])).status_code == 200
+    refreshed = public_token_request(
+        node, spa, [("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"])], SPA_ORIGIN,
+        headers={"DPoP": proof},
+    )  # fmt: skip
+    assert refreshed.status_code == 200 and refreshed.json()["token_type"] == "Bearer"
 
 
 @pytest.mark.parametrize("path", ["/oauth2/token", "/oauth2/revoke"])
@@ -197,3 +229,24 @@ def test_a_preflight_header_past_the_contracts_bound_is_invalid_request(node: Te
     )
     assert_oauth_error(too_long, 400, "invalid_request")  # the contract's answer, not a preflight's
     assert "access-control-allow-methods" not in too_long.headers
+
+
+MARKED_ORIGIN = "https://zq9marked.example/<img src=x onerror=zq9()>"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("OPTIONS", p) for p in CLIENT_PATHS[:2]] + [("POST", p) for p in CLIENT_PATHS[:2]]
+)
+def test_a_refused_origin_is_never_repeated_in_the_answer(
+    node: TestClient, spa: Client, method: str, path: str
+) -> None:
+    """docs/security.md: no error repeats what the client sent, the Origin of a refused page included (its preflight's
+    answer, and the token and revocation endpoints' 403)."""
+    if method == "OPTIONS":
+        answer = node.options(path, headers=preflight_headers(MARKED_ORIGIN))
+    else:
+        form = [("grant_type", "refresh_token"), ("refresh_token", "rt_x"), ("token", "t"), ("client_id", spa.id)]
+        answer = post_form(node, path, form, {"Origin": MARKED_ORIGIN})
+    assert_oauth_error(answer, 403, "access_denied")
+    assert "zq9" not in answer.text and "onerror" not in answer.text, answer.text
+    assert answer.json()["error_description"].startswith("Pages of this request's origin may not call this endpoint")

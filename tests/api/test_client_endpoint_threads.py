@@ -166,7 +166,7 @@ def test_client_credentials_tokens_queued_together_are_recorded_in_one_transacti
         finally:
             held.release()
         answers = [future.result(10) for future in [first, *queued]]
-        assert [answer.status_code for answer in answers] == [200, 200, 401, 200]
+        assert [answer.status_code for answer in answers] == [200, 200, 401, 200]  # Basic: 401
         assert answers[2].json()["error"] == "invalid_client"
         for answer in (answers[0], answers[1], answers[3]):
             token = answer.json()["access_token"]

@@ -34,7 +34,7 @@ from tests.support.identity_pages import (
     submit,
     to_page,
 )
-from tests.support.token_flows import assert_oauth_error
+from tests.support.token_flows import assert_invalid_client, assert_oauth_error
 
 CONTROLS = ["a\x00b", "a\x1bb", "a\rb", "a\x7fb", "a\x85b"]
 SPOOFING = ["a\u202eb", "a\u200bb", "a\u2066b", "\ufeffab", "a\u200fb", "a\u2028b"]
@@ -77,7 +77,7 @@ def test_a_nul_in_basic_credentials_is_invalid_client(browser: TestClient) -> No
     response = browser.post(
         "/oauth2/token", data={"grant_type": "client_credentials"}, headers={"Authorization": f"Basic {credentials}"}
     )
-    assert_oauth_error(response, "invalid_client", 401)
+    assert_invalid_client(response)
 
 
 @pytest.mark.parametrize("value", CONTROLS)

@@ -37,6 +37,7 @@ from tests.support.identity_pages import (
     to_page,
 )
 from tests.support.public_clients import public_exchange, public_token_request, register_public
+from tests.support.token_flows import assert_invalid_client
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
 
@@ -122,9 +123,9 @@ def test_a_node_without_public_clients_refuses_a_public_client_everywhere(
 ) -> None:
     assert_error_page(authorize(browser, spa.id))
     token = public_token_request(browser, spa, [("grant_type", "authorization_code"), ("code", "c")])
-    assert_oauth_error(token, 401, "invalid_client")
+    assert_invalid_client(token)
     revoked = post_form(browser, "/oauth2/revoke", [("token", "t"), ("client_id", spa.id)])
-    assert_oauth_error(revoked, 401, "invalid_client")
+    assert_invalid_client(revoked)
 
 
 def test_a_node_without_public_clients_serves_no_public_clients_token_or_sign_out(
@@ -141,7 +142,7 @@ def test_a_node_without_public_clients_serves_no_public_clients_token_or_sign_ou
 
 def test_a_public_client_may_not_introspect_or_use_client_credentials(public_node: TestClient, spa: Client) -> None:
     introspected = post_form(public_node, "/oauth2/introspect", [("token", "t"), ("client_id", spa.id)])
-    assert_oauth_error(introspected, 401, "invalid_client")
+    assert_invalid_client(introspected)
     credentials = public_token_request(public_node, spa, [("grant_type", "client_credentials")])
     assert_oauth_error(credentials, 400, "unauthorized_client")
 
@@ -179,7 +180,7 @@ def test_a_first_party_public_client_skips_consent(
 def test_a_public_client_presenting_a_secret_is_invalid_client(public_node: TestClient, spa: Client) -> None:
     pairs = [("grant_type", "authorization_code"), ("code", "c"), ("code_verifier", VERIFIER)]
     answer = public_token_request(public_node, spa, [*pairs, ("client_secret", "cs_guess")])
-    assert_oauth_error(answer, 401, "invalid_client")
+    assert_invalid_client(answer)
 
 
 def test_public_clients_setting_reads_on_off_true_false() -> None:

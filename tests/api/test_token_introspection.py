@@ -24,10 +24,10 @@ ACCESS_TOKEN_FIELDS = {
 def test_introspection_requires_client_authentication(http: TestClient, world: flows.World) -> None:
     token = flows.application_token(http, world.reporter).json()["access_token"]
 
-    flows.assert_oauth_error(http.post("/oauth2/introspect", data={"token": token}), "invalid_client", 401)
+    flows.assert_invalid_client(http.post("/oauth2/introspect", data={"token": token}))
     wrong = flows.Registered(world.planner.client, "cs_not-the-secret")
     response = http.post("/oauth2/introspect", data={"token": token}, headers=wrong.basic)
-    flows.assert_oauth_error(response, "invalid_client", 401)
+    flows.assert_invalid_client(response)
     assert response.headers["www-authenticate"].startswith("Basic ")
 
 

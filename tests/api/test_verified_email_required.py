@@ -4,14 +4,18 @@ straight to the client with a code, in another browser by verifying the address 
 
 from __future__ import annotations
 
+import html
 import inspect
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
@@ -19,11 +23,14 @@ from starlette.testclient import TestClient
 from identity.clients import ClientStore
 from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.organizations import Organization
+from identity.tables import mail_outbox
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore
 from service.cli.commands import main
 from service.settings import Settings
 from tests.support import identity_pages as pages
+from tests.support.clocks import MovableClock
+from tests.support.console_client import ConsoleBrowser
 from tests.support.defaults import ACCOUNT_LIMIT, THROTTLE
 from tests.support.identity_fixtures import Registered, register
 from tests.support.throttling import assert_network_bounded
@@ -231,3 +238,65 @@ def test_refresh_works_again_for_a_verified_user_of_such_a_client(
     issued = pages.tokens(browser, offline, code)
     ClientStore(engine).update(offline.id, require_verified_email=True)
     assert pages.refresh(browser, offline, issued["refresh_token"]).status_code == 200
+
+
+def verification_mails(engine: Engine, address: str) -> int:
+    """The verification mails written to the outbox for ``address`` (sent or not)."""
+    query = sa.select(sa.func.count()).where(mail_outbox.c.kind == "verify_email", mail_outbox.c.recipient == address)
+    with engine.connect() as connection:
+        return int(connection.scalar(query) or 0)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)  # the counters are in the store
+def test_a_sign_ups_own_mail_counts_against_the_accounts_bound_of_verification_mails(
+    browser: TestClient, engine: Engine, clock: MovableClock, strict: Registered
+) -> None:
+    """docs/identity.md: 5 verification mails in 15 minutes, the sign-up's own included (it was sent beside the
+    bound, so one address got 6); past the window, the next pause mails again."""
+    signed_up = pages.submit(
+        browser, pages.to_page(pages.authorize(browser, strict.id, prompt="create"), "sign-up"), pages.SIGN_UP
+    )
+    form = pages.hidden_fields(pages.show(browser, pages.to_page(signed_up, "check-email")).text)
+    for _ in range(ACCOUNT_LIMIT + 2):
+        press(browser, form, "resend")
+    assert verification_mails(engine, pages.SIGN_UP["email"]) == ACCOUNT_LIMIT
+
+    clock.advance(THROTTLE.window.total_seconds())
+    browser.cookies.clear()  # a new sign-in, whose pause mails a link within the new window
+    location = pages.to_page(pages.authorize(browser, strict.id), "sign-in")
+    email, password = pages.SIGN_UP["email"], pages.SIGN_UP["password"]
+    pages.to_page(pages.sign_in(browser, location, email=email, password=password), "check-email")
+    assert verification_mails(engine, pages.SIGN_UP["email"]) == ACCOUNT_LIMIT + 1
+
+
+@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)  # email_links.return_to
+def test_the_verified_page_in_another_browser_links_back_to_the_sign_in_that_mailed_the_link(
+    browser: TestClient, other_browser: TestClient, org: Organization, strict: Registered, mailed: list[Link]
+) -> None:
+    """No dead end: the page links to the sign-in the mail came from, made again (without prompt=create: the
+    account exists), for this browser to sign in there too."""
+    signed_up = pages.submit(
+        browser, pages.to_page(pages.authorize(browser, strict.id, prompt="create"), "sign-up"), pages.SIGN_UP
+    )
+    pages.to_page(signed_up, "check-email")
+    page = other_browser.get(f"/verify-email?token={mailed[0].token}")
+    assert page.status_code == 200 and "Go back to the browser where you were signing in" in page.text
+    onward = re.search(r'<a href="([^"]+)">Or sign in to Menus Web here</a>', page.text)
+    assert onward, page.text
+    again = urlsplit(html.unescape(onward.group(1)))
+    assert again.path == "/oauth2/authorize" and "prompt" not in dict(parse_qsl(again.query))
+    assert dict(parse_qsl(again.query))["state"] == pages.STATE
+    location = pages.to_page(other_browser.get(f"{again.path}?{again.query}"), "sign-in")
+    email, password = pages.SIGN_UP["email"], pages.SIGN_UP["password"]
+    pages.code_of(pages.sign_in(other_browser, location, email=email, password=password))
+
+
+def test_a_link_sent_from_the_consoles_account_page_links_back_to_it(app: Any, mailed: list[Link]) -> None:
+    with ConsoleBrowser(app) as console:
+        console.complete(console.sign_up("lee@example.com", organization="Lee's"))
+        sent = console.post("/console/account/verification", {"csrf_token": console.csrf()})
+        assert sent.status_code == 200 and "a new link is on its way" in sent.text
+    with TestClient(app) as browser:
+        page = browser.get(f"/verify-email?token={mailed[-1].token}")  # the console's link, the sign-up's before it
+    assert page.status_code == 200 and "Email address verified" in page.text
+    assert '<a href="http://127.0.0.1:8000/console/account">Continue where you started</a>' in page.text

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GENERATORS = ("python", "typescript-fetch")
+# What docs/menus-api.md tells users to add, as `--additional-properties=importFileExtension=.js` (the same option in a
+# batch file): typescript-fetch then writes its relative imports with `.js`, as an ES module compiled with
+# `--module nodenext` needs them (TS2835 otherwise).
+EXTRA_PROPERTIES = {"typescript-fetch": {"importFileExtension": ".js"}}
 LOGBACK = """<configuration>
   <statusListener class="ch.qos.logback.core.status.NopStatusListener" />
   <appender name="out" class="ch.qos.logback.core.ConsoleAppender">
@@ -68,9 +72,10 @@ def generate_clients(documents: dict[str, str], folder: Path) -> Generated:
     for name, url in documents.items():
         for generator in GENERATORS:
             config = folder / f"{name}-{generator}.yaml"
+            extra = "".join(f"  {key}: {value}\n" for key, value in EXTRA_PROPERTIES.get(generator, {}).items())
             config.write_text(
                 f"generatorName: {generator}\ninputSpec: {url}\noutputDir: {folder / f'{name}-{generator}'}\n"
-                f"additionalProperties:\n  packageName: {name}_client\n  npmName: {name}-client\n",
+                f"additionalProperties:\n  packageName: {name}_client\n  npmName: {name}-client\n{extra}",
                 encoding="utf-8",
             )
             configs.append(str(config))

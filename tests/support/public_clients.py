@@ -34,9 +34,12 @@ def register_public(engine: Engine, org: Organization, **options: Any) -> Client
     return client
 
 
-def public_token_request(http: TestClient, client: Client, pairs: Pairs, origin: str | None = None) -> httpx.Response:
+def public_token_request(
+    http: TestClient, client: Client, pairs: Pairs, origin: str | None = None, headers: dict[str, str] | None = None
+) -> httpx.Response:
     """A token request of a public client: its client_id in the body and nothing else (RFC 6749 §3.2.1)."""
-    return token_request(http, [*pairs, ("client_id", client.id)], {"Origin": origin} if origin else None)
+    sent = {**({"Origin": origin} if origin else {}), **(headers or {})}
+    return token_request(http, [*pairs, ("client_id", client.id)], sent or None)
 
 
 def public_exchange(http: TestClient, client: Client, code: str, origin: str | None = None) -> httpx.Response:

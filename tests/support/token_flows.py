@@ -257,6 +257,19 @@ def assert_oauth_error(response: httpx.Response, error: str, status: int = 400) 
     assert response.headers["cache-control"] == "no-store"
 
 
+def assert_invalid_client(response: httpx.Response) -> None:
+    """RFC 6749 §5.2 as this provider answers ``invalid_client``: 401 with a ``Basic`` challenge when the request
+    carried an ``Authorization`` header, else 400 without a challenge (docs/identity.md)."""
+    over_header = "authorization" in response.request.headers
+    assert response.status_code == (401 if over_header else 400), response.text
+    assert response.json()["error"] == "invalid_client", response.text
+    if over_header:
+        assert response.headers["www-authenticate"] == f'Basic realm="{ISSUER}", charset="UTF-8"'
+    else:
+        assert "www-authenticate" not in response.headers
+    assert response.headers["cache-control"] == "no-store" and response.headers["pragma"] == "no-cache"
+
+
 def look_alike(id_token: str, key: KeyPair) -> str:
     """The same header and claims as ``id_token``, signed with a key that is not the provider's."""
     header = jwt.get_unverified_header(id_token)

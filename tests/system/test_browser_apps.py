@@ -28,6 +28,7 @@ from tests.support.chromium import TIMEOUT_MS, browser, on_page, playwright
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import ROOT, LiveService, live_service
 from tests.support.pkce_pairs import pkce_pair
+from tests.support.waiting import eventually
 
 __all__ = ["browser", "playwright"]  # the Chromium fixtures of tests/support/chromium.py
 REPORT = ROOT / "reports" / "spa.md"
@@ -42,6 +43,7 @@ class Deployment:
     spa_client: dict[str, Any]
     native_client: dict[str, Any]
     stranger: ServedApp  # the same app on an origin nobody registered
+    config: dict[str, str]  # what the app reads at each load (window.SPA_CONFIG)
 
 
 @dataclass
@@ -73,7 +75,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
                 "clients", "create", "--name", "Menu Planner for desktop", "--org", acme["id"],
                 "--auth-method", "none", "--redirect-uri", "http://127.0.0.1/callback",
             )  # fmt: skip
-            yield Deployment(service, spa, bundle, spa_client, native_client, stranger)
+            yield Deployment(service, spa, bundle, spa_client, native_client, stranger, config)
 
 
 @pytest.fixture
@@ -199,6 +201,31 @@ def test_spa_signs_in_reads_userinfo_renews_revokes_and_signs_out_without_a_cons
     report(d, journey, calls, signed_in)
 
 
+def test_an_spa_that_sends_dpop_proofs_signs_in_with_bearer_tokens(deployment: Deployment, page: Page) -> None:
+    """oidc-client-ts with ``dpop`` set sends a ``DPoP`` header with each token request: the preflight allows it,
+    the provider ignores it (RFC 9449 §5) and issues Bearer tokens, which userinfo takes (it failed at the
+    preflight)."""
+    d, issuer = deployment, deployment.service.url
+    errors = console_errors(page)
+    d.config["dpop"] = "on"
+    try:
+        page.goto(d.spa.origin + "/")
+        reached(page, "ready")
+        page.get_by_role("button", name="Sign in").click()
+        sign_in_on_provider(page, issuer)
+        allow(page, issuer)
+        signed_in = reached(page, "signed-in")
+    finally:
+        d.config.pop("dpop")
+    assert signed_in["tokenType"] == "Bearer" and signed_in["refresh"] is True
+    assert reached_after(page, "Read profile", "profile")["status"] == 200
+    assert [e for e in errors if not e.endswith(f"({issuer}/favicon.ico)")] == [], errors
+    asked = preflight_exchange(d.service, d.spa.origin, "/oauth2/token", "POST", "content-type,dpop")
+    assert (
+        "HTTP/1.1 204" in asked and "access-control-allow-headers: content-type, authorization, dpop" in asked.lower()
+    )
+
+
 def reached_after(page: Page, button: str, step: str) -> dict[str, Any]:
     page.get_by_role("button", name=button).click()
     return reached(page, step)
@@ -256,6 +283,7 @@ def test_a_page_of_an_unregistered_origin_cannot_spend_a_code(deployment: Deploy
         return requests.post(f"{issuer}/oauth2/token", data=form, headers={"Origin": origin}, timeout=10)
 
     page.goto(d.stranger.origin + "/")
+    logged = len(server_log(d.service))
     outcome = page.evaluate(
         """async ([tokenUrl, form]) => {
             try {
@@ -266,7 +294,13 @@ def test_a_page_of_an_unregistered_origin_cannot_spend_a_code(deployment: Deploy
         [f"{issuer}/oauth2/token", form],
     )
     assert outcome.startswith("blocked"), outcome  # the page cannot read the answer
-    refused = [e for e in server_log(d.service) if e["path"] == "/oauth2/token"][-1]
+
+    # The server logs a request once its answer is sent, which the page may see first: wait for the line.
+    def refused_post() -> bool:
+        return any(e["path"] == "/oauth2/token" and e["method"] == "POST" for e in server_log(d.service)[logged:])
+
+    assert eventually(refused_post, 10)
+    refused = [e for e in server_log(d.service)[logged:] if e["path"] == "/oauth2/token" and e["method"] == "POST"][-1]
     assert refused["status"] == 403
     print(f"\nrefusal seen by the page of {d.stranger.origin}: {outcome}; the server answered {refused['status']}")
     answer = exchange_from(d.stranger.origin)

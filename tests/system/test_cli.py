@@ -13,11 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
 from identity.api_keys import ApiKeyStore
 from identity.clients import ClientStore
+from identity.organizations import OrganizationStore
+from service.cli.commands import main
 from service.cli.demo import prepare
+from service.console_api.relying_party import SERVICE_ORG_ID, SERVICE_ORG_NAME, SERVICE_ORG_SLUG
 from service.database.db import MissingDriver, make_engine
 from service.database.schema import head, upgrade
 from service.settings import Settings
@@ -114,6 +118,7 @@ def test_db_upgrade_brings_an_empty_database_to_the_head_and_then_has_nothing_to
 def test_commands_refuse_a_database_without_the_schema_and_name_the_upgrade_command(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
+    sqlite3.connect(tmp_path / "empty.sqlite3").close()  # a database file without the schema
     url = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
     done = cli(tmp_path, *command, "--database-url", url)
     assert done.returncode == 2
@@ -133,7 +138,7 @@ def test_the_default_database_is_var_of_the_current_folder_named_by_its_absolute
 
 def test_a_relative_sqlite_url_is_named_by_its_absolute_path(tmp_path: Path) -> None:
     done = cli(tmp_path, "orgs", "list", "--database-url", "sqlite:///relative.sqlite3")
-    assert done.returncode == 2 and f"{tmp_path / 'relative.sqlite3'}: the database has no schema yet" in done.stderr
+    assert done.returncode == 2 and f"{tmp_path / 'relative.sqlite3'}: there is no database here yet" in done.stderr
 
 
 def test_an_unreachable_database_is_one_line_naming_it_without_its_password(tmp_path: Path) -> None:
@@ -206,7 +211,12 @@ def test_demo_keeps_its_organization_user_and_client_id_and_renews_only_key_and_
     client = ClientStore(engine).get(second.client_id)
     assert client is not None and client.verify_secret(second.client_secret)
     assert not client.verify_secret(first.client_secret)
-    assert [c.id for c in ClientStore(engine).list()] == [second.client_id]
+    assert second.service_client_id == first.service_client_id
+    service = ClientStore(engine).get(second.service_client_id)
+    assert service is not None and service.verify_secret(second.service_client_secret)
+    assert service.grants == ("client_credentials",) and service.scopes == ("members:read",)
+    assert second.service_client_secret in second.instructions
+    assert sorted(c.id for c in ClientStore(engine).list()) == sorted([second.client_id, second.service_client_id])
 
 
 def test_serve_refuses_a_schema_behind_this_version_and_names_the_upgrade_command(tmp_path: Path) -> None:
@@ -358,3 +368,79 @@ def test_keys_rotate_and_list(tmp_path: Path) -> None:
 def test_identity_commands_refuse_bad_input_with_exit_2(tmp_path: Path, args: tuple[str, ...], stdin: str) -> None:
     done = cli(tmp_path, *args, stdin=stdin)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_command_run_where_there_is_no_database_fails_and_leaves_no_file_behind(tmp_path: Path) -> None:
+    """docs/cli.md: nothing half-written. Only ``db upgrade`` (and ``serve --demo``) makes a database; any other
+    command, run from a folder without one, says so and leaves no 4 KiB ``var/regional-menus.sqlite3``."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for command in [("orgs", "list"), ("api-keys", "revoke", "key_0000000000000000"), ("db", "current"),
+                    ("serve", "--port", "0")]:  # fmt: skip
+        done = cli(elsewhere, *command)
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, (command, done.stderr)
+        assert "there is no database here yet: `regional-menus db upgrade` creates it" in done.stderr, command
+        assert list(elsewhere.iterdir()) == [], command
+    assert cli(elsewhere, "db", "upgrade").returncode == 0
+    assert (elsewhere / "var" / "regional-menus.sqlite3").is_file()
+
+
+def test_a_missing_options_choices_are_listed_on_one_line_without_tabs(tmp_path: Path) -> None:
+    done = cli(tmp_path, "clients", "create", "--name", "App", "--org", "org_x")
+    assert done.returncode == 2 and "\t" not in done.stderr and len(done.stderr.splitlines()) == 1
+    assert done.stderr == (
+        "regional-menus: error: Missing option '--auth-method'. "
+        "Choose from: client_secret_basic, client_secret_post, private_key_jwt, none\n"
+    )
+
+
+def test_every_commands_summary_is_whole_in_an_80_column_terminal() -> None:
+    """click cuts a summary that does not fit the listing with "..."; every command and group gives one that does."""
+    groups: list[tuple[str, ...]] = [()] + [(name,) for name, command in main.commands.items() if command.params == []]
+    cut = []
+    for group in groups:
+        listing = CliRunner().invoke(main, [*group, "--help"], terminal_width=80, prog_name="regional-menus")
+        assert listing.exit_code == 0, listing.output
+        listed = listing.output.split("Commands:\n", 1)[1].splitlines()
+        cut += [f"{' '.join(group)}: {line.strip()}" for line in listed if line.endswith("...")]
+    assert cut == []
+
+
+def test_a_public_client_made_where_public_clients_are_off_is_registered_with_a_warning(tmp_path: Path) -> None:
+    org = json.loads(cli(tmp_path, "orgs", "create", "--json", "--name", "Acme").stdout)
+    args = ("clients", "create", "--name", "SPA", "--org", org["id"], "--auth-method", "none")
+    args += ("--redirect-uri", "https://spa.example/callback")
+    done = cli(tmp_path, *args, env={"MENUS_PUBLIC_CLIENTS": "off"})
+    assert done.returncode == 0 and "SPA" in done.stdout
+    assert (
+        "regional-menus: warning: MENUS_PUBLIC_CLIENTS is off here: a node with it off refuses this public client"
+        in done.stderr
+    )
+    as_json = cli(tmp_path, *args, "--json", env={"MENUS_PUBLIC_CLIENTS": "off"})
+    warning = next(json.loads(line) for line in as_json.stderr.splitlines() if '"warning"' in line)
+    assert warning["warning"].startswith("MENUS_PUBLIC_CLIENTS is off here")
+    quiet = cli(tmp_path, *args, env={"MENUS_PUBLIC_CLIENTS": "on"})
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr
+    assert len(json.loads(cli(tmp_path, "clients", "list", "--json").stdout)) == 3
+
+
+def test_orgs_list_leaves_out_the_services_own_organization(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'regional-menus.sqlite3'}", POOL)
+    OrganizationStore(engine).ensure(SERVICE_ORG_ID, SERVICE_ORG_NAME, SERVICE_ORG_SLUG)  # as the console's start
+    engine.dispose()
+    cli(tmp_path, "orgs", "create", "--name", "Acme")
+    listed = json.loads(cli(tmp_path, "orgs", "list", "--json").stdout)
+    assert [org["name"] for org in listed] == ["Acme"]
+    assert SERVICE_ORG_SLUG not in cli(tmp_path, "orgs", "list").stdout
+
+
+def test_revoking_a_revoked_key_exits_0_says_already_revoked_and_writes_no_second_audit_line(tmp_path: Path) -> None:
+    created = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "p").stdout)
+    first = cli(tmp_path, "api-keys", "revoke", created["id"], "--json")
+    assert first.returncode == 0 and json.loads(first.stdout)["already_revoked"] is False
+    assert '"api_key_revoked"' in first.stderr
+    again = cli(tmp_path, "api-keys", "revoke", created["id"])
+    assert again.returncode == 0 and "already revoked" in again.stdout
+    assert again.stderr == ""  # no second audit line
+    as_json = json.loads(cli(tmp_path, "api-keys", "revoke", created["id"], "--json").stdout)
+    assert as_json["already_revoked"] is True and as_json["revoked_at"] == json.loads(first.stdout)["revoked_at"]

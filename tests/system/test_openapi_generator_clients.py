@@ -5,7 +5,8 @@ A user points openapi-generator at the served documents, so that is what this mo
 then real calls with each client: the menus list page by page (``next_cursor`` and the RFC 8288 ``Link`` header), an
 application token (``client_credentials``) and its introspection, and errors parsed into the problem and OAuth error
 models. The TypeScript program (``tests/system/sdk_ts/generated_clients.test.ts``) is compiled with the pinned ``tsc``
-and run by Node's test runner.
+as the README's set-up compiles (an ES module package, ``--module nodenext``; typescript-fetch generated with
+``importFileExtension=.js``, as docs/menus-api.md says) and run by Node's test runner.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ DISH_COUNT = 146
 PROGRAM = ROOT / "tests" / "system" / "sdk_ts" / "generated_clients.test.ts"
 BIN = ROOT / "node_modules" / ".bin"
 PACKAGES = ("menus_client", "identity_client", "operations_client", "console_client")
+# The compiler flags of the README and docs/menus-api.md, exactly (an ES module program, `--module nodenext`).
+TSC_FLAGS = ["--module", "nodenext", "--target", "es2022", "--types", "node", "--strict"]
 
 
 @pytest.fixture(scope="module")
@@ -159,13 +162,11 @@ def test_the_typescript_client_pages_gets_a_token_introspects_it_and_parses_erro
         shutil.copytree(generated.typescript_sources(name), tmp_path / name)
     shutil.copy(PROGRAM, tmp_path / PROGRAM.name)
     (tmp_path / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
-    tsconfig = {
-        "compilerOptions": {"target": "ES2022", "module": "commonjs", "moduleResolution": "node", "strict": True,
-                            "lib": ["ES2022", "DOM"], "types": ["node"], "outDir": "out", "skipLibCheck": True},
-        "files": [PROGRAM.name],
-    }  # fmt: skip
-    (tmp_path / "tsconfig.json").write_text(json.dumps(tsconfig), encoding="utf-8")
-    compiled = subprocess.run([str(BIN / "tsc"), "-p", "tsconfig.json"], cwd=tmp_path, capture_output=True, text=True)
+    # The README's TypeScript set-up: an ES module package, compiled as docs/menus-api.md says.
+    (tmp_path / "package.json").write_text('{"type": "module", "private": true}\n', encoding="utf-8")
+    compiled = subprocess.run(
+        [str(BIN / "tsc"), *TSC_FLAGS, PROGRAM.name], cwd=tmp_path, capture_output=True, text=True
+    )
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     env = {
         **os.environ,
@@ -174,7 +175,7 @@ def test_the_typescript_client_pages_gets_a_token_introspects_it_and_parses_erro
         "CLIENT_ID": application["client_id"],
         "CLIENT_SECRET": application["client_secret"],
     }
-    command = ["node", "--test", "--test-reporter=spec", "out/generated_clients.test.js"]
+    command = ["node", "--test", "--test-reporter=spec", "generated_clients.test.js"]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ℹ fail 0" in done.stdout and "ℹ pass 4" in done.stdout, done.stdout

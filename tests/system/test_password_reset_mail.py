@@ -3,6 +3,7 @@ the old one refused, and the client that held the user's session told by a back-
 
 from __future__ import annotations
 
+import html
 import re
 from urllib.parse import urlsplit
 
@@ -59,6 +60,13 @@ def test_forgot_password_mails_a_link_whose_new_password_revokes_the_old_tokens_
         token = hidden_fields(form.text)["token"]
         done = browser.post(parts.path, data={"token": token, "password": NEW_PASSWORD})
         assert done.status_code == 200 and "Password changed" in done.text
+        # The way onward: the sign-in that asked for the link, again (without its prompt), to the client's code.
+        onward = re.search(r'<a href="([^"]+)">Sign in again</a>', done.text)
+        assert onward, done.text
+        again_url = urlsplit(html.unescape(onward.group(1)))
+        assert again_url.path == "/oauth2/authorize" and "prompt" not in again_url.query
+        started = browser.get(f"{again_url.path}?{again_url.query}")
+        code_of(sign_in(browser, to_page(started, "sign-in"), password=NEW_PASSWORD))  # the same state, to the client
         assert refresh(browser, web, before["refresh_token"]).status_code == 400  # invalid_grant
         [logout] = relying_party.wait_for(1)  # the client that held the session, told through the outbox
         assert verified(browser, the_token(logout), web)["sub"] == user.id

@@ -14,6 +14,7 @@ import base64
 import importlib
 import inspect
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,7 @@ import pytest
 from data.folding import fold
 from tests.support.form_browser import code_through_sign_in
 from tests.support.identity_fixtures import PASSWORD
-from tests.support.live import REDIRECT_URI, LiveService, live_service
+from tests.support.live import REDIRECT_URI, ROOT, LiveService, live_service
 
 REGION_COUNT = 16
 DISH_COUNT = 146
@@ -273,6 +274,28 @@ def test_following_next_cursor_until_none_gives_every_dish_once(sdk: Sdk, client
     assert all(isinstance(dish, sdk.models.Dish) for dish in dishes)
     assert all(isinstance(dish.region, sdk.models.RegionSummary) for dish in dishes)
     assert [(fold(dish.name), dish.slug) for dish in dishes] == sorted((fold(dish.name), dish.slug) for dish in dishes)
+
+
+def docs_python_example() -> str:
+    """The Python block of docs/menus-api.md's "Client SDKs", as it stands."""
+    text = (ROOT / "docs" / "menus-api.md").read_text(encoding="utf-8").split("## Client SDKs", 1)[1]
+    return text.split("```python\n", 1)[1].split("```\n", 1)[0]
+
+
+def test_the_docs_python_paging_example_runs_against_the_live_service_and_passes_mypy_strict(
+    sdk: Sdk, every_dish: list[Any], service: LiveService, generated: Path, tmp_path: Path
+) -> None:
+    """The example a user copies pages through the desserts checking each answer's type (a Problem, a 429 midway,
+    was read as a DishPage: AttributeError), so that ``mypy --strict`` finds nothing to say."""
+    (tmp_path / "example.py").write_text(docs_python_example(), encoding="utf-8")
+    env = {**os.environ, "MENUS_URL": f"{service.url}/v1", "MENUS_KEY": service.api_key("docs-example")}
+    env["PYTHONPATH"] = env["MYPYPATH"] = str(generated)
+    ran = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    desserts = sum(1 for dish in every_dish if dish.course == sdk.models.Course.DESSERT)
+    assert ran.returncode == 0 and ran.stdout == f"{desserts} desserts\n", ran.stdout + ran.stderr
+    command = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "mypy"), "example.py"]
+    checked = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_course_diet_and_max_spice_filters_give_exactly_the_matching_dishes(

@@ -3,14 +3,16 @@
 A user opens the live Swagger UI, authorizes, and on each operation clicks Try it out → Execute without typing
 anything else: Swagger UI sends every parameter's `example` at once, so the examples must work together (the menus
 filters are one set that finds two Kerala dishes). Each menus operation must answer 200 with data; discovery
-answers its metadata; the token operation, authorized with a client's Basic credentials, pre-fills a
-client_credentials request (no client secret in the form beside Basic) and gets a token.
+answers its metadata; the token operation, authorized with the Basic credentials of the application client that
+``serve --demo`` prints, pre-fills a client_credentials request (no client secret in the form beside Basic) and
+gets a token.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,8 +35,17 @@ MENUS_OPERATIONS = [
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    with live_service(tmp_path_factory.mktemp("swagger-ui")) as service:
+    with live_service(tmp_path_factory.mktemp("swagger-ui"), args=("--demo",)) as service:
         yield service
+
+
+def demo_application_client(service: LiveService) -> tuple[str, str]:
+    """The application client and secret ``serve --demo`` printed (in the server's log), as a new user reads them."""
+    printed = (service.workdir / "server.log").read_text(encoding="utf-8")
+    section = printed.split("Call the directory as an application", 1)[1]
+    found = re.search(r"Client:\s+(cli_\w+).*?Secret:\s+(cs_[\w-]+)", section, re.DOTALL)
+    assert found, printed
+    return found.group(1), found.group(2)
 
 
 def authorize(page: Page, scheme: str, *values: str) -> None:
@@ -80,12 +91,12 @@ def test_every_menus_operation_answers_200_with_data_as_pre_filled(page: Page, s
 
 
 def test_discovery_and_the_token_operation_answer_as_pre_filled(page: Page, service: LiveService) -> None:
-    client = service.members_reader("Swagger Kitchen", "Swagger")
+    client_id, secret = demo_application_client(service)
     page.goto(f"{service.url}/ui/")
     page.wait_for_selector(".opblock")
     status, _, discovery = try_it_out(page, "oidc.discovery")
     assert status == 200 and discovery["issuer"] == service.url and discovery["token_endpoint"]
-    authorize(page, "clientSecretBasic", client["client_id"], client["client_secret"])
+    authorize(page, "clientSecretBasic", client_id, secret)
     status, _, token = try_it_out(page, "token.exchange")
     assert status == 200, token
     assert token["token_type"] == "Bearer" and token["scope"] == "members:read" and token["access_token"]

@@ -39,6 +39,8 @@ def test_a_plain_form_within_the_contracts_bounds_is_read_as_starlette_reads_it(
         b"scope=members%3Aread",  # the required grant_type is missing
         b"grant_type=" + b"a" * 2049,  # over the contract's maxLength
         GOOD + b"&x=%00",  # a control character
+        GOOD + b"&client_id=caf%C3%A9",  # a declared field outside its pattern (RFC 6749 Appendix A: VSCHAR)
+        b"grant_type=client_credentials&scope=members%22read",  # a scope outside NQCHAR
         GOOD + b"&",  # an empty pair
         GOOD + b"&flag",  # a name without a value
         GOOD + b"&=x",  # a value without a name

@@ -90,7 +90,8 @@ def test_operations_md_lists_every_fixed_setting_with_its_default() -> None:
 def test_a_smaller_identity_form_limit_answers_413_sooner(settings: Settings, engine: Engine, catalog: Catalog) -> None:
     form = {"grant_type": "client_credentials", "pad": "a" * 2048}
     with TestClient(create_app(settings, catalog=catalog)) as default:
-        assert default.post("/oauth2/token", data=form).status_code == 401  # no client: read, then refused
+        read = default.post("/oauth2/token", data=form)  # no client: read, then refused (invalid_client, 400)
+        assert read.status_code == 400 and read.json()["error"] == "invalid_client"
     with TestClient(create_app(settings.with_changes(identity_form_limit=1024), catalog=catalog)) as small:
         refused = small.post("/oauth2/token", data=form)
     assert refused.status_code == 413 and refused.json()["error"] == "invalid_request"

@@ -13,6 +13,7 @@ from identity.organizations import Organization
 from identity.users import User
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import CALLBACK, EMAIL, PASSWORD, Registered, Shared, register
+from tests.support.token_flows import assert_invalid_client
 
 # The token endpoint: client authentication.
 
@@ -43,11 +44,32 @@ def test_code_exchange_with_client_secret_post_for_a_client_registered_so(
     assert pages.verified(browser, response.json()["id_token"], poster.id)["azp"] == poster.id
 
 
-def test_client_secret_post_client_using_basic_is_invalid_client(visitor: TestClient, shared: Shared) -> None:
+def test_a_client_secret_post_client_may_use_basic_instead(
+    browser: TestClient, engine: Engine, org: Organization, user: User
+) -> None:
+    """RFC 6749 §2.3.1: the server MUST take HTTP Basic from every client that was issued a password."""
+    poster = register(engine, org, name="Poster", auth_method="client_secret_post")
+    pairs = [("grant_type", "authorization_code"), ("code", pages.signed_in_code(browser, poster.id))]
+    pairs += [("redirect_uri", CALLBACK), ("code_verifier", pages.VERIFIER)]
+    response = pages.token_request(browser, pairs, pages.basic(poster))
+    assert response.status_code == 200, response.text
+    assert pages.verified(browser, response.json()["id_token"], poster.id)["azp"] == poster.id
+
+
+def test_a_client_secret_post_client_with_a_wrong_secret_over_basic_is_invalid_client(
+    visitor: TestClient, shared: Shared
+) -> None:
     poster = register(shared.engine, shared.org, name="Poster", auth_method="client_secret_post")
-    response = pages.token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], pages.basic(poster))
-    pages.assert_oauth_error(response, 401, "invalid_client")
-    assert response.headers["www-authenticate"].startswith("Basic ")
+    wrong = Registered(poster.id, poster.secret + "x")
+    assert_invalid_client(pages.token_request(visitor, [("grant_type", "client_credentials")], pages.basic(wrong)))
+
+
+def test_basic_and_client_secret_together_are_refused_for_a_client_secret_post_client_too(
+    visitor: TestClient, shared: Shared
+) -> None:
+    poster = register(shared.engine, shared.org, name="Poster", auth_method="client_secret_post")
+    pairs = [("grant_type", "client_credentials"), ("client_id", poster.id), ("client_secret", poster.secret)]
+    pages.assert_oauth_error(pages.token_request(visitor, pairs, pages.basic(poster)), 400, "invalid_request")
 
 
 def test_basic_credentials_are_form_decoded(browser: TestClient, web: Registered, user: User) -> None:
@@ -65,8 +87,7 @@ def test_basic_credentials_are_form_decoded(browser: TestClient, web: Registered
 def test_wrong_client_secret_is_invalid_client_with_a_basic_challenge(visitor: TestClient, shared: Shared) -> None:
     wrong = Registered(shared.web.id, shared.web.secret + "x")
     response = pages.token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], pages.basic(wrong))
-    pages.assert_oauth_error(response, 401, "invalid_client")
-    assert response.headers["www-authenticate"].startswith("Basic ")
+    assert_invalid_client(response)
 
 
 def test_why_client_authentication_failed_is_logged_never_answered(
@@ -87,19 +108,20 @@ def test_why_client_authentication_failed_is_logged_never_answered(
 )
 def test_malformed_basic_header_is_invalid_client(visitor: TestClient, shared: Shared, authorization: str) -> None:
     response = pages.token_request(visitor, [("grant_type", "client_credentials")], {"Authorization": authorization})
-    pages.assert_oauth_error(response, 401, "invalid_client")
+    assert_invalid_client(response)
 
 
 def test_unknown_client_is_invalid_client(visitor: TestClient, shared: Shared) -> None:
     unknown = Registered("cl_unknown", shared.web.secret)
     response = pages.token_request(visitor, [("grant_type", "authorization_code"), ("code", "x")], pages.basic(unknown))
-    pages.assert_oauth_error(response, 401, "invalid_client")
-    assert response.headers["www-authenticate"].startswith("Basic ")
+    assert_invalid_client(response)
 
 
-def test_client_secret_basic_client_using_client_secret_post_is_invalid_client(
+def test_client_secret_basic_client_using_client_secret_post_is_invalid_client_400_without_a_challenge(
     visitor: TestClient, shared: Shared
 ) -> None:
+    """RFC 6749 §2.3.1: a client issued a secret may use Basic, never the reverse (the body's secret is NOT
+    RECOMMENDED, taken only from clients registered for it). No Authorization header: 400, no challenge (§5.2)."""
     pairs = [
         ("grant_type", "authorization_code"),
         ("code", "x"),
@@ -107,8 +129,8 @@ def test_client_secret_basic_client_using_client_secret_post_is_invalid_client(
         ("client_secret", shared.web.secret),
     ]
     response = pages.token_request(visitor, pairs)
-    pages.assert_oauth_error(response, 401, "invalid_client")
-    assert response.headers["www-authenticate"] == f'Basic realm="{pages.ISSUER}", charset="UTF-8"'
+    assert_invalid_client(response)
+    assert response.status_code == 400 and "www-authenticate" not in response.headers
 
 
 def test_basic_and_client_secret_together_is_invalid_request(visitor: TestClient, shared: Shared) -> None:
@@ -129,12 +151,15 @@ def test_error_description_quoting_the_request_keeps_to_printable_ascii(visitor:
     assert "gr?nt'??" in description
 
 
-def test_token_request_without_client_authentication_is_invalid_client(visitor: TestClient, shared: Shared) -> None:
-    """RFC 9110 §15.5.2: a 401 carries a challenge, even when the client tried no HTTP authentication scheme."""
+def test_token_request_without_client_authentication_is_invalid_client_400_without_a_challenge(
+    visitor: TestClient, shared: Shared
+) -> None:
+    """RFC 6749 §5.2 allows 400 where the client did not use the Authorization header; a 401 would need a challenge
+    (RFC 9110 §15.5.2), and one for a scheme the client never used makes openid-client miss ``invalid_client``."""
     pairs = [("grant_type", "authorization_code"), ("code", "x"), ("client_id", shared.web.id)]
     response = pages.token_request(visitor, pairs)
-    pages.assert_oauth_error(response, 401, "invalid_client")
-    assert response.headers["www-authenticate"] == f'Basic realm="{pages.ISSUER}", charset="UTF-8"'
+    assert_invalid_client(response)
+    assert response.status_code == 400 and "www-authenticate" not in response.headers
 
 
 @pytest.mark.parametrize(
@@ -183,8 +208,7 @@ def test_every_token_response_forbids_caching(visitor: TestClient, shared: Share
 def test_client_id_in_the_body_must_name_the_basic_client(visitor: TestClient, shared: Shared) -> None:
     pairs = [("grant_type", "authorization_code"), ("code", "x"), ("client_id", "cl_someone_else")]
     response = pages.token_request(visitor, pairs, pages.basic(shared.web))
-    pages.assert_oauth_error(response, 401, "invalid_client")
-    assert response.headers["www-authenticate"].startswith("Basic ")
+    assert_invalid_client(response)
 
 
 def test_token_request_with_a_wrong_media_type_is_refused_without_caching(visitor: TestClient, shared: Shared) -> None:

@@ -2,7 +2,7 @@
 // no secret (a public client), refresh tokens, revocation and RP-initiated sign-out. The test bundles it
 // with esbuild into a temporary folder and serves it from an origin of its own (tests/support/browser_app.py).
 // Each step writes its outcome into #status (data-step: the step reached, or "error").
-import { UserManager, WebStorageStateStore } from "oidc-client-ts";
+import { IndexedDbDPoPStore, UserManager, WebStorageStateStore } from "oidc-client-ts";
 
 const config = window.SPA_CONFIG;
 const manager = new UserManager({
@@ -14,6 +14,8 @@ const manager = new UserManager({
   userStore: new WebStorageStateStore({ store: window.sessionStorage }),
   automaticSilentRenew: false,
   loadUserInfo: false,
+  // config.dpop "on": a DPoP proof with each token request (RFC 9449), as an app set up for DPoP sends it.
+  ...(config.dpop === "on" ? { dpop: { store: new IndexedDbDPoPStore() } } : {}),
 });
 const status = document.getElementById("status");
 
@@ -38,7 +40,7 @@ async function userinfo(accessToken) {
 async function signedIn() {
   const user = await manager.signinRedirectCallback();
   history.replaceState(null, "", "/");
-  return { sub: user.profile.sub, scope: user.scope, refresh: Boolean(user.refresh_token) };
+  return { sub: user.profile.sub, scope: user.scope, refresh: Boolean(user.refresh_token), tokenType: user.token_type };
 }
 
 async function profile() {

@@ -4,8 +4,8 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 
-import * as identity from "./identity/index";
-import * as menus from "./menus/index";
+import * as identity from "./identity/index.js";
+import * as menus from "./menus/index.js";
 
 const service = process.env.SERVICE_URL ?? "";
 const PAGE_SIZE = 10;
