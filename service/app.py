@@ -4,7 +4,8 @@
 dataset, and joins the APIs with a small dispatcher that routes by path and
 answers the ASGI lifespan itself. Every request passes one edge (``service/web/edge.py``): one ASGI layer
 that wraps ``send`` once and calls, in order, the observer (``service/ops/observe.py``: the request's id,
-its metrics and its log line), the API's steps (CORS, the documents, the body cap, the menus API's gate)
+its metrics and its log line), the arrival of a request body (``service/web/body_arrival.py``), the worker's
+admission, the API's steps (CORS, the documents, the body cap, the menus API's gate)
 and the API's app, and answers an error that escapes them as a problem.
 """
 
@@ -20,7 +21,7 @@ from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
 from identity import audit
@@ -59,10 +60,11 @@ from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
 from service.web.admission import Admission
 from service.web.api_docs import Documentation
+from service.web.body_arrival import BodyTiming
 from service.web.body_limit import NO_BODY, BodyCap, describe
 from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
-from service.web.edge import Api, Observer, Step, Stepped, answer
+from service.web.edge import Api, Bodies, Observer, Step, Stepped, answer
 from service.web.forwarded import TrustedProxies
 from service.web.problems import (
     MEDIA_TYPE,
@@ -88,6 +90,7 @@ class Dispatcher:
     engine: Engine
     observer: Observer | None = None  # the request observer (service/ops/observe.py); needed for HTTP
     admission: Admission | None = None  # this worker's bound of accepted work (service/web/admission.py)
+    timing: BodyTiming | None = None  # how fast a request body must arrive (service/web/body_arrival.py)
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
@@ -111,7 +114,7 @@ class Dispatcher:
             await api.app(scope, receive, send)
             return
         assert self.observer is not None
-        await answer(api, self.observer, scope, receive, send, self.admission)
+        await answer(api, self.observer, scope, receive, send, self.admission, self.timing)
 
     def route(self, path: str) -> Api:
         """The API that answers ``path``."""
@@ -264,7 +267,13 @@ def create_app(
         validate_responses=settings.validate_responses,
     )
     web = console_web(settings, engine, sealer, provider, keys, clock)
-    console = Api(BuiltOnFirstRequest(lambda: _console_app(web, settings))) if web else None
+    console = None
+    if web is not None:
+        too_slow = web.too_slow
+        console = Api(
+            BuiltOnFirstRequest(lambda: _console_app(web, settings)),
+            bodies=Bodies(settings.console_form_limit, lambda scope, send: too_slow()(scope, _no_body, send)),
+        )
     no_body = BodyCap(NO_BODY, _problem_too_large)
     routes = RouteTemplates(
         [
@@ -296,6 +305,7 @@ def create_app(
                 PublishedDocuments.of(provider),
             ),
             identity.overloaded,
+            Bodies(settings.identity_form_limit, identity.too_slow),
         ),
         operations=Api(
             create_operations_app(Readiness(engine, limiter.reachable, timeout=settings.ready_timeout)),
@@ -306,6 +316,7 @@ def create_app(
         observer=RequestObserver(routes, logged_path_max=settings.logged_path_max, proxies=proxies),
         # the operations endpoints and the console are not bounded: docs/operations.md "Overload"
         admission=Admission(settings.max_in_flight, settings.max_queue_wait, on_refused=metrics.count_shed),
+        timing=BodyTiming(settings.body_timeout, settings.body_min_rate, settings.body_rate_grace),
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
         on_shutdown=lambda: _close_all(limiter, failure_limiter),
@@ -384,6 +395,10 @@ def documented(
 async def _close_all(*limiters: RateLimiter) -> None:
     for each in limiters:
         await each.aclose()
+
+
+async def _no_body() -> Message:
+    return {"type": "http.disconnect"}
 
 
 def _problem_too_large(_: Scope, limit: int) -> Response:

@@ -28,6 +28,11 @@ HEAD_TIMEOUT = 10  # seconds a connection may take to send a whole request head 
 HEAD_LINE_LIMIT = 16 * 1024  # bytes of one header line (431 past it); the request line may take HEAD_LIMIT (414)
 HEAD_LIMIT = 64 * 1024  # bytes of a whole request head, request line and header lines (431 past it)
 HEAD_FIELDS_LIMIT = 100  # header lines in a request head (431 past it; gunicorn's default)
+# A request body is awaited before the request is admitted, and must arrive in time (408 else, and the connection
+# is closed: service/web/body_arrival.py); the rate and grace are Kestrel's MinRequestBodyDataRate defaults.
+BODY_TIMEOUT = 10  # seconds a whole request body may take to arrive
+BODY_MIN_RATE = 240  # bytes a second a request body must average once its grace is over
+BODY_RATE_GRACE = 5.0  # seconds a request body may take before its rate counts
 CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/web/cors.py)
 CORS_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
 CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
@@ -172,6 +177,9 @@ class Settings:
     head_line_limit: int = HEAD_LINE_LIMIT
     head_limit: int = HEAD_LIMIT
     head_fields_limit: int = HEAD_FIELDS_LIMIT
+    body_timeout: int = BODY_TIMEOUT  # MENUS_BODY_TIMEOUT
+    body_min_rate: int = BODY_MIN_RATE
+    body_rate_grace: float = BODY_RATE_GRACE
     docs: bool = True  # MENUS_DOCS: serve the OpenAPI documents and Swagger UI (off: every one is 404)
     cors_origins: tuple[str, ...] = CORS_ORIGINS  # MENUS_CORS_ORIGINS
     cors_max_age: int = CORS_MAX_AGE
@@ -294,6 +302,7 @@ class Settings:
             usage_flush_interval=_whole(env, "MENUS_USAGE_FLUSH_INTERVAL", USAGE_FLUSH_INTERVAL, minimum=1),
             trusted_proxies=_networks(env, "MENUS_TRUSTED_PROXIES"),
             head_timeout=_whole(env, "MENUS_HEAD_TIMEOUT", HEAD_TIMEOUT, minimum=1),
+            body_timeout=_whole(env, "MENUS_BODY_TIMEOUT", BODY_TIMEOUT, minimum=1),
             smtp_url=_smtp_url(env),
             mail_from=_mail_from(env),
             mail_poll_interval=_whole(env, "MENUS_MAIL_POLL_INTERVAL", MAIL_POLL_INTERVAL, minimum=1),
