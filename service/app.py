@@ -60,7 +60,7 @@ from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
 from service.web.admission import Admission
 from service.web.api_docs import Documentation
-from service.web.body_arrival import BodyTiming
+from service.web.body_arrival import BodyTiming, BodyWatch
 from service.web.body_limit import NO_BODY, BodyCap, describe
 from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
@@ -90,7 +90,7 @@ class Dispatcher:
     engine: Engine
     observer: Observer | None = None  # the request observer (service/ops/observe.py); needed for HTTP
     admission: Admission | None = None  # this worker's bound of accepted work (service/web/admission.py)
-    timing: BodyTiming | None = None  # how fast a request body must arrive (service/web/body_arrival.py)
+    bodies: BodyWatch | None = None  # the request bodies awaited, and how fast (service/web/body_arrival.py)
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
@@ -114,7 +114,7 @@ class Dispatcher:
             await api.app(scope, receive, send)
             return
         assert self.observer is not None
-        await answer(api, self.observer, scope, receive, send, self.admission, self.timing)
+        await answer(api, self.observer, scope, receive, send, self.admission, self.bodies)
 
     def route(self, path: str) -> Api:
         """The API that answers ``path``."""
@@ -316,7 +316,7 @@ def create_app(
         observer=RequestObserver(routes, logged_path_max=settings.logged_path_max, proxies=proxies),
         # the operations endpoints and the console are not bounded: docs/operations.md "Overload"
         admission=Admission(settings.max_in_flight, settings.max_queue_wait, on_refused=metrics.count_shed),
-        timing=BodyTiming(settings.body_timeout, settings.body_min_rate, settings.body_rate_grace),
+        bodies=BodyWatch(BodyTiming(settings.body_timeout, settings.body_min_rate, settings.body_rate_grace)),
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
         on_shutdown=lambda: _close_all(limiter, failure_limiter),

@@ -31,13 +31,17 @@ The menus and operations APIs take no body at all: any body there is refused at 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from starlette.types import Message, Receive, Scope
 
 CLIENT_CLOSED = 499  # the status a request is recorded with when its client left before it was answered
+TICK = 0.1  # seconds between two looks of the watch at the bodies awaited (a body is cut this late at most)
+IDLE_TICKS = 50  # looks with no body awaited before the watch stops (it starts again with the next body)
 
 
 class Unread(Enum):
@@ -73,45 +77,88 @@ def framing(scope: Scope) -> int | None:
     return length or None
 
 
-async def read_body(scope: Scope, receive: Receive, limit: int, timing: BodyTiming) -> tuple[Scope, Receive] | Unread:
-    """Await the request's body (at most ``limit`` bytes of it, a few more for a chunked one that crosses it)
-    within ``timing``. Returns the request to hand on, its ``receive`` replaying what was read (and then the
-    rest, if any, as it comes), or why it was not read."""
-    announced = framing(scope)
-    if announced is None or announced > limit:
-        return scope, receive  # no body, or one the API's cap refuses unread
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    received = 0
-    messages: list[Message] = []
-    try:
-        async with asyncio.timeout_at(start + timing.allowed(0)) as deadline:
+@dataclass(slots=True)
+class _Reading:
+    task: asyncio.Task[Any]  # the request's, awaiting its body
+    start: float
+    received: int = 0
+    cut: bool = False  # the watch cancelled the task: the body was too slow
+
+
+class BodyWatch:
+    """The bodies a worker awaits, and the one task that cuts those too slow.
+
+    A timer per request (``asyncio.timeout``) cost 9 to 11 µs of every body, most of which arrive with their head;
+    instead, while any body is awaited (and for ``IDLE_TICKS`` after), one task looks every ``tick`` seconds at
+    the bodies awaited and cancels the request of each past its time, which then answers 408. A body is cut
+    within ``tick`` of its time."""
+
+    def __init__(self, timing: BodyTiming, *, tick: float = TICK, clock: Callable[[], float] = time.monotonic) -> None:
+        self.timing = timing
+        self.tick = tick
+        self.clock = clock
+        self._reading: dict[asyncio.Task[Any], _Reading] = {}
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def read(self, scope: Scope, receive: Receive, limit: int) -> tuple[Scope, Receive] | Unread:
+        """Await the request's body (at most ``limit`` bytes of it, a few more for a chunked one that crosses it).
+        Returns the request to hand on, its ``receive`` replaying what was read (and then the rest, if any, as it
+        comes), or why it was not read."""
+        announced = framing(scope)
+        if announced is None or announced > limit:
+            return scope, receive  # no body, or one the API's cap refuses unread
+        task = asyncio.current_task()
+        assert task is not None
+        reading = self._reading[task] = _Reading(task, self.clock())
+        watcher = self._watcher
+        if watcher is None or watcher.done() or watcher.get_loop() is not task.get_loop():
+            self._watcher = asyncio.create_task(self._watch())
+        messages: list[Message] = []
+        try:
             while True:
                 message = await receive()
                 if message["type"] != "http.request":
                     return Unread.GONE  # http.disconnect: the client left in the middle of its body
                 messages.append(message)
-                received += len(message.get("body", b""))
-                if not message.get("more_body", False) or received > limit:
+                reading.received += len(message.get("body", b""))
+                if not message.get("more_body", False) or reading.received > limit:
                     break
-                deadline.reschedule(start + timing.allowed(received))
-    except TimeoutError:
-        return Unread.TOO_SLOW
-    if messages[-1].get("more_body", False):  # crossed the cap: the API's cap reads what follows and refuses
-        return scope, replay_then(messages, receive)
-    body = b"".join(message.get("body", b"") for message in messages)
-    if announced == -1:  # read whole, a chunked body is now one of known length
-        headers = [(n, v) for n, v in scope["headers"] if n not in (b"transfer-encoding", b"content-length")]
-        headers.append((b"content-length", str(len(body)).encode()))
-        scope = {**scope, "headers": headers}
-    return scope, replay_then([{"type": "http.request", "body": body, "more_body": False}], receive)
+        except asyncio.CancelledError:
+            if not reading.cut or task.uncancel() > 0:
+                raise  # cancelled by someone else (the server stopping), too
+            return Unread.TOO_SLOW
+        finally:
+            del self._reading[task]
+        if messages[-1].get("more_body", False):  # crossed the cap: the API's cap reads what follows and refuses
+            return scope, replay_then(messages, receive)
+        if len(messages) == 1 and announced != -1:  # the usual case: the body came with its head, in one message
+            return scope, replay_then(messages, receive)
+        body = b"".join([message.get("body", b"") for message in messages])
+        if announced == -1:  # read whole, a chunked body is now one of known length
+            headers = [(n, v) for n, v in scope["headers"] if n not in (b"transfer-encoding", b"content-length")]
+            headers.append((b"content-length", str(len(body)).encode()))
+            scope = {**scope, "headers": headers}
+        return scope, replay_then([{"type": "http.request", "body": body, "more_body": False}], receive)
+
+    async def _watch(self) -> None:
+        idle = 0
+        while idle < IDLE_TICKS:
+            await asyncio.sleep(self.tick)
+            if not self._reading:
+                idle += 1
+                continue
+            idle = 0
+            now = self.clock()
+            for reading in list(self._reading.values()):
+                if not reading.cut and now - reading.start > self.timing.allowed(reading.received):
+                    reading.cut = True
+                    reading.task.cancel()
 
 
-def replay_then(messages: Sequence[Message], receive: Receive) -> Receive:
+def replay_then(messages: list[Message], receive: Receive) -> Receive:
     """The request's ``receive`` with ``messages`` already read given again, in order, then ``receive`` itself
     (the rest of a body, or the disconnect whenever it comes)."""
-    pending = list(messages)
-    pending.reverse()
+    pending = messages[::-1]
 
     async def replayed() -> Message:
         if pending:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.web.admission import RETRY_AFTER, Admission
-from service.web.body_arrival import CLIENT_CLOSED, BodyTiming, Unread, read_body
+from service.web.body_arrival import CLIENT_CLOSED, BodyWatch, Unread
 from service.web.problems import send_problem, to_problem
 
 Headers = list[tuple[bytes, bytes]]
@@ -136,9 +136,9 @@ async def answer(
     receive: Receive,
     send: Send,
     admission: Admission | None = None,
-    timing: BodyTiming | None = None,
+    bodies: BodyWatch | None = None,
 ) -> None:
-    """Answer one HTTP request with ``api``: observed, its body awaited (within ``timing``), admitted, through its
+    """Answer one HTTP request with ``api``: observed, its body awaited (by ``bodies``), admitted, through its
     steps and app, ``send`` wrapped once."""
     exchange = Exchange(send, scope, observer)
     token = observer.begin(exchange)
@@ -146,11 +146,11 @@ async def answer(
     bound = admission if api.overloaded is not None else None  # None: this API is not bounded
     in_flight = False  # counted by the admission until the answer ends
     try:
-        if api.bodies is not None and timing is not None:
+        if api.bodies is not None and bodies is not None:
             if bound is not None and bound.late(scope):
                 await _overloaded(api, scope, exchange)
                 return
-            arrived = await read_body(scope, receive, api.bodies.limit, timing)
+            arrived = await bodies.read(scope, receive, api.bodies.limit)
             if arrived is Unread.GONE:
                 exchange.status = CLIENT_CLOSED  # nobody to answer; recorded, never as an error of ours
                 return

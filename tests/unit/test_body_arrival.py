@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from service.web.body_arrival import BodyTiming, Unread, framing, read_body
+from service.web.body_arrival import BodyTiming, BodyWatch, Unread, framing
 
 TIMING = BodyTiming(timeout=10, min_rate=240, grace=5)
 
@@ -46,7 +46,7 @@ def test_a_chunked_body_read_whole_is_handed_on_as_one_of_known_length() -> None
     )
 
     async def run() -> tuple[dict[str, Any], dict[str, Any]]:
-        arrived = await read_body(scope, receive, 1024, TIMING)
+        arrived = await BodyWatch(TIMING).read(scope, receive, 1024)
         assert not isinstance(arrived, Unread)
         return arrived[0], await arrived[1]()
 
@@ -65,7 +65,7 @@ def test_a_chunked_body_past_the_cap_is_read_no_further_and_handed_on_with_the_r
     )
 
     async def run() -> list[dict[str, Any]]:
-        arrived = await read_body(scope, receive, 10, TIMING)
+        arrived = await BodyWatch(TIMING).read(scope, receive, 10)
         assert not isinstance(arrived, Unread)
         return [await arrived[1]() for _ in range(3)]
 
@@ -75,4 +75,48 @@ def test_a_chunked_body_past_the_cap_is_read_no_further_and_handed_on_with_the_r
 
 def test_a_client_that_leaves_before_its_body_is_whole_is_gone() -> None:
     receive = messages({"type": "http.request", "body": b"a", "more_body": True}, {"type": "http.disconnect"})
-    assert asyncio.run(read_body(scope_with((b"content-length", b"5")), receive, 10, TIMING)) is Unread.GONE
+    assert asyncio.run(BodyWatch(TIMING).read(scope_with((b"content-length", b"5")), receive, 10)) is Unread.GONE
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_watch_cuts_a_body_once_its_time_is_over_and_not_before() -> None:
+    """Two bodies that sent one byte and then nothing: the watch (looking at every turn of the loop) cuts the one
+    whose time is over; the other, started later, is still awaited."""
+    clock = Clock()
+    watch = BodyWatch(TIMING, tick=0, clock=clock)
+    more = asyncio.Event()
+
+    async def stalled() -> dict[str, Any]:
+        if not more.is_set():
+            more.set()
+            return {"type": "http.request", "body": b"g", "more_body": True}
+        await asyncio.Event().wait()  # the rest never comes
+        raise AssertionError
+
+    async def run() -> tuple[object, bool]:
+        scope = scope_with((b"content-length", b"100"))
+        early = asyncio.ensure_future(watch.read(scope, stalled, 1024))
+        await more.wait()
+        clock.now += TIMING.allowed(1) - 1  # a second before the early one's time
+        more.clear()
+        late = asyncio.ensure_future(watch.read(scope, stalled, 1024))
+        await more.wait()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not early.done()
+        clock.now += 1.001  # the early one's time is over, not the late one's
+        result = await asyncio.wait_for(early, 5)
+        still = not late.done()
+        late.cancel()
+        return result, still
+
+    result, still_awaited = asyncio.run(run())
+    assert result is Unread.TOO_SLOW
+    assert still_awaited
