@@ -382,6 +382,7 @@ def documented(
         enabled=settings.docs,
         api_origin=origin,
         pages_end_in_slash=pages_end_in_slash,
+        title=str(contract(name).document["info"]["title"]),
     )
     issuer_path = prefix if name == "identity.yaml" else None
     cors = CrossOrigin(
