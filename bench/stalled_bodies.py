@@ -69,11 +69,12 @@ class Service:
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
 
-    def cli(self, *args: str) -> Any:
+    def cli(self, *args: str, stdin: str | None = None) -> Any:
         done = subprocess.run(
             [sys.executable, "-m", "service", *args, "--json"],
             cwd=self.folder,
             env=self.env,
+            input=stdin,
             capture_output=True,
             text=True,
             check=False,

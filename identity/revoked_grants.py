@@ -22,15 +22,19 @@ from sqlalchemy.exc import IntegrityError
 from identity import backchannel_logout
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
+from identity.outbox import Doorbell
 from identity.refresh_tokens import RefreshTokenStore
 from identity.sessions import SessionStore
 from identity.tables import revoked_grants
 
 
 class Revoker:
-    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK, logouts: Doorbell | None = None) -> None:
+        """``logouts``: rung once a revocation that wrote logout tokens has committed (the node's worker posts them
+        at once; without it, at its next poll)."""
         self._engine = engine
         self._clock = clock
+        self._logouts = logouts
 
     def revoke_grant(self, grant_id: str) -> None:
         """Mark the authorization revoked, then revoke every access and refresh token issued from it."""
@@ -59,7 +63,8 @@ class Revoker:
         with self._engine.begin() as connection:
             grant_ids = RefreshTokenStore.revoke_session(connection, session_id, at)
             AccessTokenStore.revoke_session(connection, session_id, grant_ids, at)
-            backchannel_logout.notify_session(connection, session_id, at)
+            told = backchannel_logout.notify_session(connection, session_id, at)
+        self._written(told)
 
     def revoke_user(self, user_id: str) -> None:
         """Everything a user is signed in with ends, in one transaction: browser sessions, refresh tokens and
@@ -70,7 +75,13 @@ class Revoker:
             SessionStore.end_all_of(connection, user_id, at)
             RefreshTokenStore.revoke_user(connection, user_id, at)
             AccessTokenStore.revoke_user(connection, user_id, at)
-            backchannel_logout.notify_user(connection, user_id, at)
+            told = backchannel_logout.notify_user(connection, user_id, at)
+        self._written(told)
+
+    def _written(self, logout_tokens: int) -> None:
+        """After the commit: logout tokens were written, the node's worker may post them now."""
+        if logout_tokens and self._logouts is not None:
+            self._logouts.ring()
 
     @staticmethod
     def purge(connection: Connection, revoked_before: datetime) -> int:

@@ -102,7 +102,7 @@ class Dispatcher:
     keys_interval: float = 0  # given with refresh_keys
     deliver_mail: Callable[[], object] | None = None  # the mail worker's round, in a thread every mail_interval s
     mail_interval: float = 0  # given with deliver_mail
-    deliver_logouts: Callable[[], object] | None = None  # the back-channel logout worker's round, every mail_interval s
+    logouts: LogoutCourier | None = None  # the back-channel logout worker (service/outbound/backchannel.py)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -153,9 +153,8 @@ class Dispatcher:
                     tasks.append(asyncio.create_task(mail))
                 if self.admission is not None:  # its bound counts the event loop's lag (service/web/admission.py)
                     tasks.append(asyncio.create_task(self.admission.watch_loop(stopping)))
-                if self.deliver_logouts is not None:
-                    logouts = _every(self.deliver_logouts, self.mail_interval, stopping, "posting logout tokens")
-                    tasks.append(asyncio.create_task(logouts))
+                if self.logouts is not None:  # posts at once when woken, and looks every mail_interval s
+                    tasks.append(asyncio.create_task(self.logouts.run(stopping)))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 stopping.set()
@@ -285,6 +284,15 @@ def create_app(
         cached_paths=settings.route_cache_paths,
     )
     proxies = TrustedProxies.of(settings.trusted_proxies) if settings.trusted_proxies else None
+    logouts = LogoutCourier(
+        provider.logout_outbox,
+        provider.logout_tokens,
+        LogoutPoster(timeout=settings.backchannel_logout_timeout, loopback=settings.outbound_loopback),
+        poll_interval=settings.mail_poll_interval,
+        per_host=settings.backchannel_per_host,
+        at_once=settings.backchannel_at_once,
+    )
+    provider.logout_written.listen(logouts.wake)  # a revocation's logout tokens leave as it commits
     return Dispatcher(
         menus=Api(
             menus.app,
@@ -334,10 +342,7 @@ def create_app(
             database_url=settings.database_url,
         ),
         mail_interval=settings.mail_poll_interval,
-        deliver_logouts=LogoutCourier(
-            provider.logout_outbox,
-            LogoutPoster(provider.logout_tokens, timeout=settings.backchannel_logout_timeout),
-        ),
+        logouts=logouts,
     )
 
 

@@ -130,6 +130,11 @@ MAIL_BATCH = 20  # mails one worker round sends at most before looking again
 # Back-channel logout (identity/backchannel_logout.py, service/outbound/): logout tokens leave through the same
 # outbox, claimed and retried as mail (the MAIL_* lease, attempts, waits and batch; MAIL_POLL_INTERVAL)
 BACKCHANNEL_LOGOUT_TIMEOUT = 5  # seconds, in all, a logout endpoint has to take and answer a POST (else retried)
+BACKCHANNEL_PER_HOST = 2  # logout tokens posted to one host at once (more wait, without holding up other hosts)
+BACKCHANNEL_AT_ONCE = 32  # logout tokens a node posts at once, every host together
+# Outbound URIs (identity/outbound_uris.py): whether they may reach loopback addresses (development; on in serve
+# --demo); private, link-local and metadata addresses are refused whatever this says
+OUTBOUND_LOOPBACK = False
 
 
 class ConfigurationError(ValueError):
@@ -273,6 +278,9 @@ class Settings:
     mail_longest_retry: float = MAIL_LONGEST_RETRY
     mail_batch: int = MAIL_BATCH
     backchannel_logout_timeout: float = BACKCHANNEL_LOGOUT_TIMEOUT
+    backchannel_per_host: int = BACKCHANNEL_PER_HOST
+    backchannel_at_once: int = BACKCHANNEL_AT_ONCE
+    outbound_loopback: bool = OUTBOUND_LOOPBACK  # MENUS_OUTBOUND_LOOPBACK
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -306,6 +314,7 @@ class Settings:
             smtp_url=_smtp_url(env),
             mail_from=_mail_from(env),
             mail_poll_interval=_whole(env, "MENUS_MAIL_POLL_INTERVAL", MAIL_POLL_INTERVAL, minimum=1),
+            outbound_loopback=outbound_loopback_from(env),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -357,6 +366,7 @@ class Settings:
             web_origins_max_age=timedelta(seconds=self.web_origins_max_age),
             clients_max_age=timedelta(seconds=self.clients_max_age),
             clients_kept=self.clients_kept,
+            outbound_loopback=self.outbound_loopback,
         )
 
     def delivery(self) -> DeliveryPolicy:
@@ -388,6 +398,11 @@ def check_storage_url(url: str) -> str:
             "MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL"
         )
     return url
+
+
+def outbound_loopback_from(env: Mapping[str, str]) -> bool:
+    """``MENUS_OUTBOUND_LOOPBACK`` (also read alone by ``clients create`` and ``update``)."""
+    return _switch(env, "MENUS_OUTBOUND_LOOPBACK", default=OUTBOUND_LOOPBACK)
 
 
 def max_keys_per_org_from(env: Mapping[str, str]) -> int:
