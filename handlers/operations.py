@@ -9,7 +9,6 @@ from service.ops.favicon import ICON_CACHE_CONTROL, icon
 from service.ops.health import READINESS
 
 _OK = b'{"status":"ok"}'
-_STATUS = {"ready": b'{"status":"ready"}', "degraded": b'{"status":"degraded"}'}
 
 
 async def healthz() -> Response:
@@ -17,8 +16,8 @@ async def healthz() -> Response:
 
 
 async def readyz() -> Response:
-    status = await READINESS.get(scope).check()  # raises the 503 problem when the database cannot be reached
-    return Response(_STATUS[status], media_type="application/json")
+    answer = await READINESS.get(scope).answer()  # raises the 503 problem when the database cannot be reached
+    return Response(answer, media_type="application/json")
 
 
 async def metrics() -> Response:

@@ -284,6 +284,19 @@ def create_app(
         cached_paths=settings.route_cache_paths,
     )
     proxies = TrustedProxies.of(settings.trusted_proxies) if settings.trusted_proxies else None
+    mail = Courier.of(
+        provider.outbox,
+        smtp_url=settings.smtp_url,
+        mail_dir=settings.mail_dir,
+        mail_from=settings.mail_from,
+        timeout=settings.smtp_timeout,
+        log_links=settings.mail_log_links,
+    )
+    if mail is None:  # docs/operations.md "Mail": the outbox's mail is left to a node that has a transport
+        logger.warning(
+            "this node has no mail transport (neither MENUS_SMTP_URL nor MENUS_MAIL_DIR is set): it sends no mail, "
+            "and the outbox's mail waits for a node that has one"
+        )
     logouts = LogoutCourier(
         provider.logout_outbox,
         provider.logout_tokens,
@@ -316,7 +329,9 @@ def create_app(
             Bodies(settings.identity_form_limit, identity.too_slow),
         ),
         operations=Api(
-            create_operations_app(Readiness(engine, limiter.reachable, timeout=settings.ready_timeout)),
+            create_operations_app(
+                Readiness(engine, limiter.reachable, timeout=settings.ready_timeout, mail=mail.kind if mail else "none")
+            ),
             (*documented(settings, "operations.yaml", "/ops", settings.base_url), no_body),
         ),
         identity_path=provider.issuer.path,
@@ -334,13 +349,7 @@ def create_app(
         usage_interval=settings.usage_flush_interval,
         refresh_keys=provider.keys.refresh_published,
         keys_interval=settings.published_keys_interval(),
-        deliver_mail=Courier.of(
-            provider.outbox,
-            smtp_url=settings.smtp_url,
-            mail_from=settings.mail_from,
-            timeout=settings.smtp_timeout,
-            database_url=settings.database_url,
-        ),
+        deliver_mail=mail,
         mail_interval=settings.mail_poll_interval,
         logouts=logouts,
     )

@@ -118,7 +118,8 @@ USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted 
 LAST_USED_RESOLUTION = 60  # seconds: an API key's last use is written at most this often per key and process
 
 # Mail (identity/outbox.py, service/mail/)
-SMTP_URL = ""  # smtp://user:pass@host:port (STARTTLS) or smtps://…; empty: .eml files in an outbox folder
+SMTP_URL = ""  # smtp://user:pass@host:port (STARTTLS) or smtps://…; empty: MENUS_MAIL_DIR, else no mail transport
+MAIL_DIR = ""  # a folder where mail is written as .eml files instead (development); empty: none
 MAIL_FROM = "Regional Menus <no-reply@localhost>"  # the From of every mail the service sends
 SMTP_TIMEOUT = 30  # seconds an SMTP connection or command may take before the attempt fails (and is retried)
 MAIL_POLL_INTERVAL = 2  # seconds between two looks of each node's mail worker into the outbox
@@ -269,6 +270,8 @@ class Settings:
 
     # Mail
     smtp_url: str = SMTP_URL  # MENUS_SMTP_URL
+    mail_dir: str = MAIL_DIR  # MENUS_MAIL_DIR (serve --demo: its outbox folder, when neither is set)
+    mail_log_links: bool = False  # one log line per mail written to the folder, with its link (serve --demo only)
     mail_from: str = MAIL_FROM  # MENUS_MAIL_FROM
     smtp_timeout: int = SMTP_TIMEOUT
     mail_poll_interval: float = MAIL_POLL_INTERVAL  # MENUS_MAIL_POLL_INTERVAL
@@ -312,6 +315,7 @@ class Settings:
             head_timeout=_whole(env, "MENUS_HEAD_TIMEOUT", HEAD_TIMEOUT, minimum=1),
             body_timeout=_whole(env, "MENUS_BODY_TIMEOUT", BODY_TIMEOUT, minimum=1),
             smtp_url=_smtp_url(env),
+            mail_dir=_mail_dir(env),
             mail_from=_mail_from(env),
             mail_poll_interval=_whole(env, "MENUS_MAIL_POLL_INTERVAL", MAIL_POLL_INTERVAL, minimum=1),
             outbound_loopback=outbound_loopback_from(env),
@@ -483,6 +487,18 @@ def _smtp_url(env: Mapping[str, str]) -> str:
         except SmtpUrlError as error:
             raise ConfigurationError(str(error)) from None
     return value
+
+
+def _mail_dir(env: Mapping[str, str]) -> str:
+    """``MENUS_MAIL_DIR``: empty, or a folder (made absolute), never together with ``MENUS_SMTP_URL``."""
+    value = env.get("MENUS_MAIL_DIR", MAIL_DIR).strip()
+    if not value:
+        return ""
+    if env.get("MENUS_SMTP_URL", "").strip():
+        raise ConfigurationError("set MENUS_SMTP_URL or MENUS_MAIL_DIR, not both: mail goes to one transport")
+    if _CONTROL.search(value.replace(" ", "")):
+        raise ConfigurationError("MENUS_MAIL_DIR must be a folder's path")
+    return str(Path(value).absolute())
 
 
 def _mail_from(env: Mapping[str, str]) -> str:

@@ -218,9 +218,13 @@ def serve(host: str, port: int, workers: int | None, demo: bool, database_url: s
         if demo:  # the demo's modules (mail, passwords, Alembic) are loaded for it alone
             from service.cli.demo import prepare as prepare_demo
             from service.database.schema import upgrade
+            from service.mail.transports import outbox_folder
 
-            # development: back-channel logout URIs may reach loopback (identity/outbound_uris.py)
-            settings = settings.with_changes(outbound_loopback=True)
+            # development: back-channel logout URIs may reach loopback (identity/outbound_uris.py); mail goes to
+            # .eml files beside the database unless a transport is set, each logged with its link
+            settings = settings.with_changes(outbound_loopback=True, mail_log_links=True)
+            if not settings.smtp_url and not settings.mail_dir:
+                settings = settings.with_changes(mail_dir=str(outbox_folder(settings.database_url).absolute()))
 
             upgrade(engine)
             click.echo(prepare_demo(engine, settings).instructions)

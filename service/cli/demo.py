@@ -91,10 +91,12 @@ def _instructions(settings: Settings, key: str, client_id: str, secret: str) -> 
 
 
 def _mail_destination(settings: Settings) -> str:
-    """Where the service's mail goes: the SMTP server (without credentials) or the outbox folder."""
+    """Where the service's mail goes: the SMTP server (without credentials) or the folder (``serve --demo`` sets
+    it to the outbox beside the database when neither is set; each mail written is logged with its link)."""
     if settings.smtp_url:
         return f"sent to {SmtpServer.parse(settings.smtp_url).describe()}"
-    return f"written as .eml files to {outbox_folder(settings.database_url).absolute()} (MENUS_SMTP_URL is unset)"
+    folder = settings.mail_dir or str(outbox_folder(settings.database_url).absolute())
+    return f"written as .eml files to {folder} (MENUS_SMTP_URL is unset); each is logged with its link"
 
 
 def _api_key(keys: ApiKeyStore, org_id: str, user_id: str) -> str:

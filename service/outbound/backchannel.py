@@ -107,7 +107,9 @@ class LogoutPoster:
 
 
 class LogoutCourier:
-    """The logout worker of one process: ``run`` until stopped, ``wake`` from any thread (see above)."""
+    """The logout worker of one process: ``run`` until stopped (in the app's lifespan), ``wake`` from any thread
+    (see above). An app whose lifespan runs twice at once (two test clients of one app) runs two rounds, each on
+    its own event loop, and a wake reaches both."""
 
     def __init__(
         self,
@@ -125,61 +127,79 @@ class LogoutCourier:
         self.poll_interval = poll_interval  # seconds between two looks when nothing wakes it
         self.per_host = per_host  # posts to one host at once
         self.at_once = at_once  # posts at once, every host together
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wakeup: asyncio.Event | None = None
-        self._posting: set[asyncio.Task[None]] = set()
-        self._hosts: dict[str, int] = {}  # host: posts under way
+        self._running: list[_Worker] = []
 
     def wake(self) -> None:
         """Look into the outbox now (a revocation on this node wrote logout tokens): callable from any thread."""
-        loop, wakeup = self._loop, self._wakeup
-        if loop is None or wakeup is None:
-            return  # not running: its first look finds them
+        for worker in list(self._running):
+            worker.wake()
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Post due logout tokens until ``stopping``; then wait for the posts under way (each within its deadline)."""
+        worker = _Worker(self, asyncio.get_running_loop())
+        self._running.append(worker)
         try:
-            loop.call_soon_threadsafe(wakeup.set)
+            await worker.run(stopping)
+        finally:
+            self._running.remove(worker)
+
+
+class _Worker:
+    """One running courier on one event loop: its wake-up, its posts under way and their hosts."""
+
+    def __init__(self, courier: LogoutCourier, loop: asyncio.AbstractEventLoop) -> None:
+        self.courier = courier
+        self.loop = loop
+        self.wakeup = asyncio.Event()
+        self.posting: set[asyncio.Task[None]] = set()
+        self.hosts: dict[str, int] = {}  # host: posts under way
+
+    def wake(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.wakeup.set)
         except RuntimeError:  # the loop has closed: the worker stopped
             pass
 
     async def run(self, stopping: asyncio.Event) -> None:
-        """Post due logout tokens until ``stopping``; then wait for the posts under way (each within its deadline)."""
-        self._loop, self._wakeup = asyncio.get_running_loop(), asyncio.Event()
         stopped = asyncio.ensure_future(stopping.wait())
         try:
             while not stopping.is_set():
-                self._wakeup.clear()
+                self.wakeup.clear()
                 await self._start_due()
-                woken = asyncio.ensure_future(self._wakeup.wait())
-                await asyncio.wait({woken, stopped}, timeout=self.poll_interval, return_when=asyncio.FIRST_COMPLETED)
+                woken = asyncio.ensure_future(self.wakeup.wait())
+                await asyncio.wait(
+                    {woken, stopped}, timeout=self.courier.poll_interval, return_when=asyncio.FIRST_COMPLETED
+                )
                 woken.cancel()
         finally:
             stopped.cancel()
-            self._loop = self._wakeup = None
-            if self._posting:
-                await asyncio.gather(*self._posting, return_exceptions=True)
+            if self.posting:
+                await asyncio.gather(*self.posting, return_exceptions=True)
 
     async def _start_due(self) -> None:
         """Claim due tokens while there is room, each posted by a task of its own."""
-        while len(self._posting) < self.at_once:
+        outbox = self.courier.outbox
+        while len(self.posting) < self.courier.at_once:
             try:
-                claimed = await asyncio.to_thread(self.outbox.claim)
+                claimed = await asyncio.to_thread(outbox.claim)
             except Exception as error:  # the database may be down: the next look tries again
-                what = type(error).__name__
-                logger.warning("posting logout tokens failed (%s); retrying in %s s", what, self.poll_interval)
+                what, interval = type(error).__name__, self.courier.poll_interval
+                logger.warning("posting logout tokens failed (%s); retrying in %s s", what, interval)
                 return
             if claimed is None:
                 return
             task = asyncio.create_task(self._deliver(claimed))
-            self._posting.add(task)
+            self.posting.add(task)
             task.add_done_callback(self._delivered)
 
     def _delivered(self, task: asyncio.Task[None]) -> None:
-        self._posting.discard(task)
-        if self._wakeup is not None:
-            self._wakeup.set()  # room for another: look again
+        self.posting.discard(task)
+        self.wakeup.set()  # room for another: look again
 
     async def _deliver(self, claimed: Claimed) -> None:
+        courier = self.courier
         try:
-            logout = await asyncio.to_thread(self.tokens.prepare, claimed)  # the client's URI now, a token signed now
+            logout = await asyncio.to_thread(courier.tokens.prepare, claimed)  # the client's URI now, a token now
         except Undeliverable as error:
             await self._failed(claimed, str(error), for_good=True)
             return
@@ -187,30 +207,30 @@ class LogoutCourier:
             await self._failed(claimed, type(error).__name__)
             return
         host = _host(logout.uri)
-        if self._hosts.get(host, 0) >= self.per_host:
-            await asyncio.to_thread(self.outbox.defer, claimed, self.poster.timeout)  # its turn after one post
+        if self.hosts.get(host, 0) >= courier.per_host:
+            await asyncio.to_thread(courier.outbox.defer, claimed, courier.poster.timeout)  # its turn after one post
             return
-        self._hosts[host] = self._hosts.get(host, 0) + 1
+        self.hosts[host] = self.hosts.get(host, 0) + 1
         try:
-            status = await self.poster.post(logout)
+            status = await courier.poster.post(logout)
         except RefusedAddress as error:
             await self._failed(claimed, f"refused: {error}")
         except Exception as error:  # no answer: away, slow, refused connection (the host alone is named)
             await self._failed(claimed, f"{host}: {type(error).__name__}")
         else:
             if status in SUCCESS:
-                await asyncio.to_thread(self.outbox.sent, claimed)
+                await asyncio.to_thread(courier.outbox.sent, claimed)
             else:
                 await self._failed(claimed, f"{host} answered {status}")
         finally:
-            self._hosts[host] -= 1
-            if not self._hosts[host]:
-                del self._hosts[host]
+            self.hosts[host] -= 1
+            if not self.hosts[host]:
+                del self.hosts[host]
 
     async def _failed(self, claimed: Claimed, reason: str, *, for_good: bool = False) -> None:
         """Put the token back for a retry, or give it up; one log line with the host and why, never a token."""
         try:
-            status = await asyncio.to_thread(self.outbox.failed, claimed, reason, for_good=for_good)
+            status = await asyncio.to_thread(self.courier.outbox.failed, claimed, reason, for_good=for_good)
         except Exception as error:  # the database may be down: the claim's lease runs out and it is tried again
             logger.warning("a logout token could not be marked (%s)", type(error).__name__)
             return
