@@ -9,17 +9,18 @@ body of a request that has one, and only then asks the admission: a body that ha
 
 The reading is bounded in size and in time:
 
-- **size**: at most the API's cap (``Api.body_limit``: the identity forms' 64 KiB, the console's 16 KiB) is read
-  and held; a ``Content-Length`` over the cap is not read at all, and a chunked body is read until it crosses
-  the cap. Either way the request then goes on to the API's own cap (``service/web/body_limit.py``), which
-  refuses it with its 413 in the API's form;
+- **size**: at most the API's cap (``Bodies.limit``, service/web/edge.py: the identity forms' 64 KiB, the
+  console's 16 KiB) is read and held; a ``Content-Length`` over the cap is not read at all, and a chunked body is
+  read until it crosses the cap. Either way the request then goes on to the API's own cap
+  (``service/web/body_limit.py``), which refuses it with its 413 in the API's form;
 - **time**, as Kestrel's ``MinRequestBodyDataRate`` and Apache's ``mod_reqtimeout`` bound it: a body must arrive
   whole within ``timeout`` seconds of the edge's first call (``MENUS_BODY_TIMEOUT``), and after a ``grace``
   its average rate since that call must be at least ``min_rate`` bytes a second (a body of *n* bytes received
-  so far is cut at ``grace + n / min_rate`` seconds). The attack above is cut after the grace; a 64 KiB form on
-  a slow mobile link takes a fraction of the total bound. A body too slow is answered 408 in the API's own
-  error form (``Api.too_slow``, listed in the contracts for every operation that takes a body) with
-  ``Connection: close``: the server closes the connection, and the rest of the body is never read.
+  so far is cut at ``grace + n / min_rate`` seconds; ``BodyWatch`` looks every ``TICK`` seconds). The attack
+  above is cut after the grace; a 64 KiB form on a slow mobile link takes a fraction of the total bound. A body
+  too slow is answered 408 in the API's own error form (``Bodies.too_slow``, listed in the contracts for every
+  operation that takes a body) with ``Connection: close``: the server closes the connection, and the rest of
+  the body is never read.
 
 A client that goes away in the middle of its body has nobody to answer: the edge records the request with
 status 499 (nginx's "client closed request") instead of an error of ours, so a disconnect never counts as a 5xx.
