@@ -35,6 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from identity.errors import InvalidInput
+from identity.outbound_uris import OutboundRule
 from identity.outbox import Mail, Outbox
 from identity.tables import browser_sessions, clients, session_clients
 from identity.text import has_control
@@ -45,10 +46,11 @@ KIND = "logout_token"
 MAX_URI_LENGTH = 2000  # characters of a back-channel logout URI
 
 
-def check_backchannel_logout_uri(uri: str) -> str:
+def check_backchannel_logout_uri(uri: str, rule: OutboundRule) -> str:
     """§2.2: an absolute URL without a fragment; it may have a port, a path and a query. Ours are stricter: https,
     or http on a loopback address only (a logout token crossing a network in the clear could be replayed to the
-    client within its lifetime), no user or password in it, at most ``MAX_URI_LENGTH`` characters."""
+    client within its lifetime), no user or password in it, at most ``MAX_URI_LENGTH`` characters, and a host the
+    outbound ``rule`` allows (identity/outbound_uris.py: no loopback, private, link-local… address)."""
     shown = uri if len(uri) <= 100 else uri[:100] + "…"
     if len(uri) > MAX_URI_LENGTH:
         raise InvalidInput(f"back-channel logout URI {shown!r} is longer than {MAX_URI_LENGTH} characters")
@@ -61,9 +63,10 @@ def check_backchannel_logout_uri(uri: str) -> str:
         raise InvalidInput(f"back-channel logout URI {shown!r} must be an absolute URL without a fragment")
     if parts.username is not None or parts.password is not None:
         raise InvalidInput(f"back-channel logout URI {shown!r} must not carry a user or a password")
-    if parts.scheme == "https" or (parts.scheme == "http" and _loopback(parts.hostname)):
-        return uri
-    raise InvalidInput(f"back-channel logout URI {shown!r} must use https (http only on a loopback address)")
+    if parts.scheme != "https" and not (parts.scheme == "http" and _loopback(parts.hostname)):
+        raise InvalidInput(f"back-channel logout URI {shown!r} must use https (http only on a loopback address)")
+    rule.check_host(parts.hostname, f"back-channel logout URI {shown!r}")
+    return uri
 
 
 def _loopback(host: str) -> bool:

@@ -39,6 +39,7 @@ from identity.clock import SYSTEM_CLOCK, Clock, new_id
 from identity.database import writing
 from identity.digests import sha256_hex
 from identity.errors import InvalidInput, UnknownRecord
+from identity.outbound_uris import NO_INTERNAL, OutboundRule
 from identity.refresh_tokens import RefreshTokenStore
 from identity.tables import clients, organizations
 from identity.text import display_name, has_control
@@ -77,6 +78,9 @@ class Client:
     backchannel_logout_uri: str | None = None  # Back-Channel Logout 1.0 §2.2: None, no logout token is posted
     backchannel_logout_session_required: bool = False  # §2.2: the logout tokens must carry sid
     require_verified_email: bool = False  # no code until the user's address is verified (a "check your email" pause)
+    # the back-channel logout URI may reach loopback, private and unique-local addresses (--allow-internal: an
+    # operator's decision, identity/outbound_uris.py)
+    backchannel_logout_internal: bool = False
 
     @property
     def public(self) -> bool:
@@ -105,6 +109,7 @@ class Client:
             "backchannel_logout_uri": self.backchannel_logout_uri,
             "backchannel_logout_session_required": self.backchannel_logout_session_required,
             "require_verified_email": self.require_verified_email,
+            "backchannel_logout_internal": self.backchannel_logout_internal,
         }
 
 
@@ -190,12 +195,20 @@ def check_jwks(jwks: Any) -> dict[str, Any]:
 
 class ClientStore:
     def __init__(
-        self, engine: Engine, clock: Clock = SYSTEM_CLOCK, *, recent_max_age: float = 0.0, recent_size: int = 1024
+        self,
+        engine: Engine,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        recent_max_age: float = 0.0,
+        recent_size: int = 1024,
+        outbound: OutboundRule = NO_INTERNAL,
     ) -> None:
         """``recent_max_age``: seconds ``recent`` answers a client from memory (0: never), for at most
-        ``recent_size`` clients."""
+        ``recent_size`` clients. ``outbound``: what a back-channel logout URI may reach on this node
+        (identity/outbound_uris.py; whether loopback is allowed)."""
         self._engine = engine
         self._clock = clock
+        self._outbound = outbound
         self._recent_max_age = recent_max_age
         self._recent_size = recent_size
         self._recent: dict[str, tuple[float, Client]] = {}  # client id: (monotonic time read, client)
@@ -241,8 +254,11 @@ class ClientStore:
         backchannel_logout_uri: str | None = None,
         backchannel_logout_session_required: bool = False,
         require_verified_email: bool = False,
+        allow_internal: bool = False,
     ) -> tuple[Client, str | None]:
-        """Register a client; return it and its secret (None for private_key_jwt and public clients), shown once."""
+        """Register a client; return it and its secret (None for private_key_jwt and public clients), shown once.
+        ``allow_internal``: the back-channel logout URI may reach internal addresses (an operator's decision, the
+        command line's ``--allow-internal``; never a client owner's)."""
         name = display_name(name, "the client's name")
         if auth_method not in REGISTRABLE_AUTH_METHODS:
             raise InvalidInput(f"the auth method must be one of {', '.join(REGISTRABLE_AUTH_METHODS)}")
@@ -263,7 +279,8 @@ class ClientStore:
         if "authorization_code" in grants and not redirects:
             raise InvalidInput("the authorization_code grant needs at least one redirect URI")
         origins = check_web_origins(web_origins, auth_method)
-        backchannel = _check_backchannel(backchannel_logout_uri, backchannel_logout_session_required)
+        rule = replace(self._outbound, internal=allow_internal)
+        backchannel = _check_backchannel(backchannel_logout_uri, backchannel_logout_session_required, rule)
         if auth_method == "private_key_jwt":
             jwks, secret = check_jwks(jwks), None
         elif jwks is not None:
@@ -289,6 +306,7 @@ class ClientStore:
             backchannel_logout_uri=backchannel,
             backchannel_logout_session_required=backchannel_logout_session_required,
             require_verified_email=require_verified_email,
+            backchannel_logout_internal=allow_internal and backchannel is not None,
         )
         with self._engine.begin() as connection:
             if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
@@ -365,10 +383,12 @@ class ClientStore:
         backchannel_logout_uri: str | None = None,
         backchannel_logout_session_required: bool | None = None,
         require_verified_email: bool | None = None,
+        allow_internal: bool = False,
     ) -> Client:
         """Replace the lists and flags given (None: keep), under the same id and secret; checked as at
         registration. A back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of
-        ``sid``)."""
+        ``sid``). ``allow_internal``: as at registration; a new URI without it must reach the public internet,
+        the URI kept keeps what was allowed for it."""
         with self._engine.begin() as connection:
             writing(connection)  # SQLite: the row read below stays as read until this update commits
             row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
@@ -392,11 +412,16 @@ class ClientStore:
                     changes["backchannel_logout_session_required"] = False  # removing the URI removes what needs it
             if backchannel_logout_session_required is not None:
                 changes["backchannel_logout_session_required"] = backchannel_logout_session_required
-            if "backchannel_logout_uri" in changes or "backchannel_logout_session_required" in changes:
+            backchannel = {"backchannel_logout_uri", "backchannel_logout_session_required"} & changes.keys()
+            if backchannel or allow_internal:
                 merged = replace(client, **changes)
+                internal = allow_internal or (backchannel_logout_uri is None and client.backchannel_logout_internal)
                 changes["backchannel_logout_uri"] = _check_backchannel(
-                    merged.backchannel_logout_uri, merged.backchannel_logout_session_required
+                    merged.backchannel_logout_uri,
+                    merged.backchannel_logout_session_required,
+                    replace(self._outbound, internal=internal),
                 )
+                changes["backchannel_logout_internal"] = internal and changes["backchannel_logout_uri"] is not None
             if require_verified_email is not None:
                 changes["require_verified_email"] = require_verified_email
             if changes:
@@ -459,13 +484,14 @@ def _check_public(grants: Sequence[str], pkce_required: bool) -> None:
         raise InvalidInput("a public client (--auth-method none) must use PKCE (--pkce required)")
 
 
-def _check_backchannel(uri: str | None, session_required: bool) -> str | None:
-    """Back-Channel Logout 1.0 §2.2: the URI checked; requiring sid means nothing without a URI."""
+def _check_backchannel(uri: str | None, session_required: bool, rule: OutboundRule) -> str | None:
+    """Back-Channel Logout 1.0 §2.2: the URI checked (with the outbound ``rule``); requiring sid means nothing
+    without a URI."""
     if uri is None:
         if session_required:
             raise InvalidInput("--backchannel-logout-session-required needs a back-channel logout URI")
         return None
-    return check_backchannel_logout_uri(uri)
+    return check_backchannel_logout_uri(uri, rule)
 
 
 def _stored(value: Any) -> Any:
@@ -497,6 +523,7 @@ def _row(client: Client) -> dict[str, Any]:
         "backchannel_logout_uri": client.backchannel_logout_uri,
         "backchannel_logout_session_required": client.backchannel_logout_session_required,
         "require_verified_email": client.require_verified_email,
+        "backchannel_logout_internal": client.backchannel_logout_internal,
     }
 
 
@@ -518,4 +545,5 @@ def _client(row: Any) -> Client:
         backchannel_logout_uri=row.backchannel_logout_uri,
         backchannel_logout_session_required=bool(row.backchannel_logout_session_required),
         require_verified_email=bool(row.require_verified_email),
+        backchannel_logout_internal=bool(row.backchannel_logout_internal),
     )

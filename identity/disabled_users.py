@@ -23,7 +23,8 @@ def disable(users: UserStore, revoker: Revoker, user_id: str) -> bool:
     (their sessions and tokens are ended again all the same). Audited."""
     with users.transaction() as connection:
         changed = users.set_disabled(connection, user_id, True)
-        revoker.revoke_user_in(connection, user_id)
+        told = revoker.revoke_user_in(connection, user_id)
+    revoker.written(told)
     if changed:
         audit.record(audit.USER_DISABLED, user_id=user_id)
     return changed

@@ -7,6 +7,7 @@ the code store calls, imports neither.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from identity.clients import ClientStore
@@ -14,6 +15,16 @@ from identity.minting import TokenMinter
 from identity.outbox import Claimed, Undeliverable
 
 LOGOUT_TOKEN_TTL = timedelta(minutes=2)  # a logout token's exp, from the attempt that posts it
+
+
+@dataclass(frozen=True, slots=True)
+class LogoutPost:
+    """What to post for one claimed message: where, the signed token, and whether the client's URI may reach
+    internal addresses (``--allow-internal``, identity/outbound_uris.py)."""
+
+    uri: str
+    token: str
+    internal: bool = False
 
 
 class LogoutTokens:
@@ -24,7 +35,7 @@ class LogoutTokens:
         self._minter = minter
         self.lifetime = lifetime
 
-    def prepare(self, claimed: Claimed) -> tuple[str, str]:
+    def prepare(self, claimed: Claimed) -> LogoutPost:
         """The URI to post to and the logout token; ``Undeliverable`` when the client is gone or has no URI."""
         client = self._clients.get(claimed.mail.recipient)
         if client is None or client.backchannel_logout_uri is None:
@@ -37,4 +48,4 @@ class LogoutTokens:
             session_id=params.get("sid"),
             lifetime=self.lifetime,
         )
-        return client.backchannel_logout_uri, token
+        return LogoutPost(client.backchannel_logout_uri, token, client.backchannel_logout_internal)

@@ -82,6 +82,23 @@ class DeliveryPolicy:
         return min(wait, self.longest_retry)
 
 
+class Doorbell:
+    """Rung after a transaction that wrote messages to a channel has committed: the worker of this node that delivers
+    them looks at once (``listen``) instead of at its next poll. Messages written elsewhere (another node, the
+    command line) are found at that poll, which stays the fallback. A listener must not block: it is called in the
+    thread of the request that wrote the messages."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[], None]] = []
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+    def ring(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+
 class Outbox:
     def __init__(
         self,
@@ -241,6 +258,23 @@ class Outbox:
                 self.sent(claimed)
                 counts["sent"] += 1
         return counts
+
+    def defer(self, claimed: Claimed, seconds: float) -> None:
+        """Put a claimed message back, due again in ``seconds``, as if it had not been claimed: its attempt is not
+        counted (its worker had no room for it now: a logout token whose client's host already has as many posts
+        under way as it may)."""
+        at = self._clock.now()
+        with self._engine.begin() as connection:
+            connection.execute(
+                mail_outbox.update()
+                .where(mail_outbox.c.id == claimed.id, mail_outbox.c.claim_token == claimed.token)
+                .values(
+                    claimed_until=at,
+                    claim_token=None,
+                    attempts=mail_outbox.c.attempts - 1,
+                    next_attempt_at=at + timedelta(seconds=seconds),
+                )
+            )
 
     def status(self, mail_id: str) -> str | None:
         """A mail's status (pending, sent, failed), or None when there is no such mail."""

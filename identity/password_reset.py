@@ -136,9 +136,10 @@ class PasswordReset:
                 if followed is None:
                     raise _spent()
                 verified = followed.credential_version  # the link's; spent only while it is the user's
-                _replace(connection, self.revoker, followed.user_id, password_hash, verified=verified)
+                told = _replace(connection, self.revoker, followed.user_id, password_hash, verified=verified)
         except CredentialMoved:  # another link, or a change, moved the version on since this link was spent
             raise _spent() from None
+        self.revoker.written(told)
         audit.record(audit.PASSWORD_RESET, user_id=followed.user_id)
         return followed
 
@@ -168,14 +169,15 @@ def replace_password(
     password was checked under; ``CredentialMoved`` (nothing changed) when it is no longer the user's."""
     password_hash = hash_password(password)  # before the transaction, which stays short
     with users.transaction() as connection:
-        _replace(connection, revoker, user_id, password_hash, verified=verified)
+        told = _replace(connection, revoker, user_id, password_hash, verified=verified)
+    revoker.written(told)
     audit.record(audit.PASSWORD_RESET, user_id=user_id, reason=reason)
 
 
 def _replace(
     connection: Connection, revoker: Revoker, user_id: str, password_hash: str, *, verified: int | None
-) -> None:
+) -> int:
     """In the caller's transaction: the new hash and credential version, and the end of everything the old
-    credential started."""
+    credential started; the logout tokens written (``Revoker.written`` after the commit)."""
     UserStore.move_credential(connection, user_id, verified=verified, password_hash=password_hash)
-    revoker.revoke_user_in(connection, user_id)
+    return revoker.revoke_user_in(connection, user_id)

@@ -31,7 +31,8 @@ from identity.logout_tokens import LogoutTokens
 from identity.member_directory import Directory
 from identity.minting import IssuedTogether, TokenMinter
 from identity.organizations import OrganizationStore
-from identity.outbox import DeliveryPolicy, Outbox
+from identity.outbound_uris import OutboundRule
+from identity.outbox import DeliveryPolicy, Doorbell, Outbox
 from identity.own_account import OwnAccount
 from identity.password_reset import RESET_REQUESTS, PasswordReset
 from identity.purge import Purger
@@ -79,6 +80,7 @@ class Tuning:
     web_origins_max_age: timedelta = timedelta(seconds=5)  # the registered web origins are read again this often
     clients_max_age: timedelta = timedelta(seconds=1)  # a client authenticating is read again at most this often
     clients_kept: int = 1024  # clients whose row client authentication keeps in memory at most
+    outbound_loopback: bool = False  # outbound URIs may reach loopback addresses (identity/outbound_uris.py)
 
 
 class Provider:
@@ -97,17 +99,24 @@ class Provider:
         self.organizations = OrganizationStore(engine, clock)
         self.users = UserStore(engine, clock)
         self.clients = ClientStore(
-            engine, clock, recent_max_age=tuning.clients_max_age.total_seconds(), recent_size=tuning.clients_kept
+            engine,
+            clock,
+            recent_max_age=tuning.clients_max_age.total_seconds(),
+            recent_size=tuning.clients_kept,
+            outbound=OutboundRule(loopback=tuning.outbound_loopback),
         )
         self.keys = signing_keys_of(engine, lifetimes, tuning, sealer, clock)
-        self.sessions = SessionStore(engine, lifetimes.session, clock)
+        # rung once a revocation (or a sign-in ending another user's session) that wrote logout tokens commits: the
+        # node's worker posts them at once
+        self.logout_written = Doorbell()
+        self.sessions = SessionStore(engine, lifetimes.session, clock, self.logout_written)
         self.outbox = Outbox(engine, tuning.delivery, clock, sealer)
         throttle = SignInThrottle(SqlCounters(engine, tuning.throttle.window, clock), tuning.throttle)
         self.password_reset = PasswordReset(
             EmailLinks(engine, clock),
             self.outbox,
             self.users,
-            Revoker(engine, clock),
+            Revoker(engine, clock, self.logout_written),
             throttle,
             issuer,
             lifetimes.password_reset,
@@ -117,11 +126,13 @@ class Provider:
         self.email_verification = EmailVerification(
             EmailLinks(engine, clock), self.outbox, self.users, issuer, lifetimes.email_verification
         )
-        self.own_account = OwnAccount(self.users, Revoker(engine, clock), throttle, self.email_verification)
+        self.own_account = OwnAccount(
+            self.users, Revoker(engine, clock, self.logout_written), throttle, self.email_verification
+        )
         self.codes = CodeStore(engine, lifetimes.code, clock)
         access_tokens = AccessTokenStore(engine, clock)
         refresh_tokens = RefreshTokenStore(engine, clock)
-        revoker = Revoker(engine, clock)
+        revoker = Revoker(engine, clock, self.logout_written)
         public_keys = PublicKeys(self.keys, tuning.published_keys_max_age, tuning.published_keys_min_reload)
         self.minter = TokenMinter(
             self.keys,

@@ -22,15 +22,19 @@ from sqlalchemy.exc import IntegrityError
 from identity import backchannel_logout
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
+from identity.outbox import Doorbell
 from identity.refresh_tokens import RefreshTokenStore
 from identity.sessions import SessionStore
 from identity.tables import revoked_grants
 
 
 class Revoker:
-    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK, logouts: Doorbell | None = None) -> None:
+        """``logouts``: rung once a revocation that wrote logout tokens has committed (the node's worker posts them
+        at once; without it, at its next poll)."""
         self._engine = engine
         self._clock = clock
+        self._logouts = logouts
 
     def revoke_grant(self, grant_id: str) -> None:
         """Mark the authorization revoked, then revoke every access and refresh token issued from it."""
@@ -59,23 +63,30 @@ class Revoker:
         with self._engine.begin() as connection:
             grant_ids = RefreshTokenStore.revoke_session(connection, session_id, at)
             AccessTokenStore.revoke_session(connection, session_id, grant_ids, at)
-            backchannel_logout.notify_session(connection, session_id, at)
+            told = backchannel_logout.notify_session(connection, session_id, at)
+        self.written(told)
 
     def revoke_user(self, user_id: str) -> None:
         """Everything a user is signed in with ends, in one transaction (``revoke_user_in``)."""
         with self._engine.begin() as connection:
-            self.revoke_user_in(connection, user_id)
+            told = self.revoke_user_in(connection, user_id)
+        self.written(told)
 
-    def revoke_user_in(self, connection: Connection, user_id: str) -> None:
+    def revoke_user_in(self, connection: Connection, user_id: str) -> int:
         """In the caller's transaction (with the change of credential that ends them: identity/password_reset.py,
         identity/disabled_users.py): browser sessions, refresh tokens and access tokens of the user end (RFC 9700
         §4.14: a credential change revokes the grants it backed), and the clients holding its sessions get
-        logout tokens."""
+        logout tokens. Returns how many were written: once the caller has committed, it hands them to ``written``."""
         at = self._clock.now()
         SessionStore.end_all_of(connection, user_id, at)
         RefreshTokenStore.revoke_user(connection, user_id, at)
         AccessTokenStore.revoke_user(connection, user_id, at)
-        backchannel_logout.notify_user(connection, user_id, at)
+        return backchannel_logout.notify_user(connection, user_id, at)
+
+    def written(self, logout_tokens: int) -> None:
+        """After the commit: logout tokens were written, the node's worker may post them now."""
+        if logout_tokens and self._logouts is not None:
+            self._logouts.ring()
 
     @staticmethod
     def purge(connection: Connection, revoked_before: datetime) -> int:

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 from identity import backchannel_logout
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.digests import sha256_hex
+from identity.outbox import Doorbell
 from identity.tables import browser_sessions, users
 from identity.users import CredentialMoved
 
@@ -44,10 +45,15 @@ hash_secret = sha256_hex
 
 
 class SessionStore:
-    def __init__(self, engine: Engine, lifetime: timedelta, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self, engine: Engine, lifetime: timedelta, clock: Clock = SYSTEM_CLOCK, logouts: Doorbell | None = None
+    ) -> None:
+        """``logouts``: rung once a sign-in that ended another user's session (and wrote its logout tokens) has
+        committed."""
         self._engine = engine
         self.lifetime = lifetime
         self._clock = clock
+        self._logouts = logouts
 
     def start(
         self, user_id: str, org_id: str | None, credential_version: int, replacing: str | None = None
@@ -64,6 +70,7 @@ class SessionStore:
         secret = secrets.token_urlsafe(32)
         at = self._clock.now()
         expires_at = at + self.lifetime
+        told = 0
         with self._engine.begin() as connection:
             if replacing:
                 old_hash = hash_secret(replacing)
@@ -98,7 +105,7 @@ class SessionStore:
                         .values(ended_at=at)
                     ).rowcount
                     if previous is not None and ended:  # as a sign-out: its clients are told (back-channel logout)
-                        backchannel_logout.notify_session(connection, previous.id, at)
+                        told = backchannel_logout.notify_session(connection, previous.id, at)
             session = BrowserSession(new_id("ses"), user_id, org_id, at, expires_at, credential_version)
             started = connection.execute(
                 _START_LOCKING if connection.dialect.name == "postgresql" else _START,
@@ -115,6 +122,8 @@ class SessionStore:
             ).first()
             if started is None:
                 raise CredentialMoved(user_id)  # the transaction rolls back: nothing of this sign-in is written
+        if told and self._logouts is not None:  # committed: the node's worker posts them now
+            self._logouts.ring()
         return session, secret
 
     def current(self, secret: str | None) -> BrowserSession | None:

@@ -77,6 +77,9 @@ clients = sa.Table(
     sa.Column("backchannel_logout_session_required", sa.Boolean, nullable=False, server_default=sa.false()),
     # no code until the user's address is verified: the sign-in pauses on "check your email" (migration 0008)
     sa.Column("require_verified_email", sa.Boolean, nullable=False, server_default=sa.false()),
+    # the back-channel logout URI may reach a loopback, private or unique-local address: the operator registered
+    # it with --allow-internal (identity/outbound_uris.py; migration 0011)
+    sa.Column("backchannel_logout_internal", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 signing_keys = sa.Table(

@@ -4,7 +4,8 @@
 dataset, and joins the APIs with a small dispatcher that routes by path and
 answers the ASGI lifespan itself. Every request passes one edge (``service/web/edge.py``): one ASGI layer
 that wraps ``send`` once and calls, in order, the observer (``service/ops/observe.py``: the request's id,
-its metrics and its log line), the API's steps (CORS, the documents, the body cap, the menus API's gate)
+its metrics and its log line), the arrival of a request body (``service/web/body_arrival.py``), the worker's
+admission, the API's steps (CORS, the documents, the body cap, the menus API's gate)
 and the API's app, and answers an error that escapes them as a problem.
 """
 
@@ -20,7 +21,7 @@ from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
 from identity import audit
@@ -59,10 +60,11 @@ from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
 from service.web.admission import Admission
 from service.web.api_docs import Documentation
+from service.web.body_arrival import BodyTiming, BodyWatch
 from service.web.body_limit import NO_BODY, BodyCap, describe
 from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
-from service.web.edge import Api, Observer, Step, Stepped, answer
+from service.web.edge import Api, Bodies, Observer, Step, Stepped, answer
 from service.web.forwarded import TrustedProxies
 from service.web.problems import (
     MEDIA_TYPE,
@@ -88,6 +90,7 @@ class Dispatcher:
     engine: Engine
     observer: Observer | None = None  # the request observer (service/ops/observe.py); needed for HTTP
     admission: Admission | None = None  # this worker's bound of accepted work (service/web/admission.py)
+    bodies: BodyWatch | None = None  # the request bodies awaited, and how fast (service/web/body_arrival.py)
     purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
     purge_interval: float = 0
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
@@ -99,7 +102,7 @@ class Dispatcher:
     keys_interval: float = 0  # given with refresh_keys
     deliver_mail: Callable[[], object] | None = None  # the mail worker's round, in a thread every mail_interval s
     mail_interval: float = 0  # given with deliver_mail
-    deliver_logouts: Callable[[], object] | None = None  # the back-channel logout worker's round, every mail_interval s
+    logouts: LogoutCourier | None = None  # the back-channel logout worker (service/outbound/backchannel.py)
     # the password-reset requests' worker round (mails a link to each known address), every mail_interval s
     deliver_resets: Callable[[], object] | None = None
 
@@ -113,7 +116,7 @@ class Dispatcher:
             await api.app(scope, receive, send)
             return
         assert self.observer is not None
-        await answer(api, self.observer, scope, receive, send, self.admission)
+        await answer(api, self.observer, scope, receive, send, self.admission, self.bodies)
 
     def route(self, path: str) -> Api:
         """The API that answers ``path``."""
@@ -152,9 +155,8 @@ class Dispatcher:
                     tasks.append(asyncio.create_task(mail))
                 if self.admission is not None:  # its bound counts the event loop's lag (service/web/admission.py)
                     tasks.append(asyncio.create_task(self.admission.watch_loop(stopping)))
-                if self.deliver_logouts is not None:
-                    logouts = _every(self.deliver_logouts, self.mail_interval, stopping, "posting logout tokens")
-                    tasks.append(asyncio.create_task(logouts))
+                if self.logouts is not None:  # posts at once when woken, and looks every mail_interval s
+                    tasks.append(asyncio.create_task(self.logouts.run(stopping)))
                 if self.deliver_resets is not None:
                     resets = _every(self.deliver_resets, self.mail_interval, stopping, "mailing password-reset links")
                     tasks.append(asyncio.create_task(resets))
@@ -269,7 +271,13 @@ def create_app(
         validate_responses=settings.validate_responses,
     )
     web = console_web(settings, engine, sealer, provider, keys, clock)
-    console = Api(BuiltOnFirstRequest(lambda: _console_app(web, settings))) if web else None
+    console = None
+    if web is not None:
+        too_slow = web.too_slow
+        console = Api(
+            BuiltOnFirstRequest(lambda: _console_app(web, settings)),
+            bodies=Bodies(settings.console_form_limit, lambda scope, send: too_slow()(scope, _no_body, send)),
+        )
     no_body = BodyCap(NO_BODY, _problem_too_large)
     routes = RouteTemplates(
         [
@@ -281,6 +289,28 @@ def create_app(
         cached_paths=settings.route_cache_paths,
     )
     proxies = TrustedProxies.of(settings.trusted_proxies) if settings.trusted_proxies else None
+    mail = Courier.of(
+        provider.outbox,
+        smtp_url=settings.smtp_url,
+        mail_dir=settings.mail_dir,
+        mail_from=settings.mail_from,
+        timeout=settings.smtp_timeout,
+        log_links=settings.mail_log_links,
+    )
+    if mail is None:  # docs/operations.md "Mail": the outbox's mail is left to a node that has a transport
+        logger.warning(
+            "this node has no mail transport (neither MENUS_SMTP_URL nor MENUS_MAIL_DIR is set): it sends no mail, "
+            "and the outbox's mail waits for a node that has one"
+        )
+    logouts = LogoutCourier(
+        provider.logout_outbox,
+        provider.logout_tokens,
+        LogoutPoster(timeout=settings.backchannel_logout_timeout, loopback=settings.outbound_loopback),
+        poll_interval=settings.mail_poll_interval,
+        per_host=settings.backchannel_per_host,
+        at_once=settings.backchannel_at_once,
+    )
+    provider.logout_written.listen(logouts.wake)  # a revocation's logout tokens leave as it commits
     return Dispatcher(
         menus=Api(
             menus.app,
@@ -301,9 +331,12 @@ def create_app(
                 PublishedDocuments.of(provider),
             ),
             identity.overloaded,
+            Bodies(settings.identity_form_limit, identity.too_slow),
         ),
         operations=Api(
-            create_operations_app(Readiness(engine, limiter.reachable, timeout=settings.ready_timeout)),
+            create_operations_app(
+                Readiness(engine, limiter.reachable, timeout=settings.ready_timeout, mail=mail.kind if mail else "none")
+            ),
             (*documented(settings, "operations.yaml", "/ops", settings.base_url), no_body),
         ),
         identity_path=provider.issuer.path,
@@ -311,6 +344,7 @@ def create_app(
         observer=RequestObserver(routes, logged_path_max=settings.logged_path_max, proxies=proxies),
         # the operations endpoints and the console are not bounded: docs/operations.md "Overload"
         admission=Admission(settings.max_in_flight, settings.max_queue_wait, on_refused=metrics.count_shed),
+        bodies=BodyWatch(BodyTiming(settings.body_timeout, settings.body_min_rate, settings.body_rate_grace)),
         purge=provider.purger.purge,
         purge_interval=settings.purge_interval,
         on_shutdown=lambda: _close_all(limiter, failure_limiter),
@@ -320,19 +354,10 @@ def create_app(
         usage_interval=settings.usage_flush_interval,
         refresh_keys=provider.keys.refresh_published,
         keys_interval=settings.published_keys_interval(),
-        deliver_mail=Courier.of(
-            provider.outbox,
-            smtp_url=settings.smtp_url,
-            mail_from=settings.mail_from,
-            timeout=settings.smtp_timeout,
-            database_url=settings.database_url,
-        ),
+        deliver_mail=mail,
         mail_interval=settings.mail_poll_interval,
         deliver_resets=provider.password_reset.deliver,
-        deliver_logouts=LogoutCourier(
-            provider.logout_outbox,
-            LogoutPoster(provider.logout_tokens, timeout=settings.backchannel_logout_timeout),
-        ),
+        logouts=logouts,
     )
 
 
@@ -377,6 +402,7 @@ def documented(
         enabled=settings.docs,
         api_origin=origin,
         pages_end_in_slash=pages_end_in_slash,
+        title=str(contract(name).document["info"]["title"]),
     )
     issuer_path = prefix if name == "identity.yaml" else None
     cors = CrossOrigin(
@@ -390,6 +416,10 @@ def documented(
 async def _close_all(*limiters: RateLimiter) -> None:
     for each in limiters:
         await each.aclose()
+
+
+async def _no_body() -> Message:
+    return {"type": "http.disconnect"}
 
 
 def _problem_too_large(_: Scope, limit: int) -> Response:

@@ -28,6 +28,11 @@ HEAD_TIMEOUT = 10  # seconds a connection may take to send a whole request head 
 HEAD_LINE_LIMIT = 16 * 1024  # bytes of one header line (431 past it); the request line may take HEAD_LIMIT (414)
 HEAD_LIMIT = 64 * 1024  # bytes of a whole request head, request line and header lines (431 past it)
 HEAD_FIELDS_LIMIT = 100  # header lines in a request head (431 past it; gunicorn's default)
+# A request body is awaited before the request is admitted, and must arrive in time (408 else, and the connection
+# is closed: service/web/body_arrival.py); the rate and grace are Kestrel's MinRequestBodyDataRate defaults.
+BODY_TIMEOUT = 10  # seconds a whole request body may take to arrive
+BODY_MIN_RATE = 240  # bytes a second a request body must average once its grace is over
+BODY_RATE_GRACE = 5.0  # seconds a request body may take before its rate counts
 CORS_ORIGINS = ("*",)  # origins whose pages may call the menus API, discovery, JWKS and userinfo (service/web/cors.py)
 CORS_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
 CONSOLE_PATH = "/console"  # where the developer console is served, below the base URL's host
@@ -113,7 +118,8 @@ USAGE_FLUSH_INTERVAL = 5  # seconds between writes of the per-key usage counted 
 LAST_USED_RESOLUTION = 60  # seconds: an API key's last use is written at most this often per key and process
 
 # Mail (identity/outbox.py, service/mail/)
-SMTP_URL = ""  # smtp://user:pass@host:port (STARTTLS) or smtps://…; empty: .eml files in an outbox folder
+SMTP_URL = ""  # smtp://user:pass@host:port (STARTTLS) or smtps://…; empty: MENUS_MAIL_DIR, else no mail transport
+MAIL_DIR = ""  # a folder where mail is written as .eml files instead (development); empty: none
 MAIL_FROM = "Regional Menus <no-reply@localhost>"  # the From of every mail the service sends
 SMTP_TIMEOUT = 30  # seconds an SMTP connection or command may take before the attempt fails (and is retried)
 MAIL_POLL_INTERVAL = 2  # seconds between two looks of each node's mail worker into the outbox
@@ -125,6 +131,11 @@ MAIL_BATCH = 20  # mails one worker round sends at most before looking again
 # Back-channel logout (identity/backchannel_logout.py, service/outbound/): logout tokens leave through the same
 # outbox, claimed and retried as mail (the MAIL_* lease, attempts, waits and batch; MAIL_POLL_INTERVAL)
 BACKCHANNEL_LOGOUT_TIMEOUT = 5  # seconds, in all, a logout endpoint has to take and answer a POST (else retried)
+BACKCHANNEL_PER_HOST = 2  # logout tokens posted to one host at once (more wait, without holding up other hosts)
+BACKCHANNEL_AT_ONCE = 32  # logout tokens a node posts at once, every host together
+# Outbound URIs (identity/outbound_uris.py): whether they may reach loopback addresses (development; on in serve
+# --demo); private, link-local and metadata addresses are refused whatever this says
+OUTBOUND_LOOPBACK = False
 
 
 class ConfigurationError(ValueError):
@@ -172,6 +183,9 @@ class Settings:
     head_line_limit: int = HEAD_LINE_LIMIT
     head_limit: int = HEAD_LIMIT
     head_fields_limit: int = HEAD_FIELDS_LIMIT
+    body_timeout: int = BODY_TIMEOUT  # MENUS_BODY_TIMEOUT
+    body_min_rate: int = BODY_MIN_RATE
+    body_rate_grace: float = BODY_RATE_GRACE
     docs: bool = True  # MENUS_DOCS: serve the OpenAPI documents and Swagger UI (off: every one is 404)
     cors_origins: tuple[str, ...] = CORS_ORIGINS  # MENUS_CORS_ORIGINS
     cors_max_age: int = CORS_MAX_AGE
@@ -256,6 +270,8 @@ class Settings:
 
     # Mail
     smtp_url: str = SMTP_URL  # MENUS_SMTP_URL
+    mail_dir: str = MAIL_DIR  # MENUS_MAIL_DIR (serve --demo: its outbox folder, when neither is set)
+    mail_log_links: bool = False  # one log line per mail written to the folder, with its link (serve --demo only)
     mail_from: str = MAIL_FROM  # MENUS_MAIL_FROM
     smtp_timeout: int = SMTP_TIMEOUT
     mail_poll_interval: float = MAIL_POLL_INTERVAL  # MENUS_MAIL_POLL_INTERVAL
@@ -265,6 +281,9 @@ class Settings:
     mail_longest_retry: float = MAIL_LONGEST_RETRY
     mail_batch: int = MAIL_BATCH
     backchannel_logout_timeout: float = BACKCHANNEL_LOGOUT_TIMEOUT
+    backchannel_per_host: int = BACKCHANNEL_PER_HOST
+    backchannel_at_once: int = BACKCHANNEL_AT_ONCE
+    outbound_loopback: bool = OUTBOUND_LOOPBACK  # MENUS_OUTBOUND_LOOPBACK
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
@@ -294,9 +313,12 @@ class Settings:
             usage_flush_interval=_whole(env, "MENUS_USAGE_FLUSH_INTERVAL", USAGE_FLUSH_INTERVAL, minimum=1),
             trusted_proxies=_networks(env, "MENUS_TRUSTED_PROXIES"),
             head_timeout=_whole(env, "MENUS_HEAD_TIMEOUT", HEAD_TIMEOUT, minimum=1),
+            body_timeout=_whole(env, "MENUS_BODY_TIMEOUT", BODY_TIMEOUT, minimum=1),
             smtp_url=_smtp_url(env),
+            mail_dir=_mail_dir(env),
             mail_from=_mail_from(env),
             mail_poll_interval=_whole(env, "MENUS_MAIL_POLL_INTERVAL", MAIL_POLL_INTERVAL, minimum=1),
+            outbound_loopback=outbound_loopback_from(env),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -348,6 +370,7 @@ class Settings:
             web_origins_max_age=timedelta(seconds=self.web_origins_max_age),
             clients_max_age=timedelta(seconds=self.clients_max_age),
             clients_kept=self.clients_kept,
+            outbound_loopback=self.outbound_loopback,
         )
 
     def delivery(self) -> DeliveryPolicy:
@@ -379,6 +402,11 @@ def check_storage_url(url: str) -> str:
             "MENUS_RATE_LIMIT_STORAGE must be memory:// or a redis://, rediss:// or redis+unix:// URL"
         )
     return url
+
+
+def outbound_loopback_from(env: Mapping[str, str]) -> bool:
+    """``MENUS_OUTBOUND_LOOPBACK`` (also read alone by ``clients create`` and ``update``)."""
+    return _switch(env, "MENUS_OUTBOUND_LOOPBACK", default=OUTBOUND_LOOPBACK)
 
 
 def max_keys_per_org_from(env: Mapping[str, str]) -> int:
@@ -459,6 +487,18 @@ def _smtp_url(env: Mapping[str, str]) -> str:
         except SmtpUrlError as error:
             raise ConfigurationError(str(error)) from None
     return value
+
+
+def _mail_dir(env: Mapping[str, str]) -> str:
+    """``MENUS_MAIL_DIR``: empty, or a folder (made absolute), never together with ``MENUS_SMTP_URL``."""
+    value = env.get("MENUS_MAIL_DIR", MAIL_DIR).strip()
+    if not value:
+        return ""
+    if env.get("MENUS_SMTP_URL", "").strip():
+        raise ConfigurationError("set MENUS_SMTP_URL or MENUS_MAIL_DIR, not both: mail goes to one transport")
+    if _CONTROL.search(value.replace(" ", "")):
+        raise ConfigurationError("MENUS_MAIL_DIR must be a folder's path")
+    return str(Path(value).absolute())
 
 
 def _mail_from(env: Mapping[str, str]) -> str:

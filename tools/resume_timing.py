@@ -1,10 +1,10 @@
 """How long a click on a verification link takes to resume a paused sign-in, against a real server.
 
-The service runs as users run it (``serve``, SQLite, no SMTP server: mails are ``.eml`` files beside the
-database). A client is registered with ``--require-verified-email``. Each round signs a new user up through
-the pages (``prompt=create``), which pauses on the check-your-email page; the mailed link is read from its
-``.eml`` file, and the clock runs from the GET of the link (the click) to the answer that sends the browser
-to the client's redirect URI with a code (the resumed authorization), in the browser that started it.
+The service runs as users run it (``serve``, SQLite, no SMTP server: mails are ``.eml`` files in a folder beside
+the database, ``MENUS_MAIL_DIR``). A client is registered with ``--require-verified-email``. Each round signs a
+new user up through the pages (``prompt=create``), which pauses on the check-your-email page; the mailed link is
+read from its ``.eml`` file, and the clock runs from the GET of the link (the click) to the answer that sends the
+browser to the client's redirect URI with a code (the resumed authorization), in the browser that started it.
 
     python -m tools.resume_timing              # 15 rounds (the sign-up bound of one network is 20)
     python -m tools.resume_timing --rounds 10
@@ -88,7 +88,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     rounds = parser.parse_args().rounds
     with tempfile.TemporaryDirectory() as folder:
-        with live_service(Path(folder), {"MENUS_MAIL_POLL_INTERVAL": "1"}) as service:
+        outbox = Path(folder) / "var" / "outbox"  # a transport of .eml files (MENUS_MAIL_DIR), read below
+        with live_service(Path(folder), {"MENUS_MAIL_POLL_INTERVAL": "1", "MENUS_MAIL_DIR": str(outbox)}) as service:
             org = service.cli_json("orgs", "create", "--name", "Timing Foods")
             client = service.cli_json(
                 "clients", "create", "--name", "Strict App", "--org", org["id"], "--first-party",

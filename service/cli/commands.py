@@ -35,6 +35,7 @@ from service.settings import (
     Settings,
     default_database_url,
     max_keys_per_org_from,
+    outbound_loopback_from,
     secret_keys_from,
 )
 
@@ -225,6 +226,13 @@ def serve(host: str, port: int, workers: int | None, demo: bool, database_url: s
         if demo:  # the demo's modules (mail, passwords, Alembic) are loaded for it alone
             from service.cli.demo import prepare as prepare_demo
             from service.database.schema import upgrade
+            from service.mail.transports import outbox_folder
+
+            # development: back-channel logout URIs may reach loopback (identity/outbound_uris.py); mail goes to
+            # .eml files beside the database unless a transport is set, each logged with its link
+            settings = settings.with_changes(outbound_loopback=True, mail_log_links=True)
+            if not settings.smtp_url and not settings.mail_dir:
+                settings = settings.with_changes(mail_dir=str(outbox_folder(settings.database_url).absolute()))
 
             upgrade(engine)
             click.echo(prepare_demo(engine, settings).instructions)
@@ -541,6 +549,12 @@ def clients_group() -> None:
     is_flag=True,
     help="The client needs the sid claim in every logout token (one token per session it holds).",
 )
+@click.option(
+    "--allow-internal",
+    is_flag=True,
+    help="Let the back-channel logout URI reach a loopback, private or unique-local address (a relying party inside "
+    "your network); link-local and metadata addresses stay refused.",
+)
 @_json_option
 @_database_option
 def clients_create(
@@ -558,11 +572,12 @@ def clients_create(
     web_origins: tuple[str, ...],
     backchannel_logout_uri: str | None,
     session_required: bool,
+    allow_internal: bool,
     as_json: bool,
     engine: Engine,
 ) -> None:
     """Register a client; its secret (for the secret methods) is printed once."""
-    from identity.clients import PUBLIC, ClientStore
+    from identity.clients import PUBLIC
 
     jwks = None
     if jwks_file is not None:
@@ -570,7 +585,7 @@ def clients_create(
             jwks = json.load(jwks_file)
         except ValueError:
             _fail("the JWKS file is not valid JSON")
-    client, secret = ClientStore(engine).create(
+    client, secret = _clients(engine).create(
         name=name,
         org_id=org_id,
         auth_method=auth_method,
@@ -585,6 +600,7 @@ def clients_create(
         backchannel_logout_uri=backchannel_logout_uri,
         backchannel_logout_session_required=session_required,
         require_verified_email=require_verified_email,
+        allow_internal=allow_internal,
     )
     if auth_method == PUBLIC and not _settings().public_clients:
         # Registered all the same (the nodes may turn public clients on later), with a word that this one will not.
@@ -630,6 +646,12 @@ def clients_list(as_json: bool, engine: Engine) -> None:
 )
 @click.option("--no-backchannel-logout-uri", is_flag=True, help="Remove the back-channel logout URI.")
 @click.option(
+    "--allow-internal",
+    is_flag=True,
+    help="Let the back-channel logout URI reach a loopback, private or unique-local address; without it, a new URI "
+    "must reach the public internet.",
+)
+@click.option(
     "--require-verified-email/--no-require-verified-email",
     default=None,
     help="Whether the client gets codes only for users whose email address is verified.",
@@ -647,12 +669,12 @@ def clients_update(
     session_required: bool | None,
     no_backchannel_logout_uri: bool,
     require_verified_email: bool | None,
+    allow_internal: bool,
     as_json: bool,
     engine: Engine,
 ) -> None:
     """Replace a client's redirect URIs, sign-out redirect URIs or web origins, or whether it requires a verified
     email address; the id and secret stay."""
-    from identity.clients import ClientStore
 
     if (
         (logout_uris and no_logout_uris)
@@ -661,7 +683,7 @@ def clients_update(
     ):
         _fail("give either the values or the --no-… flag of the same list, not both")
     backchannel = "" if no_backchannel_logout_uri else backchannel_logout_uri
-    if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins) and (
+    if not (redirect_uris or logout_uris or web_origins or no_logout_uris or no_web_origins or allow_internal) and (
         backchannel is None and session_required is None and require_verified_email is None
     ):
         _fail(
@@ -670,7 +692,7 @@ def clients_update(
             "--[no-]backchannel-logout-session-required"
         )
     try:
-        client = ClientStore(engine).update(
+        client = _clients(engine).update(
             client_id,
             redirect_uris=redirect_uris or None,
             post_logout_redirect_uris=() if no_logout_uris else logout_uris or None,
@@ -678,11 +700,20 @@ def clients_update(
             backchannel_logout_uri=backchannel,
             backchannel_logout_session_required=session_required,
             require_verified_email=require_verified_email,
+            allow_internal=allow_internal,
         )
     except UnknownRecord:
         _fail(f"no client has the id {client_id!r}")
     rows = [[client.id, " ".join(client.redirect_uris) or "-", " ".join(client.web_origins) or "-"]]
     _print(as_json, client.as_dict(), _table(["ID", "REDIRECT URIS", "WEB ORIGINS"], rows))
+
+
+def _clients(engine: Engine) -> Any:
+    """The client store, with this node's outbound rule (``MENUS_OUTBOUND_LOOPBACK``: identity/outbound_uris.py)."""
+    from identity.clients import ClientStore
+    from identity.outbound_uris import OutboundRule
+
+    return ClientStore(engine, outbound=OutboundRule(loopback=outbound_loopback_from(os.environ)))
 
 
 @clients_group.command("delete", short_help="Delete a client.")

@@ -107,10 +107,12 @@ def _instructions(settings: Settings, key: str, client: tuple[str, str], service
 
 
 def _mail_destination(settings: Settings) -> str:
-    """Where the service's mail goes: the SMTP server (without credentials) or the outbox folder."""
+    """Where the service's mail goes: the SMTP server (without credentials) or the folder (``serve --demo`` sets
+    it to the outbox beside the database when neither is set; each mail written is logged with its link)."""
     if settings.smtp_url:
         return f"sent to {SmtpServer.parse(settings.smtp_url).describe()}"
-    return f"written as .eml files to {outbox_folder(settings.database_url).absolute()} (MENUS_SMTP_URL is unset)"
+    folder = settings.mail_dir or str(outbox_folder(settings.database_url).absolute())
+    return f"written as .eml files to {folder} (MENUS_SMTP_URL is unset); each is logged with its link"
 
 
 def _service_client(clients: ClientStore, org_id: str) -> tuple[str, str]:

@@ -263,6 +263,10 @@ class ConsoleWeb:
     def too_large(self) -> Response:
         return self._message("Request too large", f"A console form is at most {self.form_limit} bytes.", status=413)
 
+    def too_slow(self) -> Response:
+        """408: the form did not arrive within the bound (service/web/body_arrival.py)."""
+        return self._message("Request timeout", "The form did not arrive in time; please send it again.", status=408)
+
     def error_response(self, status: int, error: Exception) -> Response:
         if status >= 500:
             log.exception("unexpected error in the console", exc_info=error)

@@ -11,10 +11,10 @@ Each operation of ``openapi/identity.yaml`` declares the form its errors take, `
   (a ``Bearer`` challenge when the error is the token's).
 
 The domain's errors (``OAuthError``, ``BearerError``, ``ErrorPage``) each belong to one form.
-Connexion's 400 and 415, a body over the cap (413) and an unexpected error (500; 503 when the database
-is unreachable, never for a constraint's refusal) take the form of the operation at the request's path;
-Connexion's 404 and 405 are the service's problems. Every operation must declare its form, and the operations
-of one path must agree (a 413 is answered before the method is routed): the app does not start otherwise.
+Connexion's 400 and 415, a body over the cap (413) or too slow (408) and an unexpected error (500; 503 when the
+database is unreachable, never for a constraint's refusal) take the form of the operation at the request's path;
+Connexion's 404 and 405 are the service's problems. Every operation must declare its form, and the operations of
+one path must agree (a 413 is answered before the method is routed): the app does not start otherwise.
 
 An error's ``detail`` (fosite's debug) is logged at INFO, never answered.
 """
@@ -72,7 +72,7 @@ class ErrorForms:
 
 
 class IdentityErrors:
-    """The identity API's error handler (for Connexion's ``add_error_handler``) and its 413."""
+    """The identity API's error handler (for Connexion's ``add_error_handler``) and its 413, 408 and 503."""
 
     def __init__(self, identity: Contract, issuer: Issuer, problem: ProblemHandler) -> None:
         self._issuer = issuer
@@ -88,6 +88,12 @@ class IdentityErrors:
         """RFC 9110 §15.5.14: 413, the body over ``limit`` bytes."""
         form = self._forms.of(str(scope["path"]))
         return self._answer(form, 413, "invalid_request", describe(limit), title="Request too large")
+
+    def too_slow(self, scope: Scope) -> Response:
+        """RFC 9110 §15.5.9: 408, the body did not arrive within the bound (service/web/body_arrival.py)."""
+        form = self._forms.of(str(scope["path"]))
+        text = "The request body did not arrive in time."
+        return self._answer(form, 408, "invalid_request", text, title="Request timeout")
 
     def overloaded(self, scope: Scope, retry_after: int) -> Response:
         """503 with ``Retry-After``, in the form of the operation at ``scope``'s path: the worker is at its bound of

@@ -39,6 +39,8 @@ class IdentityApp:
     app: ASGIApp
     # the 503 for load in each operation's own error form (an ``Api.overloaded``, ``service/web/edge.py``)
     overloaded: Callable[[Scope, Send, int], Awaitable[None]]
+    # the 408 for a body too slow, in each operation's own error form (``Bodies.too_slow``, service/web/edge.py)
+    too_slow: Callable[[Scope, Send], Awaitable[None]]
 
 
 def create_identity_app(
@@ -66,8 +68,11 @@ def create_identity_app(
     async def overloaded(scope: Scope, send: Send, retry_after: int) -> None:
         await errors.overloaded(scope, retry_after)(scope, _nothing_to_receive, send)
 
+    async def too_slow(scope: Scope, send: Send) -> None:
+        await errors.too_slow(scope)(scope, _nothing_to_receive, send)
+
     entry = IdentityEntry(app, provider, threads, forms)
-    return IdentityApp(BodyLimit(entry, form_limit, errors.too_large), overloaded)
+    return IdentityApp(BodyLimit(entry, form_limit, errors.too_large), overloaded, too_slow)
 
 
 async def _nothing_to_receive() -> Message:

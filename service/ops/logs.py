@@ -38,6 +38,10 @@ ACCESS = "regional_menus.access"
 SERVICE_LOGGERS = (ACCESS, "regional_menus.audit")
 # Servers' loggers that must not keep their own formats; their access lines duplicate ours and are turned off.
 SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "gunicorn.error", "gunicorn.access")
+# Libraries whose INFO lines carry what the service keeps out of its logs: httpx writes every request's whole URL
+# ("HTTP Request: POST https://…?query"), a client's back-channel logout URI included, which
+# service/outbound/backchannel.py names by scheme, host and port only. Their warnings and errors still pass.
+QUIET_LOGGERS = ("httpx", "httpcore")
 
 
 class JsonFormatter(logging.Formatter):
@@ -263,6 +267,8 @@ def configure(level: int = logging.INFO, stream: IO[str] | None = None) -> None:
         named.propagate = True
         named.setLevel(logging.NOTSET)
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)  # our request line replaces it
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def configure_command() -> None:
@@ -290,5 +296,6 @@ def dict_config(level: str = "INFO") -> dict[str, Any]:
             # uvicorn's worker class copies these two loggers' handlers onto uvicorn's own loggers.
             "gunicorn.error": {"level": level, "handlers": ["stderr"], "propagate": False},
             "gunicorn.access": {"level": "WARNING", "handlers": ["stderr"], "propagate": False},
+            **{name: {"level": "WARNING", "handlers": [], "propagate": True} for name in QUIET_LOGGERS},
         },
     }

@@ -1,4 +1,5 @@
-"""The operations endpoints (``/healthz``, ``/readyz``, ``/metrics``): Connexion's AsyncApp over ``operations.yaml``.
+"""The operations endpoints (``/healthz``, ``/readyz``, ``/metrics``, and the site's icon ``/favicon.ico``):
+Connexion's AsyncApp over ``operations.yaml``.
 
 They sit outside both APIs' authentication. Their document is served at
 ``/ops/openapi.json`` (Swagger UI at ``/ops/ui/``) so that it never collides
@@ -16,7 +17,8 @@ from service.web.connexion_adapter import connexion_app
 from service.web.contracts import contract
 from service.web.problems import connexion_handler
 
-PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # what the dispatcher sends here, with everything under /ops/
+# what the dispatcher sends here, with everything under /ops/ (the icon: browsers ask for it at the origin's root)
+PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/favicon.ico"})
 DOCUMENT_PREFIX = "/ops/"
 
 

@@ -5,7 +5,8 @@ one worker, the p99 was near a second and some requests waited past five (docs/p
 (``service/web/edge.py``) asks ``Admission.admit`` first, and refuses a request when
 
 - ``max_in_flight`` requests are already being answered by this worker (each counted from the edge's first
-  call to its last byte), or
+  call, or from the arrival of its body for a request that has one, to its last byte: a body still on the way
+  holds no place, ``service/web/body_arrival.py``), or
 - the request has already waited ``max_queue_wait`` seconds: between its head being read (stamped in the scope
   as ``ARRIVED`` by the server's protocol, ``service/ops/bounded_http.py``) and the edge's first call, plus the
   event loop's lag (``watch_loop``: how late a timer last ran). The lag stands for the wait before the head was
@@ -50,9 +51,26 @@ class Admission:
         if self.in_flight >= self.max_in_flight:
             self.on_refused("in_flight")
             return False
+        if self.late(scope):
+            return False
+        self.in_flight += 1
+        return True
+
+    def late(self, scope: Scope) -> bool:
+        """True (and counted as refused) when the request has waited past ``max_queue_wait`` already: asked as the
+        edge first sees a request that has a body, before the body is awaited (``service/web/body_arrival.py``)."""
         arrived = scope.get(ARRIVED)
         if arrived is not None and self.clock() - arrived + self.loop_lag > self.max_queue_wait:
             self.on_refused("waited")
+            return True
+        return False
+
+    def take(self) -> bool:
+        """True (and counted in flight until ``release``) when the worker answers fewer than ``max_in_flight``
+        requests; False (counted as refused) otherwise. For a request whose body has arrived, asked ``late`` before
+        it was awaited: the time its body took to arrive is the client's, not a wait in this worker's queue."""
+        if self.in_flight >= self.max_in_flight:
+            self.on_refused("in_flight")
             return False
         self.in_flight += 1
         return True

@@ -34,13 +34,15 @@ class Documentation:
         enabled: bool = True,
         api_origin: str = "",
         pages_end_in_slash: bool = False,
+        title: str = "",
     ) -> None:
         self.pages_end_in_slash = pages_end_in_slash  # the console's home is {prefix}/: its own app answers slashes
         self.enabled = enabled
         self.documents = {f"{prefix}/openapi.json": document.json, f"{prefix}/openapi.yaml": document.yaml}
         self.ui = f"{prefix}/ui"
         # api_origin: where "Try it out" sends requests, when not the page's own origin
-        self.swagger_ui = SwaggerUi(f"{prefix}/openapi.json", api_origin) if enabled else None
+        # title: the API's (its document's info.title), which its Swagger UI page is named after
+        self.swagger_ui = SwaggerUi(f"{prefix}/openapi.json", api_origin, title) if enabled else None
 
     async def __call__(self, scope: Scope, receive: Receive, exchange: Exchange) -> tuple[Scope, Receive] | None:
         path = scope["path"]

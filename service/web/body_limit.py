@@ -1,6 +1,7 @@
 """A cap on every request body, enforced while it is read (RFC 9110 §15.5.14, 413 Content Too Large).
 
-A request whose ``Content-Length`` is over the cap is refused at once, before a byte of its body is read.
+A request whose ``Content-Length`` is over the cap is refused at once, before a byte of its body is read; so is
+any body at all (chunked or not) where the cap is ``NO_BODY``.
 A request with a ``Transfer-Encoding`` (chunked; it overrides any ``Content-Length``, RFC 9112 §6.3) is read
 here chunk by chunk, up to the cap: it is cut as soon as the cap is crossed, and otherwise replayed to the
 app as a body of known length. Either way the server holds at most the cap (and the server's own read
@@ -52,6 +53,9 @@ class BodyCap:
             elif name == b"transfer-encoding":
                 chunked = True
         if chunked:  # RFC 9112 §6.3: Transfer-Encoding overrides Content-Length
+            if self.limit == NO_BODY:  # refused unread: nothing of it is awaited (service/web/body_arrival.py)
+                await self._refuse(scope, receive, send)
+                return None
             return await self._read_capped(scope, receive, send)
         if length is not None and (not length.isdigit() or int(length) > self.limit):
             await self._refuse(scope, receive, send)

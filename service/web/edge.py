@@ -14,7 +14,10 @@ the edge only calls them in order ("fuse the calls, not the code"). A concern is
   the messages to send instead (the gate holds a 200 to give it its ETag; the documentation pages get their
   security policy);
 - the **admission** (``service/web/admission.py``), asked by the edge before any step: past the worker's bound,
-  the API's ``overloaded`` answers 503 at once;
+  the API's ``overloaded`` answers 503 at once. For an API that takes request bodies (``Api.bodies``), the edge
+  first awaits the body of a request that has one (``service/web/body_arrival.py``): a body still on the way
+  holds no place in the bound; one too slow is answered 408 by the API's ``too_slow``, and a client that leaves
+  in the middle of its body is recorded as 499, never as an error of ours;
 - the **observer**, called by the edge itself: ``begin`` as the request arrives, ``start`` as the response
   starts, ``done`` once the last byte of the body is about to leave (or when the request ends without it).
 
@@ -31,6 +34,7 @@ from typing import Any, Protocol
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.web.admission import RETRY_AFTER, Admission
+from service.web.body_arrival import CLIENT_CLOSED, BodyWatch, Unread
 from service.web.problems import send_problem, to_problem
 
 Headers = list[tuple[bytes, bytes]]
@@ -101,29 +105,68 @@ class Exchange:
         self.filter = None
 
 
+@dataclass(frozen=True, slots=True)
+class Bodies:
+    """What an API that takes request bodies tells the edge: ``limit``, the most bytes of a body it takes (its cap,
+    enforced by the API itself: the edge reads no more before admission), and ``too_slow``, which sends its 408 in
+    its own error form when a body does not arrive in time (the edge adds ``Connection: close``)."""
+
+    limit: int
+    too_slow: Callable[[Scope, Send], Awaitable[None]]
+
+
 @dataclass(eq=False)
 class Api:
     """An API behind the edge: its ``steps`` in order, then its ``app`` (called with the exchange as ``send``).
     ``overloaded`` sends its 503 in its own error form (``Retry-After`` seconds given) when the worker's admission
-    refuses a request; None: the API is not bounded (``service/web/admission.py``)."""
+    refuses a request; None: the API is not bounded (``service/web/admission.py``). ``bodies``: the API takes
+    request bodies, awaited before admission (``service/web/body_arrival.py``); None: it takes none (its own cap
+    refuses any at once)."""
 
     app: ASGIApp
     steps: Sequence[Step] = field(default_factory=tuple)
     overloaded: Callable[[Scope, Send, int], Awaitable[None]] | None = None
+    bodies: Bodies | None = None
 
 
 async def answer(
-    api: Api, observer: Observer, scope: Scope, receive: Receive, send: Send, admission: Admission | None = None
+    api: Api,
+    observer: Observer,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    admission: Admission | None = None,
+    bodies: BodyWatch | None = None,
 ) -> None:
-    """Answer one HTTP request with ``api``: observed, admitted, through its steps and app, ``send`` wrapped once."""
+    """Answer one HTTP request with ``api``: observed, its body awaited (by ``bodies``), admitted, through its
+    steps and app, ``send`` wrapped once."""
     exchange = Exchange(send, scope, observer)
     token = observer.begin(exchange)
     scope = exchange.scope
+    bound = admission if api.overloaded is not None else None  # None: this API is not bounded
     in_flight = False  # counted by the admission until the answer ends
     try:
-        if admission is not None and api.overloaded is not None:
-            if not admission.admit(scope):
-                await api.overloaded(scope, exchange, RETRY_AFTER)
+        if api.bodies is not None and bodies is not None:
+            if bound is not None and bound.late(scope):
+                await _overloaded(api, scope, exchange)
+                return
+            arrived = await bodies.read(scope, receive, api.bodies.limit)
+            if arrived is Unread.GONE:
+                exchange.status = CLIENT_CLOSED  # nobody to answer; recorded, never as an error of ours
+                return
+            if arrived is Unread.TOO_SLOW:
+                exchange.on_start.append(_close_connection)  # the rest of the body is never read
+                await api.bodies.too_slow(scope, exchange)
+                return
+            scope, receive = arrived
+            if bound is not None:
+                if not bound.take():
+                    await _overloaded(api, scope, exchange)
+                    return
+                in_flight = True
+        elif bound is not None:
+            if not bound.admit(scope):
+                await _overloaded(api, scope, exchange)
                 return
             in_flight = True
         try:
@@ -135,12 +178,23 @@ async def answer(
             exchange.unhook()
             await send_problem(exchange, to_problem(error))
     finally:
-        if in_flight:
-            admission.release()  # type: ignore[union-attr]
+        if in_flight and bound is not None:
+            bound.release()
         if not exchange.complete:  # the app failed, or the client left, before the answer was complete
             exchange.complete = True
             observer.done(exchange)
         observer.end(token)
+
+
+async def _overloaded(api: Api, scope: Scope, exchange: Exchange) -> None:
+    assert api.overloaded is not None
+    await api.overloaded(scope, exchange, RETRY_AFTER)
+
+
+def _close_connection(_: Exchange, headers: Headers) -> None:
+    """RFC 9112 §9.6: the server closes the connection after this answer."""
+    headers[:] = [(name, value) for name, value in headers if name.lower() != b"connection"]
+    headers.append((b"connection", b"close"))
 
 
 @dataclass(eq=False)

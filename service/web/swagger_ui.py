@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -51,14 +52,15 @@ UI_POLICY = (
 )
 _INLINE = re.compile(rb"<(script|style)>(.*?)</\1>", re.DOTALL)
 
-# Swagger UI's standalone page (the bundle's index.j2, as Connexion rendered it), for the document's URL (the
-# one %-field: the page has no other "%").
+# Swagger UI's standalone page (the bundle's index.j2, as Connexion rendered it), for the document's URL and the
+# page's title (the two %-fields: the page has no other "%"). Each API's page is titled after its API, so that four
+# browser tabs (menus, identity, operations, console) say which is which.
 _PAGE = """<!-- HTML for static distribution bundle build -->
 <!DOCTYPE html>
 <html lang="en">
   <head>
     <meta charset="UTF-8">
-    <title>Swagger UI</title>
+    <title>%(title)s</title>
     <link rel="stylesheet" type="text/css" href="./swagger-ui.css" />
     <link rel="icon" type="image/png" href="./favicon-32x32.png" sizes="32x32" />
     <link rel="icon" type="image/png" href="./favicon-16x16.png" sizes="16x16" />
@@ -127,8 +129,9 @@ class SwaggerUi:
 
     _files = StaticFiles(directory=BUNDLE)  # the same folder for every API
 
-    def __init__(self, document_url: str, api_origin: str = "") -> None:
-        home = _page(_PAGE % {"document_url": _script_string(document_url)}, api_origin)
+    def __init__(self, document_url: str, api_origin: str = "", api_title: str = "") -> None:
+        title = html.escape(f"{api_title} · Swagger UI" if api_title else "Swagger UI")
+        home = _page(_PAGE % {"document_url": _script_string(document_url), "title": title}, api_origin)
         self.pages = {"": home, "index.html": home, REDIRECT_PAGE: _page(_read(REDIRECT_PAGE), api_origin)}
 
     def knows(self, name: str) -> bool:

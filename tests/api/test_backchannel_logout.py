@@ -7,6 +7,7 @@ The app's outbox workers look once at start-up and then not for an hour: these t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -28,7 +29,7 @@ from identity.backchannel_logout import CHANNEL
 from identity.clients import ClientStore
 from identity.disabled_users import disable
 from identity.errors import InvalidInput
-from identity.logout_tokens import LOGOUT_TOKEN_TTL, LogoutTokens
+from identity.logout_tokens import LOGOUT_TOKEN_TTL, LogoutPost, LogoutTokens
 from identity.outbox import Claimed, Mail, Outbox, Undeliverable
 from identity.password_reset import replace_password
 from identity.revoked_grants import Revoker
@@ -243,8 +244,9 @@ def test_a_logout_token_is_signed_at_delivery_with_a_fresh_exp_and_the_message_i
     clock.advance(3600)  # an hour of retries later
     claimed = outbox.claim()
     assert claimed is not None and claimed.id == message_id
-    uri, token = logouts.prepare(claimed)
-    assert uri == RP_URI
+    post = logouts.prepare(claimed)
+    token = post.token
+    assert post.uri == RP_URI and not post.internal
     assert jwt.get_unverified_header(token)["typ"] == "logout+jwt"
     key = jwt.PyJWKSet.from_dict(keys.jwks()).keys[0]
     claims = jwt.decode(
@@ -300,23 +302,13 @@ def test_one_client_endpoint_away_holds_up_no_other_clients_logout_token(world: 
     assert posted == [world.companion.id]
 
 
-def test_a_logout_post_has_one_deadline_even_for_an_answer_sent_a_byte_at_a_time(world: World, engine: Engine) -> None:
+def test_a_logout_post_has_one_deadline_even_for_an_answer_sent_a_byte_at_a_time() -> None:
     """httpx's timeouts bound each read alone: an endpoint trickling its answer must not hold the worker past the
     claim's lease (service/outbound/backchannel.py)."""
     with trickling_endpoint() as uri:
-        poster = LogoutPoster(StubTokens(uri), timeout=0.3)
+        poster = LogoutPoster(timeout=0.3, loopback=True)
         with pytest.raises(TimeoutError):
-            poster(Claimed("msg_1", Mail("logout_token", world.planner.id, {"sub": world.ana.id}), 1, "claim"))
-
-
-class StubTokens:
-    """``LogoutTokens.prepare`` without keys: this URI and a placeholder token."""
-
-    def __init__(self, uri: str) -> None:
-        self.uri = uri
-
-    def prepare(self, claimed: Claimed) -> tuple[str, str]:
-        return self.uri, "a.logout.token"
+            asyncio.run(poster.post(LogoutPost(uri, "a.logout.token")))
 
 
 @contextmanager

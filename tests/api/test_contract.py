@@ -78,6 +78,14 @@ def test_identity_document_is_valid_openapi_3_0() -> None:
     } <= paths  # fmt: skip
 
 
+def test_every_identity_operation_that_takes_a_body_documents_its_cap_and_its_time_bound() -> None:
+    """413 past the cap, 408 when the body is too slow (service/web/body_arrival.py), in the operation's form."""
+    identity = yaml.safe_load(spec_path("identity.yaml").read_text(encoding="utf-8"))
+    for path, method, op in operations(identity):
+        if isinstance(op, dict) and "requestBody" in op:
+            assert {"408", "413"} <= set(op["responses"]), (method, path)
+
+
 def test_console_document_is_valid_openapi_3_0_and_served_as_written(anonymous: TestClient) -> None:
     console = yaml.safe_load(spec_path("console.yaml").read_text(encoding="utf-8"))
     validate(console)
@@ -87,7 +95,7 @@ def test_console_document_is_valid_openapi_3_0_and_served_as_written(anonymous: 
             module, function = op["operationId"].rsplit(".", 1)
             assert callable(getattr(importlib.import_module(f"handlers.{module}"), function))
             assert "400" in op["responses"] and "500" in op["responses"]
-            if "requestBody" in op:  # forms: CSRF, members and oversized bodies are documented
-                assert {"403", "413", "415"} <= set(op["responses"]), op["operationId"]
+            if "requestBody" in op:  # forms: CSRF, members, oversized and slow bodies are documented
+                assert {"403", "408", "413", "415"} <= set(op["responses"]), op["operationId"]
     served = anonymous.get("/console/openapi.json").json()
     assert served["paths"].keys() == console["paths"].keys() and served["info"] == console["info"]

@@ -113,6 +113,19 @@ def test_each_swagger_ui_page_loads_its_own_apis_document_and_names_its_inline_c
     assert redirect.status_code == 200 and "'sha256-" in redirect.headers["content-security-policy"]
 
 
+def test_each_swagger_ui_page_is_titled_after_its_api(web: TestClient) -> None:
+    titles = {
+        page: re.search(r"<title>(.*?)</title>", web.get(page).text).group(1)  # type: ignore[union-attr]
+        for page in ("/v1/ui/", "/tenant-a/ui/", "/ops/ui/", "/console/ui/")
+    }
+    assert titles == {
+        "/v1/ui/": "Regional Menus API · Swagger UI",
+        "/tenant-a/ui/": "Regional Menus Identity · Swagger UI",
+        "/ops/ui/": "Regional Menus operations · Swagger UI",
+        "/console/ui/": "Regional Menus Developer Console · Swagger UI",
+    }
+
+
 def test_swagger_ui_assets_revalidate_with_their_etag_and_answer_head_without_a_body(web: TestClient) -> None:
     first = web.get("/v1/ui/swagger-ui.css")
     assert first.status_code == 200 and first.headers["content-type"].startswith("text/css")

@@ -46,9 +46,10 @@ def search(cases: Any, mode: GenerationMode, searched: list[int], call: dict[str
         response = case.call(**call)
         searched.append(response.status_code)
         headers = " ".join(f"{name}: {value}" for name, value in response.headers.items())
-        said = framework_words(response.text) or framework_words(headers)
+        text = response.content.decode("utf-8", errors="replace")  # the site's icon is an image
+        said = framework_words(text) or framework_words(headers)
         where = f"{case.method} {case.formatted_path} ({mode.value})"
-        assert said is None, f"{where}: {response.status_code} says {said!r}: {response.text[:1500]}"
+        assert said is None, f"{where}: {response.status_code} says {said!r}: {text[:1500]}"
 
     answer_in_our_words()
 
@@ -71,7 +72,7 @@ def test_the_identity_api_answers_in_its_own_words(app: Any) -> None:
 
 
 def test_the_operations_api_answers_in_its_own_words(app: Any) -> None:
-    assert fuzz(app, "operations") >= 3  # three operations, none takes a parameter: one case each
+    assert fuzz(app, "operations") >= 4  # four operations, none takes a parameter: one case each
 
 
 def test_the_console_answers_in_its_own_words(app: Any) -> None:

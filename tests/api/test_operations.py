@@ -11,7 +11,10 @@ import yaml
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
+from data.catalog import Catalog
+from service.app import create_app
 from service.ops.operations_app import PATHS
+from service.settings import Settings
 from service.web.contracts import spec_path
 
 
@@ -22,7 +25,7 @@ def test_healthz_answers_ok_without_credentials(anonymous: TestClient) -> None:
 
 def test_readyz_answers_ready_when_the_database_answers(anonymous: TestClient) -> None:
     response = anonymous.get("/readyz")
-    assert response.status_code == 200 and response.json() == {"status": "ready"}
+    assert response.status_code == 200 and response.json()["status"] == "ready"
 
 
 def test_readyz_is_503_problem_when_the_database_cannot_be_reached(
@@ -36,6 +39,20 @@ def test_readyz_is_503_problem_when_the_database_cannot_be_reached(
     assert response.status_code == 503 and response.headers["content-type"] == "application/problem+json"
     assert response.json()["code"] == "service_unavailable" and int(response.headers["retry-after"]) >= 1
     assert anonymous.get("/healthz").status_code == 200  # alive, only not ready
+
+
+@pytest.mark.parametrize("issuer", ["", "/tenant-a"])
+def test_the_site_icon_is_served_at_the_origins_root_whatever_the_issuers_path(
+    settings: Settings, engine: sa.Engine, catalog: Catalog, issuer: str
+) -> None:
+    """Browsers ask every origin for /favicon.ico: it is an icon, not the identity API's 404 (at the root) nor the
+    dispatcher's (an issuer with a path)."""
+    app = create_app(settings.with_changes(issuer=f"http://127.0.0.1:8000{issuer}"), catalog=catalog)
+    with TestClient(app) as client:
+        response = client.get("/favicon.ico")
+    assert response.status_code == 200 and response.headers["content-type"] == "image/x-icon"
+    assert response.content[:4] == b"\x00\x00\x01\x00"  # an ICO file's header: a reserved zero, type 1 (icon)
+    assert response.headers["cache-control"] == "public, max-age=86400"
 
 
 def test_operations_endpoints_refuse_unknown_parameters(anonymous: TestClient) -> None:

@@ -104,8 +104,9 @@ def free_port() -> int:
 def live_service(
     workdir: Path, env: dict[str, str] | None = None, *, args: tuple[str, ...] = (), port: int | None = None
 ) -> Iterator[LiveService]:
-    """``db upgrade``, then ``serve --port PORT *args`` (a free port unless given), until it answers."""
-    environment = {**os.environ, **(env or {})}
+    """``db upgrade``, then ``serve --port PORT *args`` (a free port unless given), until it answers. Outbound URIs
+    may reach loopback (``MENUS_OUTBOUND_LOOPBACK``), as in development: the tests' relying parties listen there."""
+    environment = {**os.environ, "MENUS_OUTBOUND_LOOPBACK": "on", **(env or {})}
     subprocess.run(
         [sys.executable, "-m", "service", "db", "upgrade"],
         cwd=workdir,

@@ -26,6 +26,7 @@ from starlette.testclient import TestClient
 
 from identity.clients import Client, ClientStore
 from identity.organizations import Organization
+from identity.outbound_uris import OutboundRule
 from identity.users import User
 from tests.support.clocks import MovableClock
 from tests.support.identity_fixtures import PASSWORD
@@ -74,10 +75,14 @@ class World:
     rival: Registered  # Beta, every grant and scope
 
 
+LOOPBACK_ALLOWED = OutboundRule(loopback=True)
+
+
 def register(engine: Engine, org: Organization, name: str, **options: Any) -> Registered:
     options.setdefault("auth_method", "client_secret_basic")
     options.setdefault("first_party", True)
-    client, secret = ClientStore(engine).create(name=name, org_id=org.id, **options)
+    # loopback outbound URIs allowed, as the tests' app allows them: the tests' relying parties listen on 127.0.0.1
+    client, secret = ClientStore(engine, outbound=LOOPBACK_ALLOWED).create(name=name, org_id=org.id, **options)
     return Registered(client, secret)
 
 

@@ -6,6 +6,8 @@ tests/api/test_backchannel_logout.py."""
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import jwt
@@ -15,8 +17,9 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.backchannel_logout import CHANNEL
+from identity.backchannel_logout import CHANNEL, KIND
 from identity.organizations import OrganizationStore
+from identity.outbox import Mail, Outbox
 from identity.password_reset import replace_password
 from identity.revoked_grants import Revoker
 from identity.tables import mail_outbox
@@ -110,3 +113,57 @@ def _refusals(engine: Engine) -> int:
     query = sa.select(sa.func.count()).where(mail_outbox.c.channel == CHANNEL, mail_outbox.c.last_error.is_not(None))
     with engine.connect() as connection:
         return int(connection.scalar(query) or 0)
+
+
+@pytest.fixture
+def woken_app(settings: Settings, engine: Engine, catalog: Catalog) -> object:
+    """The app over ``engine``'s database, its outbox never polled after its first look (an hour between two): a
+    logout token leaves only when the worker is woken."""
+    return create_app(settings.with_changes(mail_poll_interval=3600, backchannel_logout_timeout=3), catalog=catalog)
+
+
+def test_a_logout_token_is_posted_as_soon_as_end_session_commits_not_at_the_next_poll(
+    woken_app: object, engine: Engine, relying_party: RelyingParty
+) -> None:
+    _, acme = ana_of_acme(engine)
+    planner = sign_in_client(engine, acme, "Menu Planner", backchannel_logout_uri=relying_party.uri("/planner"))
+    with TestClient(woken_app, follow_redirects=False) as browser:  # type: ignore[arg-type]
+        tokens = user_tokens(browser, planner)
+        assert end_session(browser, "GET", id_token_hint=tokens["id_token"]).status_code == 200
+        [signed_out] = relying_party.wait_for(1, timeout=3)  # the next poll is an hour away
+        assert claims_of(browser, signed_out, planner)["sid"] == sid_of(tokens)
+    assert logout_statuses(engine) == ["sent"]
+
+
+def test_an_endpoint_that_never_answers_holds_up_no_other_clients_logout_token(
+    woken_app: object, engine: Engine, relying_party: RelyingParty
+) -> None:
+    """Six logout tokens queued for a client whose endpoint takes each POST and never answers (the issue's
+    scenario), then a healthy client's end-session: its token arrives long before the first of the six could
+    time out (3 s here), and the sleeping endpoint never has more than two posts at once."""
+    user_id, acme = ana_of_acme(engine)
+    planner = sign_in_client(engine, acme, "Menu Planner", backchannel_logout_uri=relying_party.uri("/planner"))
+    asleep = RelyingParty(asleep=True)
+    napper = sign_in_client(engine, acme, "Napper", backchannel_logout_uri=asleep.uri())
+    with engine.begin() as connection:
+        for _ in range(6):
+            Outbox.write(connection, CHANNEL, Mail(KIND, napper.id, {"sub": user_id}), datetime.now(UTC))
+    asleep.start()
+    try:
+        with TestClient(woken_app, follow_redirects=False) as browser:  # type: ignore[arg-type]
+            asleep.wait_taken(2)  # its first look: two posts under way to that host, the other four put back
+            tokens = user_tokens(browser, planner)
+            end_session(browser, "GET", id_token_hint=tokens["id_token"])
+            ended = time.monotonic()
+            [signed_out] = relying_party.wait_for(1, timeout=3)
+            waited = time.monotonic() - ended
+            assert claims_of(browser, signed_out, planner)["sid"] == sid_of(tokens)
+            assert asleep.taken == 2
+            asleep.stop()  # its connections close: the two posts end
+    finally:
+        asleep.stop()
+    assert waited < 2  # not held up by a post to the sleeping endpoint (each would take 3 s to time out)
+
+
+def claims_of(browser: TestClient, post: Any, client: Any) -> dict[str, Any]:
+    return verified(browser, the_token(post), client)

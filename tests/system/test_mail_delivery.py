@@ -3,6 +3,7 @@ the request only writes the row, the app's mail worker sends it, an outage delay
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from email import message_from_bytes
 from email.message import EmailMessage
@@ -21,7 +22,7 @@ from identity.users import User
 from service.app import create_app
 from service.cli.demo import prepare as prepare_demo
 from service.mail.letters import Letters
-from service.mail.transports import SmtpTransport, outbox_folder
+from service.mail.transports import FolderTransport, SmtpTransport, outbox_folder
 from service.settings import Settings
 from service.settings import SmtpServer as TransportServer
 from tests.support.defaults import ACCOUNT_LIMIT
@@ -110,12 +111,11 @@ def test_two_apps_over_one_database_send_each_mail_once(
     assert len(ids) == MAILS and len(set(ids)) == MAILS
 
 
-def test_without_an_smtp_server_mail_is_written_as_eml_files_beside_the_database(
-    settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered
+def test_with_a_mail_folder_mail_is_written_as_eml_files_there(
+    settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered, tmp_path: Path
 ) -> None:
-    app = create_app(settings.with_changes(**FAST), catalog=catalog)
-    folder = outbox_folder(settings.database_url)
-    assert folder == Path(sa.make_url(settings.database_url).database or "").parent / "outbox"
+    folder = tmp_path / "mail"
+    app = create_app(settings.with_changes(mail_dir=str(folder), **FAST), catalog=catalog)
     with TestClient(app):
         sign_up_with_a_taken_address(app, web)
         assert eventually(lambda: bool(list(folder.glob("*.eml"))), timeout=10)
@@ -138,6 +138,28 @@ def test_smtp_off_loopback_without_starttls_is_never_sent_in_the_clear(smtp: Smt
     with pytest.raises(ConnectionError, match="offers no STARTTLS"):
         transport(Claimed("mail_1", Mail("account_exists", EMAIL, {}), 1, "token"))
     assert smtp.inbox.messages == []
+
+
+def test_the_demo_logs_each_mail_written_with_its_file_and_its_link_as_plain_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A .eml file's body is quoted-printable: a link copied from it (``=3D``, soft line breaks) does not work."""
+    link = "http://127.0.0.1:8000/verify-email?token=" + "a-very-long-token-" * 5
+    transport = FolderTransport(tmp_path, Letters("menus@example.com").compose, log_links=True)
+    with caplog.at_level(logging.INFO, logger="service.mail.transports"):
+        mail = Mail("verify_email", EMAIL, {"link": link, "name": "Ana", "valid_for": "24 hours"})
+        transport(Claimed("mail_1", mail, 1, "token"))
+    written = tmp_path / "mail_1.eml"
+    assert link not in written.read_text()  # as the file has it
+    [line] = [record.getMessage() for record in caplog.records]
+    assert str(written) in line and line.endswith(link)
+
+
+def test_without_the_demo_no_mail_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    transport = FolderTransport(tmp_path, Letters("menus@example.com").compose)
+    with caplog.at_level(logging.INFO, logger="service.mail.transports"):
+        transport(Claimed("mail_1", Mail("account_exists", EMAIL, {}), 1, "token"))
+    assert caplog.records == []
 
 
 def test_serve_demo_says_where_mail_goes(settings: Settings, engine: Engine) -> None:

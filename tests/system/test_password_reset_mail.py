@@ -26,6 +26,7 @@ from tests.support.identity_pages import (
 )
 from tests.support.logout_rp import RelyingParty, the_token, verified
 from tests.support.smtp import SmtpServer
+from tests.support.token_flows import LOOPBACK_ALLOWED
 
 NEW_PASSWORD = "a brand new kitchen password"
 
@@ -42,7 +43,7 @@ def forgot(browser: TestClient, web: Registered, email: str) -> str:
 def test_forgot_password_mails_a_link_whose_new_password_revokes_the_old_tokens_and_logs_the_clients_out(
     mailing_app: object, web: Registered, user: User, engine: Engine, smtp: SmtpServer, relying_party: RelyingParty
 ) -> None:
-    ClientStore(engine).update(web.id, backchannel_logout_uri=relying_party.uri())
+    ClientStore(engine, outbound=LOOPBACK_ALLOWED).update(web.id, backchannel_logout_uri=relying_party.uri())
     with TestClient(mailing_app, follow_redirects=False) as browser:  # type: ignore[arg-type]
         offline = authorize(browser, web.id, scope="openid email offline_access")
         before = tokens(browser, web, code_of(sign_in(browser, to_page(offline, "sign-in"))))

@@ -3,8 +3,9 @@ runs the lifespan shutdown (the purge task awaited, the engine disposed) and exi
 
 Two kinds of requests are in flight when the signal arrives. Held requests are deterministic: sign-ins (an
 Argon2 verification each) and token requests whose headers and all but the last byte of the body were sent
-before the signal, so the server has accepted them and is reading them; their last byte goes out after the
-server has stopped listening, and each must still get its complete answer. Around them, client threads keep
+a moment before the signal, so the server has accepted them and is reading them; their last byte goes out after
+the server has stopped listening, and each must still get its complete answer. (A moment: a body that stops
+coming is answered 408 after a few seconds, service/web/body_arrival.py.) Around them, client threads keep
 sending menus reads, sign-ins, token requests, introspections and directory reads, each on a new connection,
 until they are refused: none of those may fail or get a 5xx; a connection refused, or closed before the
 server read its request, is allowed only after the signal (see ``tests.support.request_outcomes``).
@@ -50,32 +51,43 @@ class Held:
     expected: int
 
 
-def hold(url: str, kind: str, path: str, body: bytes, headers: dict[str, str], expected: int) -> Held:
+@dataclass
+class Prepared:
+    """A POST ready to be held: made before the load (a sign-in's page is fetched then), sent just before the signal."""
+
+    kind: str
+    path: str
+    body: bytes
+    headers: dict[str, str]
+    expected: int
+
+
+def hold(url: str, request: Prepared) -> Held:
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=TIMEOUT)
-    connection.putrequest("POST", path)
-    for name, value in {**headers, "Content-Length": str(len(body))}.items():
+    connection.putrequest("POST", request.path)
+    for name, value in {**request.headers, "Content-Length": str(len(request.body))}.items():
         connection.putheader(name, value)
     connection.endheaders()
-    connection.send(body[:-1])
-    return Held(kind, connection, body[-1:], expected)
+    connection.send(request.body[:-1])
+    return Held(request.kind, connection, request.body[-1:], request.expected)
 
 
-def held_sign_in(tenant: Tenant) -> Held:
+def held_sign_in(tenant: Tenant) -> Prepared:
     browser, page, _ = sign_in_page(tenant)
     body = urlencode({**page.form.fields, "email": tenant.email, "password": PASSWORD}).encode()
     cookies = "; ".join(f"{cookie.name}={cookie.value}" for cookie in browser.http.cookies)
     browser.http.close()
     path = urlsplit(urljoin(page.url, page.form.action)).path
     headers = {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookies}
-    return hold(tenant.url, "sign-in", path, body, headers, expected=302)
+    return Prepared("sign-in", path, body, headers, expected=302)
 
 
-def held_token_request(tenant: Tenant) -> Held:
+def held_token_request(tenant: Tenant) -> Prepared:
     body = urlencode({"grant_type": "client_credentials", "scope": "members:read"}).encode()
     credentials = requests.auth._basic_auth_str(*tenant.basic)
     headers = {"Content-Type": "application/x-www-form-urlencoded", "Authorization": credentials}
-    return hold(tenant.url, "token", "/oauth2/token", body, headers, expected=200)
+    return Prepared("token", "/oauth2/token", body, headers, expected=200)
 
 
 def listening(url: str) -> bool:
@@ -128,8 +140,8 @@ def drain(service: LiveService, tenant: Tenant) -> tuple[Ledger, list[tuple[Held
     assert service.process is not None
     ledger, stop = Ledger(), threading.Event()
     runs = [client_thread(tenant, ledger, stop) for _ in range(LOAD_THREADS)]
-    held = [held_sign_in(tenant) for _ in range(HELD_SIGN_INS)]
-    held += [held_token_request(tenant) for _ in range(HELD_TOKEN_REQUESTS)]
+    prepared = [held_sign_in(tenant) for _ in range(HELD_SIGN_INS)]
+    prepared += [held_token_request(tenant) for _ in range(HELD_TOKEN_REQUESTS)]
     threads = [threading.Thread(target=run, daemon=True) for run in runs]
     for thread in threads:
         thread.start()
@@ -138,6 +150,10 @@ def drain(service: LiveService, tenant: Tenant) -> tuple[Ledger, list[tuple[Held
         while ledger.count() < REQUESTS_BEFORE_SIGNAL and time.monotonic() < deadline:
             time.sleep(0.05)
         assert ledger.count() >= REQUESTS_BEFORE_SIGNAL, "the load did not get going"
+        held = [hold(tenant.url, request) for request in prepared]
+        sent = ledger.count()  # a few more load requests answered: the server has had turns to read the held heads
+        while ledger.count() < sent + LOAD_THREADS and time.monotonic() < deadline:
+            time.sleep(0.05)
         signalled = time.monotonic()
         service.process.send_signal(signal.SIGTERM)
         while listening(service.url) and time.monotonic() < deadline:

@@ -136,3 +136,19 @@ def test_a_mail_written_in_a_transaction_that_rolls_back_is_never_sent(nodes: li
         outbox.enqueue(MAIL, connection)
         raise RuntimeError("the request failed")
     assert outbox.claim() is None
+
+
+def test_a_deferred_message_comes_back_after_its_wait_with_its_attempt_not_counted(nodes: list[Engine]) -> None:
+    """A worker with no room for a message now (a logout token whose host is at its bound) puts it back: another
+    node may take it once the wait is over, and it has lost none of its attempts."""
+    clock = MovableClock()
+    first, second = (Outbox(engine, DELIVERY, clock) for engine in nodes)
+    mail_id = first.enqueue(MAIL)
+    claimed = first.claim()
+    assert claimed is not None and claimed.attempt == 1
+    first.defer(claimed, 5)
+    assert second.claim() is None  # not due yet
+    clock.advance(5)
+    again = second.claim()
+    assert again is not None and again.id == mail_id and again.attempt == 1
+    assert not first.sent(claimed)  # the deferred claim marks nothing

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from data.catalog import Catalog
 from identity.users import User
 from service.app import create_app
-from service.settings import Settings, SmtpServer, default_database_url
+from service.settings import ConfigurationError, Settings, SmtpServer, default_database_url
 from tests.support.identity_fixtures import Registered
 from tests.support.identity_pages import assert_error_page, authorize, sign_in, to_page
 
@@ -157,3 +157,10 @@ def test_a_mail_setting_that_cannot_be_used_is_refused_by_name_without_its_secre
     with pytest.raises(ValueError, match=name) as refused:
         Settings.from_env({name: value})
     assert "secret" not in str(refused.value)
+
+
+def test_a_mail_folder_is_read_as_an_absolute_path_and_never_together_with_an_smtp_server(tmp_path: Path) -> None:
+    assert Settings.from_env({"MENUS_MAIL_DIR": "var/mail"}).mail_dir == str(Path("var/mail").absolute())
+    assert Settings.from_env({}).mail_dir == ""  # no transport unless told: a node then claims no mail
+    with pytest.raises(ConfigurationError, match="not both"):
+        Settings.from_env({"MENUS_MAIL_DIR": str(tmp_path), "MENUS_SMTP_URL": "smtp://127.0.0.1:25"})
