@@ -161,7 +161,7 @@ def test_a_body_still_on_the_way_holds_no_place_in_the_workers_bound(
     (menus_status, token_status), held, after = asyncio.run(drill())
     assert held == 0
     assert menus_status == 200
-    assert token_status == 401  # answered (no client credentials), not refused for load
+    assert token_status == 400  # answered (invalid_client: no credentials), not refused for load
     assert after == 0
 
 
@@ -209,7 +209,7 @@ def test_a_body_that_keeps_the_minimum_rate_is_read_whole_and_answered(
         return {"type": "http.request", "body": piece, "more_body": bool(pieces)}
 
     answer = asyncio.run(request(app, "POST", "/oauth2/token", receive, **form_post(len(body))))
-    assert answer.status == 401  # the endpoint's own answer to a form without client credentials
+    assert answer.status == 400  # the endpoint's own answer to a form without client credentials (invalid_client)
 
 
 @pytest.mark.parametrize("path", ["/oauth2/token", "/oauth2/introspect", "/sign-in", "/console/keys"])

@@ -21,7 +21,7 @@ from identity.interactions import InteractionStore, new_interaction
 from identity.issuer import Issuer
 from identity.organizations import Organization, OrganizationStore
 from identity.outbox import Outbox
-from identity.password_reset import PasswordReset
+from identity.password_reset import RESET_REQUESTS, PasswordReset
 from identity.revoked_grants import Revoker
 from identity.throttle import SignInThrottle
 from identity.users import User, UserStore
@@ -85,6 +85,7 @@ def test_two_reset_links_followed_at_once_set_one_password(engine: Engine, ana: 
     resets = PasswordReset(
         links, Outbox(engine, DELIVERY), UserStore(engine), Revoker(engine), SignInThrottle(engine, THROTTLE),
         Issuer("http://127.0.0.1:8000"), timedelta(minutes=30),
+        requests=Outbox(engine, DELIVERY, channel=RESET_REQUESTS, one_destination=False),
     )  # fmt: skip
     for round_ in range(ROUNDS):
         with engine.begin() as connection:
