@@ -221,8 +221,15 @@ def test_idempotent_requests_a_node_answers_503_are_answered_by_another(
                 client.get("/v1/menus/regions", headers={"Authorization": f"Bearer {api_key}"}).status_code
                 for _ in range(10)
             ]
+    asked = stubs[1].hits
+    # Introspection, revocation and userinfo change nothing a second attempt could double: retried too, POST or not.
+    with nginx_proxy(tmp_path_factory.mktemp("nginx-retries-post"), [stubs[1].address, node]) as proxy:
+        transport = httpx.HTTPTransport(verify=proxy.tls_context())
+        with httpx.Client(base_url=proxy.url, transport=transport, timeout=TIMEOUT) as client:
+            introspected = [client.post("/oauth2/introspect", data={"token": "t"}).status_code for _ in range(4)]
     assert statuses == [200] * 10
-    assert stubs[1].hits > before  # the stub node was asked, and its 503 retried on the live node
+    assert asked > before  # the stub node was asked, and its 503 retried on the live node
+    assert introspected == [401] * 4 and stubs[1].hits > asked  # the live node's invalid_client, never the 503
 
 
 def test_a_request_to_a_node_that_is_gone_is_answered_by_another(
