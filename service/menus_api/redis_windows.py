@@ -217,6 +217,7 @@ class RedisWindows:
         try:
             while True:
                 batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+                batch = self._spent(batch)
                 expired = self._expired({key for key, _ in batch})
                 if not batch and not expired:
                     break
@@ -229,6 +230,18 @@ class RedisWindows:
         finally:
             self._sender = None
         self._sweep_later()
+
+    def _spent(self, batch: list[Waiting]) -> list[Waiting]:
+        """Answers the requests whose key was granted an allowance while they waited (by the pipeline before);
+        the others still need Redis."""
+        asking: list[Waiting] = []
+        for key, future in batch:
+            counted = self.spend(key)
+            if counted is None:
+                asking.append((key, future))
+            elif not future.done():
+                future.set_result(counted)
+        return asking
 
     def _never_started(self, task: asyncio.Task[None]) -> None:
         if self._sender is task:  # cancelled before its first step (its loop closed): no one else would answer these

@@ -284,6 +284,32 @@ def test_a_key_busy_on_a_worker_is_answered_from_its_allowance_with_exact_header
     assert 300 <= current_count(redis_url, "k") <= 300 + SHARED_LIMIT // REDIS.allowance_share
 
 
+def test_requests_queued_behind_a_grant_spend_its_permits_without_another_round_trip(redis_url: str) -> None:
+    pipelines: list[int] = []
+
+    async def run() -> list[Decision]:
+        release = asyncio.Event()
+        release.set()
+        limiter = RateLimiter(
+            SHARED_LIMIT, redis_url, redis=REDIS, clock=lambda: 0.0, round_trips=counting(pipelines, release)
+        )
+        try:
+            first = await limiter.take("k")  # a key new here: counted alone
+            release.clear()  # Redis takes its time with the next grant (1 + 2 permits) ...
+            asking = asyncio.ensure_future(limiter.take("k"))
+            await asyncio.sleep(0)
+            behind = [asyncio.ensure_future(limiter.take("k")) for _ in range(2)]  # ... and these wait behind it
+            await asyncio.sleep(0)
+            release.set()
+            return [first, await asking, *await asyncio.gather(*behind)]
+        finally:
+            await limiter.aclose()
+
+    decisions = asyncio.run(run())
+    assert pipelines == [1, 1]  # the two behind were answered from the grant's two extra permits
+    assert [d.remaining for d in decisions] == [SHARED_LIMIT - n for n in range(1, 5)]
+
+
 def test_workers_sharing_a_key_admit_the_limit_and_never_more(redis_url: str) -> None:
     """Each permit is granted by Redis: two workers taking a key's requests in turn admit exactly the limit in
     all, whatever permits each holds when the other is refused (it spends them on its next turns)."""
