@@ -26,6 +26,7 @@ asserts nothing; ``tests/system/test_drill.py`` runs the short drill (``--short`
 from __future__ import annotations
 
 import argparse
+import base64
 import glob
 import json
 import os
@@ -523,6 +524,8 @@ class Drill:
         self.folder = folder
         self.faults = faults
         self.phases: list[Phase] = []
+        self.inactive: list[Issued] = []
+        self.records: dict[str, Any] = {}
         self.events: list[tuple[float, str]] = []
 
     def log(self, message: str) -> None:
@@ -589,6 +592,7 @@ class Drill:
             self.log(f"load stopped; {len(load.samples)} requests")
             mail = self._mail_accounting(postgres.url, smtp, wait=self.plan.mail_wait)
             tokens = self._token_accounting(load, deployment)
+            self.records = _token_records(postgres.url, [_claims(i.token).get("jti") for i in self.inactive])
             self.log("accounted")
             return self.report(load, mail, tokens)
 
@@ -727,7 +731,15 @@ class Drill:
             "tokens": {
                 **tokens,
                 "lost": tokens["issued"] - tokens["active"],
-                "lost_tokens": [{"at": round(i.at, 2), "client": i.client} for i in self.inactive],
+                "lost_tokens": [
+                    {
+                        "at": round(i.at, 2),
+                        "client": i.client,
+                        **(claims := _claims(i.token)),
+                        "record": self.records.get(str(claims.get("jti"))),
+                    }
+                    for i in self.inactive
+                ],  # fmt: skip
             },
             "mail": mail,
             "events": self.events,
@@ -763,6 +775,36 @@ class Readiness:
                 except (httpx.HTTPError, ValueError):
                     seen = "down"
                 phase.readiness.setdefault(node.name, Counter())[seen] += 1
+
+
+def _claims(token: str) -> dict[str, Any]:
+    """What a lost token says of itself (its payload, unverified): which token, issued when, for whom."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (IndexError, ValueError):
+        return {}
+    return {name: claims.get(name) for name in ("jti", "iat", "client_id", "sub")}
+
+
+def _token_records(database_url: str, jtis: list[Any]) -> dict[str, Any]:
+    """The access token rows of ``jtis`` (the lost tokens'), as the database holds them: why they are inactive."""
+    import sqlalchemy as sa
+
+    if not jtis:
+        return {}
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                sa.text(
+                    "SELECT jti, issued_at, expires_at, revoked_at, grant_id FROM access_tokens WHERE jti IN :jtis"
+                ).bindparams(sa.bindparam("jtis", expanding=True)),
+                {"jtis": [str(j) for j in jtis]},
+            ).all()
+    finally:
+        engine.dispose()
+    return {row.jti: {name: str(value) for name, value in row._mapping.items()} for row in rows}
 
 
 def _since(moment: Any, wall_started: float) -> float:
