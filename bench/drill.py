@@ -155,13 +155,15 @@ class Drill:
             proxy = stack.enter_context(nginx_proxy(self.folder / "nginx", [n.url[7:] for n in nodes], port=proxy_port))
             deployment = provision(env, self.folder, self.plan, https, proxy.tls_context())
             self.log("provisioned")
+            for node in nodes:
+                stack.callback(node.stop)  # whatever happens next, every node started is stopped
             starting = [threading.Thread(target=node.start) for node in nodes]
             for thread in starting:
                 thread.start()
             for thread in starting:
                 thread.join()
-            for node in nodes:
-                stack.callback(node.stop)
+            if not all(node.process is not None and node.process.poll() is None for node in nodes):
+                raise RuntimeError("a node did not start (its server.log says why)")
             self.log("three nodes ready")
             load = Load(deployment, self.plan, self.started)
             readiness = Readiness(nodes, self.started)

@@ -50,16 +50,23 @@ class Node:
         )
         log.close()
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"node {self.name} exited: {(self.folder / 'server.log').read_text()[-2000:]}")
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
-        raise RuntimeError(f"node {self.name} did not become ready")
+        self._end_group()  # whatever of it is left (a worker the master left behind) goes with it
+        raise RuntimeError(f"node {self.name} is not ready: {(self.folder / 'server.log').read_text()[-2000:]}")
+
+    def _end_group(self) -> None:
+        assert self.process is not None
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
 
     def kill(self) -> None:
         """``kill -9`` of the master and every worker."""
@@ -75,8 +82,7 @@ class Node:
         try:
             self.process.wait(timeout=40)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+            self._end_group()
 
 
 class RedisServer:
