@@ -118,6 +118,11 @@ class Server:
         assert self.process is not None
         return sum(_rss_kib(pid) for pid in _tree(self.process.pid)) / 1024
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user and system) the server and every process under it have used so far."""
+        assert self.process is not None
+        return sum(_cpu_seconds(pid) for pid in _tree(self.process.pid))
+
 
 def _answers_200(url: str, headers: dict[str, str]) -> bool:
     try:
@@ -142,6 +147,14 @@ def _tree(root: int) -> list[int]:
         found.append(pid)
         todo.extend(children.get(pid, []))
     return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (proc(5) fields 14, 15)
 
 
 def _rss_kib(pid: int) -> int:

@@ -51,7 +51,7 @@ class SmtpTransport:
             connection = smtplib.SMTP_SSL(server.host, server.port, timeout=self.timeout, context=self.tls)
         else:
             connection = smtplib.SMTP(server.host, server.port, timeout=self.timeout)
-        with connection:
+        try:
             connection.ehlo()
             if not server.implicit_tls:
                 if connection.has_extn("starttls"):
@@ -71,6 +71,17 @@ class SmtpTransport:
                 if error.smtp_code >= 500:
                     raise Undeliverable(f"the server refused the mail ({error.smtp_code})") from None
                 raise
+        except BaseException:
+            connection.close()
+            raise
+        # RFC 5321 §6.1: with its 250 after the data, the server took responsibility for the mail: it is sent. What
+        # QUIT meets now (a 421 from a server shutting down, a dropped connection) must not have it sent again.
+        try:
+            connection.quit()
+        except (smtplib.SMTPException, OSError):
+            pass
+        finally:
+            connection.close()
 
 
 class FolderTransport:

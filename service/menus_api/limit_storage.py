@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from limits.aio.storage import RedisStorage as AsyncRedisStorage
 from prometheus_client import Counter
 
 from service.settings import DEFAULT_RATE_LIMIT_STORAGE as MEMORY
@@ -47,6 +46,8 @@ class RedisTuning:
     retry_after_outage: float  # seconds after a failure during which requests do not wait for Redis
     log_every: float  # seconds between two log lines about the same outage
     max_batch: int  # rate-limit requests in one pipeline at most
+    allowance_share: int  # a worker asks for at most limit // this permits beyond the requests waiting
+    allowance_max_age: float  # seconds a worker keeps permits before it gives back those unspent
 
     @classmethod
     def of(cls, settings: Settings) -> RedisTuning:
@@ -55,6 +56,8 @@ class RedisTuning:
             retry_after_outage=settings.redis_retry_after_outage,
             log_every=settings.redis_log_every,
             max_batch=settings.redis_max_batch,
+            allowance_share=settings.redis_allowance_share,
+            allowance_max_age=settings.redis_allowance_max_age,
         )
 
 
@@ -62,31 +65,15 @@ def is_shared(url: str) -> bool:
     return check_storage_url(url) != MEMORY
 
 
-def redis_options(timeout: float) -> dict[str, Any]:
-    """Timeouts for redis-py, so that an unreachable Redis costs ``timeout`` (half a second), not a hung request."""
-    return {
-        "socket_timeout": timeout,
-        "socket_connect_timeout": timeout,
-        "key_prefix": KEY_PREFIX,
-        "wrap_exceptions": True,
-    }
-
-
-def async_storage(url: str, timeout: float) -> tuple[Any, Any]:
-    """The asyncio ``limits`` storage of a Redis ``url`` (the menus gate runs on the event loop), over redis-py,
-    and its connection pool (ours, so that shutting down can close it)."""
+def redis_pool(url: str, timeout: float) -> Any:
+    """The asyncio connection pool of redis-py to a Redis ``url`` (the menus gate runs on the event loop), with
+    timeouts, so that an unreachable Redis costs ``timeout`` (half a second), not a hung request."""
     import redis.asyncio
 
     url = check_storage_url(url)
-    options = redis_options(timeout)
-    pool = redis.asyncio.ConnectionPool.from_url(
-        url.replace("redis+unix://", "unix://"),
-        socket_timeout=options.pop("socket_timeout"),
-        socket_connect_timeout=options.pop("socket_connect_timeout"),
+    return redis.asyncio.ConnectionPool.from_url(
+        url.replace("redis+unix://", "unix://"), socket_timeout=timeout, socket_connect_timeout=timeout
     )
-    options["connection_pool"] = pool  # typed as a plain option by limits; its redis-py bridge takes a pool
-    storage = AsyncRedisStorage("async+" + url, implementation="redispy", **options)
-    return storage, pool
 
 
 class StorageHealth:

@@ -13,24 +13,25 @@ admits at most twice the limit in the worst case (a burst at the very end of one
 start of the next), and exactly the limit when traffic is even; over two minutes never more than twice.
 
 Where the windows live, in process memory or in Redis, and how an outage of Redis is met (the limit fails
-open): ``limit_storage.py``. How the requests of a worker share their round trips to Redis:
-``redis_windows.py``.
+open): ``limit_storage.py``. How a worker spends allowances of the counters in Redis from memory, and how the
+requests that must ask share their round trips: ``redis_windows.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from limits import RateLimitItemPerSecond
-from limits.errors import StorageError
-from limits.storage import storage_from_string
+from limits.storage import MemoryStorage
 from limits.strategies import SlidingWindowCounterRateLimiter as SlidingWindowCounter
 
-from service.menus_api.limit_storage import RedisTuning, StorageHealth, async_storage, is_shared
-from service.menus_api.redis_windows import Counted, RedisWindows
+from service.menus_api.limit_storage import RedisTuning, StorageHealth, is_shared, redis_pool
+from service.menus_api.redis_windows import Counted, Pipelines, RedisWindows, RoundTrip
 from service.settings import DEFAULT_RATE_LIMIT_STORAGE as MEMORY
 
 
@@ -62,7 +63,11 @@ class RateLimiter:
         redis: RedisTuning,
         window_seconds: int = 60,
         health: StorageHealth | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        round_trips: Callable[[RoundTrip], RoundTrip] | None = None,
     ) -> None:
+        """``clock`` times the allowances of a limit in Redis; ``round_trips`` wraps each round trip to Redis (a
+        test counts or holds them)."""
         if per_minute < 1:
             raise ValueError("the rate limit must be at least one request a minute")
         self.limit = per_minute
@@ -76,10 +81,13 @@ class RateLimiter:
         self._memory: SlidingWindowCounter | None = None
         self._redis: RedisWindows | None = None
         if self.shared:
-            self._storage, self._pool = async_storage(storage, redis.timeout)
-            self._redis = RedisWindows(self._storage, self._pool, self._item, self.health, redis.max_batch)
+            self._pool = redis_pool(storage, redis.timeout)
+            round_trip: RoundTrip = Pipelines(self._pool)
+            if round_trips is not None:
+                round_trip = round_trips(round_trip)
+            self._redis = RedisWindows(round_trip, self._item, self.health, redis, clock=clock)
         else:
-            self._storage = storage_from_string(MEMORY)
+            self._storage = MemoryStorage()  # what storage_from_string("memory://") makes
             self._memory = SlidingWindowCounter(self._storage)
         self._ping_timeout = redis.timeout
         self._open = Decision(True, per_minute, per_minute, 0, 0)  # failing open: nothing is counted
@@ -91,9 +99,11 @@ class RateLimiter:
             window = self._storage.get_sliding_window(self._item.key_for(key), self._item.get_expiry())
             return self._decide(Counted(allowed, *window))
         assert self._redis is not None
-        if not self.health.usable():
-            return self._open
-        counted = await self._redis.take(key)
+        counted = self._redis.spend(key)  # this worker's allowance of the key: no round trip
+        if counted is None:
+            if not self.health.usable():
+                return self._open
+            counted = await self._redis.take(key)
         return self._open if counted is None else self._decide(counted)
 
     def _decide(self, counted: Counted) -> Decision:
@@ -129,9 +139,13 @@ class RateLimiter:
         """For ``/readyz``: True in memory; with Redis, whether it answers a ping within the timeout."""
         if not self.shared:
             return True
+        import redis.asyncio
+        from redis.exceptions import RedisError
+
         try:
-            answered = bool(await asyncio.wait_for(self._storage.check(), self._ping_timeout))
-        except (TimeoutError, StorageError):
+            client = redis.asyncio.Redis(connection_pool=self._pool)
+            answered = bool(await asyncio.wait_for(client.ping(), self._ping_timeout))
+        except (TimeoutError, RedisError, OSError):
             answered = False
         if answered:
             self.health.recovered()

@@ -6,20 +6,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import redis
 from limits import RateLimitItemPerSecond
-from limits.aio.storage.redis.bridge import RedisBridge
+from limits.aio.storage import RedisStorage as AsyncRedisStorage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter as AsyncSlidingWindowCounter
 from starlette.testclient import TestClient
 
 from service.app import create_app
-from service.menus_api.limit_storage import KEY_PREFIX, StorageHealth, async_storage
+from service.menus_api.limit_storage import KEY_PREFIX, StorageHealth, redis_pool
 from service.menus_api.rate_limiter import Decision, RateLimiter
-from service.menus_api.redis_windows import Command, Counted, RedisWindows
+from service.menus_api.redis_windows import LEASE, Command, Counted, Pipelines, RedisWindows, RoundTrip
 from service.ops import metrics
 from service.settings import Settings
 from tests.support.defaults import REDIS
@@ -155,26 +156,27 @@ def take_together(limiter: RateLimiter, keys: list[str]) -> list[Decision]:
     return asyncio.run(run())
 
 
-def count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of commands of every pipeline the limiter sends to Redis, in order."""
-    sizes: list[int] = []
-    run = RedisWindows._run
+def counting(sizes: list[int], hold: asyncio.Event | None = None) -> Callable[[RoundTrip], RoundTrip]:
+    """Wraps the limiter's round trips to Redis: the number of commands of each, in order, goes to ``sizes``;
+    with ``hold``, each waits for it to be set (Redis taking its time to answer)."""
 
-    async def counted(self: RedisWindows, commands: list[Command]) -> list[Any]:
-        sizes.append(len(commands))
-        return await run(self, commands)
+    def wrap(round_trip: RoundTrip) -> RoundTrip:
+        async def counted(commands: list[Command]) -> list[Any]:
+            sizes.append(len(commands))
+            if hold is not None:
+                await hold.wait()
+            return await round_trip(commands)
 
-    monkeypatch.setattr(RedisWindows, "_run", counted)
-    return sizes
+        return counted
+
+    return wrap
 
 
-def test_requests_of_one_iteration_go_to_redis_in_one_round_trip_each_with_its_own_decision(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pipelines = count_round_trips(monkeypatch)
+def test_requests_of_one_iteration_go_to_redis_in_one_round_trip_each_with_its_own_decision(redis_url: str) -> None:
+    pipelines: list[int] = []
     keys = ["a", "b", "a", "c", "a", "b", "a"]
-    decisions = take_together(RateLimiter(3, redis_url, redis=REDIS), keys)
-    assert pipelines == [2 * len(keys)]  # admit and read the window, per request, all in one pipeline
+    decisions = take_together(RateLimiter(3, redis_url, redis=REDIS, round_trips=counting(pipelines)), keys)
+    assert pipelines == [3]  # one command per key (admit and read the window), all in one pipeline
     by_key = {key: [d for k, d in zip(keys, decisions, strict=True) if k == key] for key in "abc"}
     assert [(d.allowed, d.remaining) for d in by_key["a"]] == [(True, 2), (True, 1), (True, 0), (False, 0)]
     assert [(d.allowed, d.remaining) for d in by_key["b"]] == [(True, 2), (True, 1)]
@@ -184,21 +186,12 @@ def test_requests_of_one_iteration_go_to_redis_in_one_round_trip_each_with_its_o
     assert all(d.reset == 60 for d in by_key["b"] + by_key["c"])  # their oldest request is this one
 
 
-def test_requests_taken_while_a_pipeline_is_in_flight_go_together_in_the_next(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pipelines = count_round_trips(monkeypatch)
-    sent = RedisWindows._run
-    release = asyncio.Event()
-
-    async def slow(self: RedisWindows, commands: list[Command]) -> list[Any]:
-        await release.wait()  # Redis takes its time to answer
-        return await sent(self, commands)
-
-    monkeypatch.setattr(RedisWindows, "_run", slow)
-    limiter = RateLimiter(4, redis_url, redis=REDIS)
+def test_requests_taken_while_a_pipeline_is_in_flight_go_together_in_the_next(redis_url: str) -> None:
+    pipelines: list[int] = []
 
     async def run() -> list[Decision]:
+        release = asyncio.Event()  # Redis takes its time to answer
+        limiter = RateLimiter(4, redis_url, redis=REDIS, round_trips=counting(pipelines, release))
         try:
             first = asyncio.ensure_future(limiter.take("k"))
             later: list[asyncio.Future[Decision]] = []
@@ -212,7 +205,7 @@ def test_requests_taken_while_a_pipeline_is_in_flight_go_together_in_the_next(
             await limiter.aclose()
 
     decisions = asyncio.run(run())
-    assert pipelines == [2, 12]  # the first request alone, then the six that waited, in one round trip
+    assert pipelines == [1, 2]  # the first request alone, then the six that waited (two keys), in one round trip
     assert [d.remaining for d in decisions] == [3, 2, 3, 1, 2, 0, 1]  # k, then k and m three times, in order
 
 
@@ -223,7 +216,10 @@ def test_the_windows_in_redis_are_the_limits_librarys_own(redis_url: str) -> Non
     item = RateLimitItemPerSecond(5, 60)
 
     async def library(hits: int) -> tuple[float, int]:
-        storage, pool = async_storage(redis_url, REDIS.timeout)  # the library's RedisStorage, with our key prefix
+        pool = redis_pool(redis_url, REDIS.timeout)
+        storage = AsyncRedisStorage(  # the library's own storage, with our key prefix
+            "async+" + redis_url, implementation="redispy", key_prefix=KEY_PREFIX, connection_pool=pool
+        )
         try:
             strategy = AsyncSlidingWindowCounter(storage)
             for _ in range(hits):
@@ -238,21 +234,144 @@ def test_the_windows_in_redis_are_the_limits_librarys_own(redis_url: str) -> Non
     assert [(d.allowed, d.remaining) for d in take_together(limiter, ["k", "k"])] == [(True, 0), (False, 0)]
 
 
-def test_scripts_redis_does_not_hold_are_sent_once_and_each_request_counted_once(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_script_redis_does_not_hold_is_sent_once_and_each_request_counted_once(redis_url: str) -> None:
     """As after a Redis restart or SCRIPT FLUSH (EVALSHA answers NOSCRIPT), without flushing a shared Redis:
-    the library's scripts with a comment of this test's own are scripts no Redis has seen."""
-    for name in ("SCRIPT_ACQUIRE_SLIDING_WINDOW", "SCRIPT_SLIDING_WINDOW"):
-        monkeypatch.setattr(RedisBridge, name, getattr(RedisBridge, name) + f"\n-- {uuid.uuid4()}\n".encode())
-    pipelines = count_round_trips(monkeypatch)
-    limiter = RateLimiter(3, redis_url, redis=REDIS)
-    decisions = take_together(limiter, ["k", "k", "k"])
-    assert [(d.allowed, d.remaining) for d in decisions] == [(True, 2), (True, 1), (True, 0)]  # each counted once
-    assert pipelines == [6, 6]  # EVALSHA: NOSCRIPT for all six; EVAL sends (and caches) the scripts
-    refused = take(limiter, "k")[0]
-    assert (refused.allowed, refused.remaining) == (False, 0)
-    assert pipelines[2:] == [2]  # cached now: EVALSHA only
+    the lease script with a comment of this test's own is a script no Redis has seen."""
+    pipelines: list[int] = []
+    item = RateLimitItemPerSecond(3, 60)
+
+    async def run() -> list[Counted | None]:
+        pool = redis_pool(redis_url, REDIS.timeout)
+        health = StorageHealth(REDIS.retry_after_outage, REDIS.log_every)
+        unseen = LEASE + f"\n-- {uuid.uuid4()}\n".encode()
+        windows = RedisWindows(counting(pipelines)(Pipelines(pool)), item, health, REDIS, script=unseen)
+        try:
+            counted = list(await asyncio.gather(*(windows.take("k") for _ in range(3))))
+            return [*counted, await windows.take("k")]
+        finally:
+            await pool.disconnect()
+
+    first, second, third, refused = asyncio.run(run())
+    assert [(c.allowed, c.current) for c in (first, second, third) if c] == [(True, 1), (True, 2), (True, 3)]
+    assert refused is not None and not refused.allowed and refused.current == 3  # each counted once
+    assert pipelines == [1, 1, 1]  # EVALSHA: NOSCRIPT; EVAL sends (and caches) the script; then EVALSHA only
+
+
+# Redis: the allowances a worker spends from memory
+
+SHARED_LIMIT = 64 * 10  # a worker asks for at most 10 permits of a key beyond those it needs (allowance_share)
+
+
+def current_count(redis_url: str, key: str, limit: int = SHARED_LIMIT) -> int:
+    """The current minute's counter of ``key`` in Redis, as the library names it."""
+    connection = redis.Redis.from_url(redis_url)
+    try:
+        return int(connection.get(f"{KEY_PREFIX}:{{{RateLimitItemPerSecond(limit, 60).key_for(key)}}}") or 0)
+    finally:
+        connection.close()
+
+
+def test_a_key_busy_on_a_worker_is_answered_from_its_allowance_with_exact_headers(redis_url: str) -> None:
+    """The permits granted beyond the waiting request double with each grant the key spends, up to a 64th of
+    the limit: 300 requests one after the other make a handful of round trips, and each request's
+    RateLimit-Remaining is what one worker alone would count."""
+    pipelines: list[int] = []
+    limiter = RateLimiter(SHARED_LIMIT, redis_url, redis=REDIS, clock=lambda: 0.0, round_trips=counting(pipelines))
+    decisions = take(limiter, "k", 300)
+    assert all(d.allowed for d in decisions)
+    assert [d.remaining for d in decisions] == [SHARED_LIMIT - n for n in range(1, 301)]
+    assert len(pipelines) == 3 + 27  # grants of 1, 1 + 2 and 1 + 6 permits, then of 1 + 10 (a 64th of the limit)
+    assert 300 <= current_count(redis_url, "k") <= 300 + SHARED_LIMIT // REDIS.allowance_share
+
+
+def test_requests_queued_behind_a_grant_spend_its_permits_without_another_round_trip(redis_url: str) -> None:
+    pipelines: list[int] = []
+
+    async def run() -> list[Decision]:
+        release = asyncio.Event()
+        release.set()
+        limiter = RateLimiter(
+            SHARED_LIMIT, redis_url, redis=REDIS, clock=lambda: 0.0, round_trips=counting(pipelines, release)
+        )
+        try:
+            first = await limiter.take("k")  # a key new here: counted alone
+            release.clear()  # Redis takes its time with the next grant (1 + 2 permits) ...
+            asking = asyncio.ensure_future(limiter.take("k"))
+            await asyncio.sleep(0)
+            behind = [asyncio.ensure_future(limiter.take("k")) for _ in range(2)]  # ... and these wait behind it
+            await asyncio.sleep(0)
+            release.set()
+            return [first, await asking, *await asyncio.gather(*behind)]
+        finally:
+            await limiter.aclose()
+
+    decisions = asyncio.run(run())
+    assert pipelines == [1, 1]  # the two behind were answered from the grant's two extra permits
+    assert [d.remaining for d in decisions] == [SHARED_LIMIT - n for n in range(1, 5)]
+
+
+def test_workers_sharing_a_key_admit_the_limit_and_never_more(redis_url: str) -> None:
+    """Each permit is granted by Redis: two workers taking a key's requests in turn admit exactly the limit in
+    all, whatever permits each holds when the other is refused (it spends them on its next turns)."""
+
+    async def run() -> list[Decision]:
+        first, second = (RateLimiter(SHARED_LIMIT, redis_url, redis=REDIS, clock=lambda: 0.0) for _ in range(2))
+        try:
+            return [await limiter.take("k") for _ in range(500) for limiter in (first, second)]
+        finally:
+            await first.aclose()
+            await second.aclose()
+
+    decisions = asyncio.run(run())
+    assert sum(d.allowed for d in decisions) == SHARED_LIMIT
+    assert current_count(redis_url, "k") == SHARED_LIMIT
+
+
+def test_permits_a_worker_did_not_spend_are_given_back_once_its_allowance_is_old(redis_url: str) -> None:
+    now = [0.0]
+    limiter = RateLimiter(SHARED_LIMIT, redis_url, redis=REDIS, clock=lambda: now[0])
+
+    async def run() -> None:
+        try:
+            for _ in range(20):
+                await limiter.take("k")
+            assert current_count(redis_url, "k") == 22  # 1, 3, 7 and 11 permits granted: 2 held
+            now[0] += REDIS.allowance_max_age
+            await limiter.take("other")  # its round trip gives back the 2 (an idle worker's sweep would too)
+        finally:
+            await limiter.aclose()
+
+    asyncio.run(run())
+    assert current_count(redis_url, "k") == 20
+
+
+def test_an_idle_worker_gives_back_its_unspent_permits_by_itself(redis_url: str) -> None:
+    tuning = replace(REDIS, allowance_max_age=0.02)
+    limiter = RateLimiter(SHARED_LIMIT, redis_url, redis=tuning)
+
+    async def run() -> int:
+        try:
+            for _ in range(20):
+                await limiter.take("k")
+            held = current_count(redis_url, "k")
+            for _ in range(200):  # the event loop's own timer, due 20 ms after the last grant
+                await asyncio.sleep(0.01)
+                if current_count(redis_url, "k") < held:
+                    break
+            return held
+        finally:
+            await limiter.aclose()
+
+    assert asyncio.run(run()) > 20
+    assert current_count(redis_url, "k") == 20
+
+
+def test_a_limit_below_the_allowance_share_is_counted_request_by_request(redis_url: str) -> None:
+    pipelines: list[int] = []
+    limiter = RateLimiter(REDIS.allowance_share - 1, redis_url, redis=REDIS, round_trips=counting(pipelines))
+    take(limiter, "k", 5)
+    assert pipelines == [1] * 5
+    assert current_count(redis_url, "k", REDIS.allowance_share - 1) == 5
 
 
 def test_a_failed_round_trip_answers_every_waiting_request_open(caplog: pytest.LogCaptureFixture) -> None:
@@ -272,11 +391,10 @@ def test_a_failed_round_trip_answers_every_waiting_request_open(caplog: pytest.L
     assert limiter.health.down
 
 
-def test_requests_that_waited_for_a_failed_round_trip_are_answered_open_without_asking_again(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    pipelines = count_round_trips(monkeypatch)
-    limiter = RateLimiter(1, f"redis://127.0.0.1:{free_port()}/0", redis=REDIS)  # nothing listens there
+def test_requests_that_waited_for_a_failed_round_trip_are_answered_open_without_asking_again() -> None:
+    pipelines: list[int] = []
+    unreachable = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    limiter = RateLimiter(1, unreachable, redis=REDIS, round_trips=counting(pipelines))
 
     async def run() -> list[Decision]:
         try:
@@ -288,7 +406,7 @@ def test_requests_that_waited_for_a_failed_round_trip_are_answered_open_without_
 
     decisions = asyncio.run(run())
     assert all(d.allowed for d in decisions)
-    assert pipelines == [2]  # one failed round trip: the three that waited for it did not wait again
+    assert pipelines == [1]  # one failed round trip: the three that waited for it did not wait again
 
 
 def test_a_key_redis_cannot_count_fails_open_alone(redis_url: str) -> None:
@@ -306,14 +424,14 @@ def test_a_key_redis_cannot_count_fails_open_alone(redis_url: str) -> None:
     assert after == (errors or 0) + 1
 
 
-def test_an_error_that_is_not_redis_reaches_every_waiting_request(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    async def broken(self: RedisWindows, commands: list[Command]) -> list[Any]:
-        raise ValueError("a bug, not an outage")
+def test_an_error_that_is_not_redis_reaches_every_waiting_request(redis_url: str) -> None:
+    def broken(round_trip: RoundTrip) -> RoundTrip:
+        async def fails(commands: list[Command]) -> list[Any]:
+            raise ValueError("a bug, not an outage")
 
-    monkeypatch.setattr(RedisWindows, "_run", broken)
-    limiter = RateLimiter(5, redis_url, redis=REDIS)
+        return fails
+
+    limiter = RateLimiter(5, redis_url, redis=REDIS, round_trips=broken)
 
     async def run() -> list[BaseException | Decision]:
         try:

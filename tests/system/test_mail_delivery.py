@@ -9,9 +9,11 @@ from email import message_from_bytes
 from email.message import EmailMessage
 from email.policy import default
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from aiosmtpd.controller import Controller
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -28,7 +30,8 @@ from service.settings import SmtpServer as TransportServer
 from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import EMAIL, Registered
 from tests.support.identity_pages import SIGN_UP, authorize, submit, to_page
-from tests.support.smtp import SmtpServer, smtp_server
+from tests.support.live import free_port
+from tests.support.smtp import Inbox, SmtpServer, smtp_server
 from tests.support.waiting import eventually
 
 FAST = {"mail_poll_interval": 0.1, "mail_first_retry": 0.3, "mail_longest_retry": 0.3}
@@ -129,6 +132,28 @@ def test_with_a_mail_folder_mail_is_written_as_eml_files_there(
 
 class _Remote(TransportServer):
     loopback = False  # the server the test runs, as if it were across a network
+
+
+class ShuttingDown(Inbox):
+    """A server that accepts the mail, then answers QUIT 421: it is going away (as aiosmtpd's own stop can)."""
+
+    async def handle_QUIT(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 (aiosmtpd's name)
+        return "421 4.3.0 closing: shutting down"
+
+
+def test_a_mail_the_server_accepted_is_sent_whatever_quit_meets_after() -> None:
+    """RFC 5321 §6.1: the 250 after the data is the server's acceptance; a 421 to QUIT (the server going away)
+    then is no failure, so the outbox marks the mail sent and never sends it twice."""
+    inbox = ShuttingDown()
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    try:
+        server = TransportServer("127.0.0.1", controller.port, implicit_tls=False, username=None, password=None)
+        transport = SmtpTransport(server, Letters("menus@example.com").compose, timeout=5)
+        transport(Claimed("mail_1", Mail("account_exists", EMAIL, {}), 1, "token"))  # no error: sent
+    finally:
+        controller.stop()
+    assert len(inbox.messages) == 1
 
 
 def test_smtp_off_loopback_without_starttls_is_never_sent_in_the_clear(smtp: SmtpServer) -> None:
