@@ -162,7 +162,7 @@ class TokenVerifier:
                 },
             )
             now = self._clock.now().timestamp()
-            if _numeric(claims, "iat") > now:
+            if _numeric(claims, "iat") > now + ISSUED_AT_LEEWAY:
                 raise jwt.ImmatureSignatureError("The token is not yet valid (iat)")
             if verify_exp and _numeric(claims, "exp") <= now:
                 raise jwt.ExpiredSignatureError("Signature has expired")
@@ -171,6 +171,12 @@ class TokenVerifier:
         except (jwt.InvalidTokenError, LookupError):
             raise InvalidToken("The token is invalid.") from None
         return claims
+
+
+# Seconds a token's ``iat`` may lie in this node's future: another node whose clock runs ahead (NTP keeps nodes
+# within milliseconds; a VM resumed from a pause may not be) signed it. Without it, that node's tokens are refused
+# everywhere else until the clocks agree. Expiry gets none: a token never lives longer than its lifetime here.
+ISSUED_AT_LEEWAY = 60
 
 
 def _numeric(claims: dict[str, Any], name: str) -> int:

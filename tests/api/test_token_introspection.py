@@ -110,6 +110,18 @@ def test_introspection_of_an_expired_access_token_is_only_inactive(
     assert flows.introspect(http, world.reporter, expired) == {"active": False}
 
 
+@pytest.mark.parametrize(("ahead", "active"), [(30, True), (59, True), (61, False)])
+def test_a_token_issued_by_a_node_whose_clock_runs_ahead_is_active_within_a_minute_of_skew(
+    http: TestClient, world: flows.World, clock: MovableClock, ahead: int, active: bool
+) -> None:
+    """identity/verification.py ISSUED_AT_LEEWAY: another node's clock ahead by less than a minute signs tokens
+    every node takes (their iat in this node's future); a token from further ahead is refused."""
+    token = flows.application_token(http, world.reporter).json()["access_token"]
+    clock.advance(-ahead)  # this node's clock is behind the one that issued the token
+
+    assert flows.introspect(http, world.reporter, token)["active"] is active
+
+
 def test_introspection_of_an_expired_refresh_token_is_only_inactive(
     http: TestClient, world: flows.World, clock: MovableClock
 ) -> None:
