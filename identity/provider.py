@@ -34,6 +34,7 @@ from identity.organizations import OrganizationStore
 from identity.outbox import DeliveryPolicy, Outbox
 from identity.own_account import OwnAccount
 from identity.password_reset import PasswordReset
+from identity.passwords import OWASP_ARGON2ID, PasswordHashing
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revocation import TokenRevocation
@@ -92,10 +93,11 @@ class Provider:
         sealer: Sealer,
         device_key: bytes,  # signs the device cookies of the sign-in throttle (a service secret)
         clock: Clock = SYSTEM_CLOCK,  # every object that reads the time reads this one
+        password_hashing: PasswordHashing = OWASP_ARGON2ID,  # the users' passwords (identity/passwords.py)
     ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
-        self.users = UserStore(engine, clock)
+        self.users = UserStore(engine, clock, hashing=password_hashing)
         self.clients = ClientStore(
             engine, clock, recent_max_age=tuning.clients_max_age.total_seconds(), recent_size=tuning.clients_kept
         )

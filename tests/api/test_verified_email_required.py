@@ -24,6 +24,7 @@ from service.cli.commands import main
 from tests.support import identity_pages as pages
 from tests.support.defaults import ACCOUNT_LIMIT, THROTTLE
 from tests.support.identity_fixtures import Registered, register
+from tests.support.passwords import FAST_HASHING
 from tests.support.throttling import assert_network_bounded
 
 
@@ -174,8 +175,10 @@ def test_clients_update_turns_the_requirement_on_and_off(
 
 
 def test_a_verified_user_is_not_paused(browser: TestClient, engine: Engine, user: User, mailed: list[Link]) -> None:
-    UserStore(engine).mark_email_verified(user.id, user.email)
-    client = register(engine, UserStore(engine).get(user.id).memberships[0].org, require_verified_email=True)
+    UserStore(engine, hashing=FAST_HASHING).mark_email_verified(user.id, user.email)
+    client = register(
+        engine, UserStore(engine, hashing=FAST_HASHING).get(user.id).memberships[0].org, require_verified_email=True
+    )
     location = pages.to_page(pages.authorize(browser, client.id), "sign-in")
     pages.code_of(pages.sign_in(browser, location))
     assert mailed == []

@@ -41,6 +41,7 @@ from identity.token_endpoint import single_values
 from identity.users import UserStore
 from tests.support.clocks import MovableClock
 from tests.support.defaults import CODE_LIFETIME, SIGNING_KEYS_MAX_AGE
+from tests.support.passwords import FAST_HASHING
 from tests.support.token_services import token_services
 
 ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
@@ -265,7 +266,7 @@ def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issue
 
 
 def test_signing_in_again_as_the_same_user_renews_the_session_with_a_new_secret(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     sessions = SessionStore(engine, timedelta(hours=1))
     first, first_secret = sessions.start(user.id, None)
     second, second_secret = sessions.start(user.id, None, replacing=first_secret)
@@ -280,7 +281,7 @@ def test_signing_in_again_as_the_same_user_renews_the_session_with_a_new_secret(
 
 
 def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     ana = users.create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     bo = users.create("bo@example.com", "Bo", "password-123", [(org.id, "member")])
     sessions = SessionStore(engine, timedelta(hours=1))
@@ -292,7 +293,7 @@ def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: E
 
 
 def test_ended_session_is_no_longer_current(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     sessions = SessionStore(engine, timedelta(hours=1))
     session, secret = sessions.start(user.id, org.id)
     assert sessions.end(session.id) and not sessions.end(session.id)
@@ -314,7 +315,7 @@ def test_interaction_belongs_only_to_the_browser_that_started_it(client, clients
 
 
 def test_consent_covers_only_the_scopes_allowed(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     consents = ConsentStore(engine)
     assert not consents.covers(user.id, client[0].id, org.id, ["openid"])
     consents.grant(user.id, client[0].id, org.id, ["openid", "profile"])
@@ -326,7 +327,9 @@ def test_consent_covers_only_the_scopes_allowed(engine: Engine, client, org) -> 
 
 def test_consent_is_given_per_organization(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
     other = OrganizationStore(engine).create("Blue Harbor")
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner"), (other.id, "admin")])
+    user = UserStore(engine, hashing=FAST_HASHING).create(
+        "ana@example.com", "Ana", "password-123", [(org.id, "owner"), (other.id, "admin")]
+    )
     consents = ConsentStore(engine)
     consents.grant(user.id, client[0].id, org.id, ["openid", "profile"])
     assert consents.covers(user.id, client[0].id, org.id, ["openid"])
@@ -395,7 +398,7 @@ def test_a_state_too_long_is_refused_and_not_echoed(client, clients) -> None:  #
 def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
     engine: Engine, client, org, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
     keys = SigningKeys(
         engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
@@ -415,7 +418,11 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
     answers = iter([stale])
     monkeypatch.setattr(store, "find", lambda t: next(answers, None) or real_find(t))  # ...after we read it
     grant = RefreshTokenGrant(
-        store, tokens.minter, tokens.revoker, UserStore(engine), SessionStore(engine, timedelta(hours=1))
+        store,
+        tokens.minter,
+        tokens.revoker,
+        UserStore(engine, hashing=FAST_HASHING),
+        SessionStore(engine, timedelta(hours=1)),
     )
 
     with pytest.raises(InvalidGrant, match="already used"):
