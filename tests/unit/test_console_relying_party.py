@@ -1,0 +1,114 @@
+"""The console's relying party checks the ID token it is given (OpenID Connect Core §3.1.3.7), against a
+provider that answers what ours never would: a token signed with a key it does not publish, one whose signature
+or audience is wrong, one issued to another party (``azp``), one without the organization or session. Each is
+a ``SignInFailed`` with its reason (the page it gives is tested in tests/api/test_console_sign_in_callback.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+
+from identity.issuer import Issuer
+from service.console_api.relying_party import CLIENT_ID, ConsoleClient, PendingSignIn, SignInFailed
+
+ISSUER = "http://127.0.0.1:8000"
+PENDING = PendingSignIn("the-state", "the-nonce", "v" * 43)
+
+
+def key_pair(kid: str) -> tuple[Any, dict[str, Any]]:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return private, {
+        **RSAAlgorithm.to_jwk(private.public_key(), as_dict=True),
+        "kid": kid,
+        "use": "sig",
+        "alg": "RS256",
+    }
+
+
+PUBLISHED, PUBLISHED_JWK = key_pair("published")
+UNPUBLISHED, _ = key_pair("unpublished")
+
+
+class TokenEndpoint:
+    def __init__(self, id_token: str) -> None:
+        self.id_token = id_token
+
+    def exchange(self, pairs: Sequence[tuple[str, str]], authorization: str | None) -> dict[str, Any]:
+        return {"id_token": self.id_token, "access_token": "at", "token_type": "Bearer"}
+
+
+class AnsweringProvider:
+    """The three things the relying party asks of the provider: its issuer, its token endpoint, its JWKS."""
+
+    def __init__(self, id_token: str) -> None:
+        self.issuer = Issuer(ISSUER)
+        self.token_endpoint = TokenEndpoint(id_token)
+
+    def jwks(self) -> dict[str, Any]:
+        return {"keys": [PUBLISHED_JWK]}
+
+
+def id_token(key: Any = PUBLISHED, kid: str = "published", **changes: Any) -> str:
+    now = int(time.time())
+    claims = {
+        "iss": ISSUER,
+        "sub": "usr_1",
+        "aud": CLIENT_ID,
+        "azp": CLIENT_ID,
+        "iat": now,
+        "exp": now + 300,
+        "nonce": PENDING.nonce,
+        "org_id": "org_1",
+        "sid": "ses_1",
+        **changes,
+    }
+    return jwt.encode({k: v for k, v in claims.items() if v is not None}, key, algorithm="RS256", headers={"kid": kid})
+
+
+def finish(token: str) -> Any:
+    client = ConsoleClient(AnsweringProvider(token), ISSUER + "/console", "cs_secret", clock_skew=0)  # type: ignore[arg-type]
+    return client.finish({"state": PENDING.state, "code": "a-code", "iss": ISSUER}, PENDING)
+
+
+def test_a_well_formed_id_token_signs_in() -> None:
+    """The refusals below are each of one claim or key: the token they change signs in."""
+    signed_in = finish(id_token())
+    assert (signed_in.user_id, signed_in.org_id, signed_in.session_id) == ("usr_1", "org_1", "ses_1")
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        (id_token(UNPUBLISHED, "unpublished"), "signed with a key the provider does not publish"),
+        (id_token(UNPUBLISHED, "published"), "could not be verified"),  # a published kid, another key's signature
+        (id_token(aud="cli_other"), "could not be verified"),
+        (id_token(iss="https://elsewhere.example"), "could not be verified"),
+        (id_token(exp=int(time.time()) - 60), "could not be verified"),
+        (id_token(nonce=None), "could not be verified"),  # the nonce is required
+        (id_token(nonce="another-nonce"), "issued for another sign-in"),
+        (id_token(azp="cli_other"), "issued to another client"),
+        (id_token(org_id=None), "names no organization or session"),
+        (id_token(sid=None), "names no organization or session"),
+    ],
+    ids=[
+        "unknown-kid",
+        "bad-signature",
+        "audience",
+        "issuer",
+        "expired",
+        "no-nonce",
+        "nonce",
+        "azp",
+        "no-org",
+        "no-sid",
+    ],
+)
+def test_an_id_token_the_console_cannot_trust_fails_the_sign_in(token: str, reason: str) -> None:
+    with pytest.raises(SignInFailed, match=reason):
+        finish(token)
