@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -302,6 +303,28 @@ def test_rate_limit_gives_429_with_retry_after(settings: Settings, api_key: str)
     problem(refused, 429, "rate_limited")
     assert int(refused.headers["retry-after"]) >= 1
     assert refused.headers["ratelimit-remaining"] == "0"
+
+
+def test_the_memory_rate_limit_window_is_one_minute(settings: Settings, keys: ApiKeyStore) -> None:
+    """The contract's limit is per minute (a sliding window counter over whole minutes of the system clock, which
+    the ``limits`` library reads): a key that took its whole limit at once waits until its minute ends, so
+    ``Retry-After`` and ``RateLimit-Reset`` are the seconds left in the current minute of Unix time, not of any
+    shorter window. (In the last ten seconds of a minute a ten-second window would give the same numbers; in the
+    other fifty it could not.)"""
+    app = create_app(settings.with_changes(rate_limit_per_minute=3))
+    with TestClient(app) as client:
+        for _ in range(2):  # again with another key if the minute turned during the requests
+            headers = {"Authorization": f"Bearer {keys.create('window')[1]}"}
+            started = time.time()
+            assert [client.get("/v1/menus/regions", headers=headers).status_code for _ in range(3)] == [200] * 3
+            refused = client.get("/v1/menus/regions", headers=headers)
+            ended = time.time()
+            if started // 60 == ended // 60:
+                break
+    problem(refused, 429, "rate_limited")
+    left = {math.ceil(60 - started % 60), math.ceil(60 - ended % 60)}
+    assert int(refused.headers["retry-after"]) in range(min(left), max(left) + 1)
+    assert int(refused.headers["ratelimit-reset"]) == int(refused.headers["retry-after"])
 
 
 def test_rate_limit_is_per_key(settings: Settings, keys: ApiKeyStore) -> None:
