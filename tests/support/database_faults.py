@@ -41,3 +41,25 @@ def commits_fail_after_writing(
     finally:
         for name, listener in listeners:
             sa.event.remove(engine, name, listener)
+
+
+@contextmanager
+def statements_fail(engine: Engine, error: BaseException, *, matching: str = "") -> Iterator[None]:
+    """While open, every statement on ``engine`` whose SQL contains ``matching`` (every statement, by default)
+    raises ``error`` before it reaches the database: an outage (``OperationalError``) or a fault of the layer
+    underneath (anything else)."""
+
+    def fail(connection: Connection, cursor: Any, statement: str, *args: Any) -> None:
+        if matching in statement:
+            raise error
+
+    sa.event.listen(engine, "before_cursor_execute", fail)
+    try:
+        yield
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", fail)
+
+
+def outage() -> OperationalError:
+    """What psycopg or sqlite3 raise, through SQLAlchemy, when the server is gone."""
+    return OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused"))
