@@ -9,15 +9,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
-from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.organizations import Organization
 from identity.users import User, UserStore
+from service.settings import Settings
 from tests.support.console_client import ConsoleBrowser
 from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.support.identity_pages import authorize, code_of, sign_in, to_page, tokens
+from tests.support.mailbox import MailedLinks
 from tests.support.passwords import FAST_HASHING
 from tests.support.token_flows import userinfo_status
 
@@ -33,18 +34,9 @@ def console(app: Any, user: User) -> Iterator[ConsoleBrowser]:
 
 
 @pytest.fixture
-def mailed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The users to whom a verification link was issued."""
-    issued: list[str] = []
-    issue = EmailLinks.issue
-
-    def recording(self: EmailLinks, connection: Connection, purpose: str, user_id: str, *args: Any) -> str:
-        if purpose == VERIFY_EMAIL:
-            issued.append(user_id)
-        return issue(self, connection, purpose, user_id, *args)
-
-    monkeypatch.setattr(EmailLinks, "issue", recording)
-    return issued
+def mailed(engine: Engine, settings: Settings) -> MailedLinks:
+    """The verification links mailed, as their recipients get them (tests/support/mailbox.py)."""
+    return MailedLinks(engine, settings, "verify_email")
 
 
 def change(console: ConsoleBrowser, current: str, new: str) -> Any:
@@ -93,7 +85,7 @@ def test_the_password_form_needs_the_csrf_token(console: ConsoleBrowser, engine:
 
 
 def test_a_new_verification_link_is_bounded_per_account_with_one_answer(
-    console: ConsoleBrowser, user: User, mailed: list[str]
+    console: ConsoleBrowser, user: User, mailed: MailedLinks
 ) -> None:
     assert "not verified yet" in console.get("/console/account").text
     answers = {
@@ -101,11 +93,11 @@ def test_a_new_verification_link_is_bounded_per_account_with_one_answer(
         for _ in range(ACCOUNT_LIMIT + 2)
     }
     assert len(answers) == 1 and "a new link is on its way" in answers.pop()
-    assert mailed == [user.id] * ACCOUNT_LIMIT
+    assert [link.user_id for link in mailed] == [user.id] * ACCOUNT_LIMIT
 
 
 def test_a_verified_address_shows_as_verified_and_gets_no_link(
-    console: ConsoleBrowser, engine: Engine, user: User, org: Organization, mailed: list[str]
+    console: ConsoleBrowser, engine: Engine, user: User, org: Organization, mailed: MailedLinks
 ) -> None:
     UserStore(engine, hashing=FAST_HASHING).mark_email_verified(user.id, user.email)
     page = console.get("/console/account").text
