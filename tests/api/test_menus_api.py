@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
@@ -15,6 +17,7 @@ from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.database_faults import statements_fail
 from tests.support.defaults import KEY_REVOCATION_BOUND, POOL
 
 PROBLEM = "application/problem+json"
@@ -336,16 +339,19 @@ def test_rate_limit_is_per_key(settings: Settings, keys: ApiKeyStore) -> None:
         assert client.get("/v1/menus/regions", headers={"Authorization": f"Bearer {first}"}).status_code == 429
 
 
-def test_unexpected_error_is_500_without_stack_trace(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    from data.catalog import Catalog
+class ExplodingCatalog(Catalog):
+    """A dataset whose every query fails inside the handler: an error no layer expects."""
 
-    def explode(*_args: object, **_kwargs: object) -> None:
+    def regions(self, country: str | None = None) -> list[dict[str, Any]]:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(Catalog, "regions", explode)
-    response = client.get("/v1/menus/regions")
+
+def test_unexpected_error_is_500_without_stack_trace(
+    settings: Settings, engine: Engine, api_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(settings, catalog=ExplodingCatalog([], [], b"k" * 32))
+    with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client:
+        response = client.get("/v1/menus/regions")
     body = problem(response, 500, "internal_error")
     assert "secret internals" not in response.text and "Traceback" not in response.text
     assert body["detail"] == "The server could not answer this request."
@@ -393,14 +399,16 @@ def test_database_outage_is_503_problem_with_retry_after(client: TestClient, eng
     assert int(response.headers["retry-after"]) >= 1
 
 
-def test_error_escaping_the_app_is_a_500_problem(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.menus_api.gate import MenusGate
-
-    async def explode(*_args: object) -> None:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(MenusGate, "__call__", explode)
-    problem(client.get("/v1/menus/regions"), 500, "internal_error")
+def test_error_escaping_the_app_is_a_500_problem(app: Any, api_key: str) -> None:
+    """The gate's own key check fails with an error of the layer underneath (not an outage): the edge still
+    answers a problem, never a bare 500 or a trace."""
+    with (
+        TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client,
+        statements_fail(app.engine, RuntimeError("boom"), matching="api_keys"),
+    ):
+        response = client.get("/v1/menus/regions")
+    problem(response, 500, "internal_error")
+    assert "boom" not in response.text
 
 
 def test_not_modified_and_rate_limited_carry_rate_limit_headers(settings: Settings, api_key: str) -> None:

@@ -4,15 +4,16 @@ their contract."""
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import pytest
-import sqlalchemy as sa
 import yaml
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from service.ops.operations_app import PATHS
 from service.web.contracts import spec_path
+from tests.support.database_faults import outage, statements_fail
 
 
 def test_healthz_answers_ok_without_credentials(anonymous: TestClient) -> None:
@@ -25,14 +26,9 @@ def test_readyz_answers_ready_when_the_database_answers(anonymous: TestClient) -
     assert response.status_code == 200 and response.json() == {"status": "ready"}
 
 
-def test_readyz_is_503_problem_when_the_database_cannot_be_reached(
-    anonymous: TestClient, engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def refuse(*_args: object, **_kwargs: object) -> None:
-        raise sa.exc.OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused"))
-
-    monkeypatch.setattr(sa.engine.Engine, "connect", refuse)
-    response = anonymous.get("/readyz")
+def test_readyz_is_503_problem_when_the_database_cannot_be_reached(app: Any, anonymous: TestClient) -> None:
+    with statements_fail(app.engine, outage()):
+        response = anonymous.get("/readyz")
     assert response.status_code == 503 and response.headers["content-type"] == "application/problem+json"
     assert response.json()["code"] == "service_unavailable" and int(response.headers["retry-after"]) >= 1
     assert anonymous.get("/healthz").status_code == 200  # alive, only not ready
