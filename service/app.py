@@ -425,6 +425,7 @@ def console_web(
         cookies=Cookies(
             service_secret(engine, sealer, "console-cookie-key"),
             CookieLifetimes(settings.console_session_ttl, settings.console_sign_in_ttl, settings.console_new_key_ttl),
+            clock,
         ),
         console=Console(engine, keys, provider.users, UsageReport(engine, clock)),
         sessions=provider.sessions,

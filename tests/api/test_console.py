@@ -9,13 +9,11 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import sqlalchemy as sa
-from cryptography import fernet
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -27,6 +25,7 @@ from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.clocks import MovableClock
 from tests.support.console_client import ORIGIN, ConsoleBrowser, form_with, forms, key_in
 from tests.support.defaults import DEFAULTS, KEY_REVOCATION_BOUND, LAST_USED_RESOLUTION, POOL
 from tests.support.identity_fixtures import PASSWORD
@@ -225,7 +224,7 @@ def with_new_key_cookie(browser: ConsoleBrowser, value: str) -> ConsoleBrowser:
 
 
 def test_the_new_key_page_refuses_a_cookie_of_another_session_a_tampered_or_an_expired_one(
-    app: Any, console: ConsoleBrowser, monkeypatch: pytest.MonkeyPatch
+    app: Any, console: ConsoleBrowser, clock: MovableClock
 ) -> None:
     console.complete(console.sign_up("fay@example.com", organization="Fay's Fish"))
     posted = console.post("/console/keys", {"csrf_token": console.csrf(), "name": "stolen"})
@@ -240,8 +239,7 @@ def test_the_new_key_page_refuses_a_cookie_of_another_session_a_tampered_or_an_e
     tampered = sealed[:-4] + ("AAAA" if not sealed.endswith("AAAA") else "BBBB")
     page = with_new_key_cookie(console, tampered).get("/console/keys/new")
     assert key_in(page.text) is None and "no longer shown" in page.text
-    later = time.time() + DEFAULTS.console_new_key_ttl + 1
-    monkeypatch.setattr(fernet, "time", SimpleNamespace(time=lambda: later))  # as if two minutes had passed
+    clock.advance(DEFAULTS.console_new_key_ttl + 1)  # the app's clock: two minutes later
     page = with_new_key_cookie(console, sealed).get("/console/keys/new")
     assert key_in(page.text) is None and "no longer shown" in page.text
 

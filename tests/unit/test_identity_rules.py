@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from datetime import timedelta
+from typing import Any
 from urllib.parse import quote_plus
 
 import pytest
@@ -32,6 +33,7 @@ from identity.interactions import new_interaction
 from identity.issuer import Issuer
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
+from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore
@@ -395,9 +397,18 @@ def test_a_state_too_long_is_refused_and_not_echoed(client, clients) -> None:  #
     assert isinstance(raised.value.error, InvalidRequest) and raised.value.state is None
 
 
-def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
-    engine: Engine, client, org, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+class ReadBeforeTheRace(RefreshTokenStore):
+    """A store whose first read answers the record as it was before another request rotated it."""
+
+    def __init__(self, engine: Engine, stale: Any) -> None:
+        super().__init__(engine)
+        self._stale = [stale]
+
+    def find(self, token: str) -> Any:
+        return self._stale.pop() if self._stale else super().find(token)
+
+
+def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
     user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
     keys = SigningKeys(
@@ -414,11 +425,8 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
     )  # fmt: skip
     stale = store.find(token)
     assert stale is not None and store.rotate(stale)  # the other request wins the rotation...
-    real_find = store.find
-    answers = iter([stale])
-    monkeypatch.setattr(store, "find", lambda t: next(answers, None) or real_find(t))  # ...after we read it
     grant = RefreshTokenGrant(
-        store,
+        ReadBeforeTheRace(engine, stale),  # ...after we read it
         tokens.minter,
         tokens.revoker,
         UserStore(engine, hashing=FAST_HASHING),
