@@ -31,6 +31,7 @@ from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import empty_every_table, throwaway_database
 
 pytest_plugins = [
+    "tests.support.ci_skips",  # with CI set, a skipped test fails (tests/support/ci_skips.py)
     "tests.support.identity_fixtures",  # org, user, web and browser for the identity API's tests
     "tests.support.redis_db",  # redis_url: a Redis database of the test's own (per xdist worker)
 ]
