@@ -38,6 +38,7 @@ from tests.support.defaults import POOL
 from tests.support.form_browser import FormParser
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import live_service
+from tests.support.loops import each
 from tests.support.passwords import FAST_HASHING
 
 ISSUER = "http://127.0.0.1:8000"  # the settings' default issuer: the pages redirect to it
@@ -311,7 +312,7 @@ def test_form_post_with_missing_doubled_or_foreign_csrf_token_is_refused(world: 
         "another form's": [*fields.items(), ("csrf_token", other.fields["csrf_token"])],
         "wrong": [*fields.items(), ("csrf_token", "A" * 43)],
     }  # fmt: skip
-    for case, pairs in cases.items():
+    for case, pairs in each(cases.items()):
         response = form.browser.post(form.action, content=urlencode(pairs).encode(), headers=FORM)
         assert_safe(response)
         assert response.status_code == 400 and "location" not in response.headers, (case, response.text[:300])

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 from service.ops.operations_app import PATHS
 from service.web.contracts import spec_path
 from tests.support.database_faults import outage, statements_fail
+from tests.support.loops import each
 
 
 def test_healthz_answers_ok_without_credentials(anonymous: TestClient) -> None:
@@ -64,8 +65,8 @@ def test_operations_document_is_valid_openapi_3_0(operations_document: dict) -> 
 def test_every_operations_endpoint_documents_400_405_and_500_and_resolves_to_a_handler(
     operations_document: dict,
 ) -> None:
-    for path, item in operations_document["paths"].items():
-        for method, operation in item.items():
+    for path, item in each(operations_document["paths"].items()):
+        for method, operation in each(item.items()):
             assert {"200", "400", "405", "500"} <= set(operation["responses"]), (method, path)
             module, _, name = operation["operationId"].rpartition(".")
             assert callable(getattr(importlib.import_module(module), name)), operation["operationId"]
