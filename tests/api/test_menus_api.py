@@ -194,11 +194,15 @@ def test_truncated_cursor_is_400_invalid_cursor(client: TestClient) -> None:
 
 
 def test_cursor_survives_a_restart(settings: Settings, api_key: str) -> None:
+    """A cursor handed out before a restart opens, after it, the page that follows the one it came with."""
     headers = {"Authorization": f"Bearer {api_key}"}
     with TestClient(create_app(settings), headers=headers) as first:
-        cursor = first.get("/v1/menus/dishes", params={"limit": 3}).json()["next_cursor"]
+        page = first.get("/v1/menus/dishes", params={"limit": 3}).json()
+        six = first.get("/v1/menus/dishes", params={"limit": 6}).json()["data"]
     with TestClient(create_app(settings), headers=headers) as second:
-        assert second.get("/v1/menus/dishes", params={"limit": 3, "cursor": cursor}).status_code == 200
+        after = second.get("/v1/menus/dishes", params={"limit": 3, "cursor": page["next_cursor"]})
+    assert after.status_code == 200
+    assert [dish["slug"] for dish in page["data"] + after.json()["data"]] == [dish["slug"] for dish in six]
 
 
 def test_a_prebuilt_catalog_signs_cursors_with_each_databases_own_key(
