@@ -115,21 +115,25 @@ def equivalents(text: str) -> dict[str, str]:
     return found
 
 
-def changed_files(base: str) -> set[str]:
-    """The files that differ between ``base``'s merge base with HEAD and the working tree."""
-    merge_base = subprocess.run(
-        ["git", "merge-base", base, "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout.strip()
+def changed_files(base: str) -> set[str] | None:
+    """The files that differ between ``base``'s merge base with HEAD and the working tree; None when git cannot
+    tell (no such revision: a shallow clone, a first commit)."""
+    found = subprocess.run(["git", "merge-base", base, "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if found.returncode != 0:
+        return None
+    merge_base = found.stdout.strip()
     names = subprocess.run(
         ["git", "diff", "--name-only", merge_base], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout
     return set(names.split())
 
 
-def chosen(base: str | None) -> list[Target]:
+def chosen(base: str | None) -> list[Target] | None:
     if base is None:
         return list(TARGETS)
     changed = changed_files(base)
+    if changed is None:
+        return None
     return [target for target in TARGETS if target.file in changed]
 
 
@@ -182,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, help="mutants tested at once (mutmut's default: every core)")
     args = parser.parse_args(argv)
     targets = chosen(args.changed)
+    if targets is None:
+        print(f"mutation: git cannot tell what changed since {args.changed}; nothing mutated (run tox -e mutation)")
+        return 0
     if args.list:
         for target in targets:
             print(f"{target.file:42} {target.rule}: {' '.join(target.names)}")
