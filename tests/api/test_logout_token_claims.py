@@ -17,7 +17,7 @@ from data.catalog import Catalog
 from identity.backchannel_logout import CHANNEL
 from identity.clients import ClientStore
 from identity.logout_tokens import LogoutTokens
-from identity.outbox import Outbox
+from identity.outbox import Outbox, Undeliverable
 from identity.provider import signing_keys_of
 from service.app import create_app
 from service.database.sealing_keys import load_sealer
@@ -69,3 +69,18 @@ def test_a_sign_out_gives_the_client_a_logout_token_it_can_verify_with_its_sessi
     assert claims["events"] == {EVENT: {}}
     assert (claims["sid"], claims["sub"]) == (id_token["sid"], id_token["sub"])
     assert claims["jti"] == claimed.id and 0 < claims["exp"] - claims["iat"] <= 120
+
+
+def test_a_client_that_lost_its_uri_gets_no_token_and_the_outbox_is_told_why(
+    http: TestClient, world: World, engine: Engine, settings: Settings
+) -> None:
+    ClientStore(engine).update(world.planner.id, backchannel_logout_uri=RP_URI)
+    tokens = user_tokens(http, world.planner)
+    assert end_session(http, "GET", id_token_hint=tokens["id_token"]).status_code == 200
+    ClientStore(engine).update(world.planner.id, backchannel_logout_uri="")  # removed before delivery
+    claimed = Outbox(engine, DELIVERY, channel=CHANNEL, one_destination=False).claim()
+    assert claimed is not None
+    keys = signing_keys_of(engine, LIFETIMES, TUNING, load_sealer(settings.secret_keys, settings.database_url))
+    with pytest.raises(Undeliverable) as refused:
+        LogoutTokens(ClientStore(engine), token_services(engine, keys).minter).prepare(claimed)
+    assert str(refused.value) == "the client was deleted or no longer has a back-channel logout URI"

@@ -117,3 +117,8 @@ def test_an_id_token_expired_within_the_clock_skew_still_signs_in() -> None:
     assert finish(token, clock_skew=60).user_id == "usr_1"
     with pytest.raises(SignInFailed):
         finish(token, clock_skew=10)
+
+
+def test_an_id_token_without_azp_signs_in() -> None:
+    """OpenID Connect Core §2: ``azp`` is optional with a single audience; only another party's refuses."""
+    assert finish(id_token(azp=None)).user_id == "usr_1"

@@ -436,3 +436,42 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(engine
     with pytest.raises(InvalidGrant, match="already used"):
         grant.exchange(client[0], {"refresh_token": token})
     assert tokens.revoker.revoked("grt_1")
+
+
+def minted_refresh_token(engine: Engine, client, org, clock: MovableClock) -> tuple[RefreshTokenStore, str]:  # type: ignore[no-untyped-def]
+    """A live refresh token of the family ``grt_1``, living a minute on ``clock``, and its store."""
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
+    keys.ensure()
+    tokens = token_services(engine, keys, clock)
+    granted = Granted(
+        grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
+        scope=("openid", "offline_access"), auth_time=clock.now(),
+    )  # fmt: skip
+    return tokens.refresh_tokens, tokens.minter.refresh_token(granted, expires_at=clock.now() + timedelta(minutes=1))
+
+
+def test_a_refresh_token_revoked_after_it_was_read_does_not_rotate(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    """RFC 9700 §4.14.2: the rotation is one statement that checks the token is still live when it runs, not only
+    when it was read: a revocation in between (another request's reuse detection, a sign-out) wins."""
+    clock = MovableClock()
+    store, token = minted_refresh_token(engine, client, org, clock)
+    read = store.find(token)
+    assert read is not None and read.live(clock.now())
+    with engine.begin() as connection:
+        RefreshTokenStore.revoke_grant(connection, "grt_1", clock.now())
+    assert not store.rotate(read)
+
+
+def test_a_refresh_token_expired_after_it_was_read_does_not_rotate(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    clock = MovableClock()
+    store, token = minted_refresh_token(engine, client, org, clock)
+    read = store.find(token)
+    assert read is not None
+    clock.advance(61)
+    assert not store.rotate(read)
+    clock.advance(-61)  # the same token, still live: the refusals above are of its state, not of the record
+    assert store.rotate(read)
