@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -41,7 +41,7 @@ from identity.signing_keys import SigningKeys
 from identity.tables import authorization_codes, browser_sessions
 from identity.token_endpoint import single_values
 from identity.users import UserStore
-from tests.support.clocks import MovableClock
+from tests.support.clocks import FixedClock, MovableClock
 from tests.support.defaults import CODE_LIFETIME, SIGNING_KEYS_MAX_AGE
 from tests.support.passwords import FAST_HASHING
 from tests.support.token_services import token_services
@@ -438,7 +438,9 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(engine
     assert tokens.revoker.revoked("grt_1")
 
 
-def minted_refresh_token(engine: Engine, client, org, clock: MovableClock) -> tuple[RefreshTokenStore, str]:  # type: ignore[no-untyped-def]
+def minted_refresh_token(
+    engine: Engine, client, org, clock: MovableClock | FixedClock
+) -> tuple[RefreshTokenStore, str]:  # type: ignore[no-untyped-def]
     """A live refresh token of the family ``grt_1``, living a minute on ``clock``, and its store."""
     user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
@@ -475,3 +477,13 @@ def test_a_refresh_token_expired_after_it_was_read_does_not_rotate(engine: Engin
     assert not store.rotate(read)
     clock.advance(-61)  # the same token, still live: the refusals above are of its state, not of the record
     assert store.rotate(read)
+
+
+def test_a_refresh_token_does_not_rotate_at_the_instant_it_expires(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    """Live means before ``expires_at``, not at it (the same rule as ``RefreshToken.live``)."""
+    minted = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+    store, token = minted_refresh_token(engine, client, org, FixedClock(minted))
+    read = store.find(token)
+    assert read is not None and read.expires_at == minted + timedelta(minutes=1)
+    assert not RefreshTokenStore(engine, FixedClock(read.expires_at)).rotate(read)
+    assert RefreshTokenStore(engine, FixedClock(read.expires_at - timedelta(seconds=1))).rotate(read)
