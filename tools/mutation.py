@@ -2,7 +2,7 @@
 and runs the tests that reach each function; a mutant that no test fails is a rule the suite does not guard.
 
     python -m tools.mutation                       # the whole set (tox -e mutation); prints the score
-    python -m tools.mutation --changed origin/main # only the targets whose files changed since that revision
+    python -m tools.mutation --changed origin/main # only the targets whose functions changed since that revision
     python -m tools.mutation --list                # the targets and their files
 
 Every surviving mutant must be killed by a test or listed in docs/testing.md's table of equivalent mutants with
@@ -14,6 +14,7 @@ is ``mutants/``. docs/testing.md says what it costs and when CI runs it.
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import re
 import subprocess
@@ -128,13 +129,47 @@ def changed_files(base: str) -> set[str] | None:
     return set(names.split())
 
 
+def functions(source: str) -> dict[str, str]:
+    """Each function and method of a module by mutmut's spelling of its name (``x_name``, ``xǁClassǁname``):
+    its syntax tree, to compare two versions of the module."""
+    found: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found[f"x_{node.name}"] = ast.dump(node)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found[f"xǁ{node.name}ǁ{item.name}"] = ast.dump(item)
+    return found
+
+
+def touched(target: Target, base: str) -> bool:
+    """Whether a function of ``target`` differs between ``base``'s merge base and the working tree (a new file,
+    or one git cannot show, counts as changed)."""
+    merge_base = subprocess.run(["git", "merge-base", base, "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    before = subprocess.run(
+        ["git", "show", f"{merge_base.stdout.strip()}:{target.file}"], cwd=ROOT, capture_output=True, text=True
+    )
+    if merge_base.returncode != 0 or before.returncode != 0:
+        return True
+    old, new = functions(before.stdout), functions((ROOT / target.file).read_text(encoding="utf-8"))
+    module = target.file.removesuffix(".py").replace("/", ".")
+    for name in old.keys() | new.keys():
+        if old.get(name) != new.get(name) and any(
+            fnmatch.fnmatchcase(f"{module}.{name}__mutmut_1", p) for p in target.names
+        ):
+            return True
+    return False
+
+
 def chosen(base: str | None) -> list[Target] | None:
+    """The whole set, or (``base`` given) the targets one of whose functions changed since ``base``."""
     if base is None:
         return list(TARGETS)
     changed = changed_files(base)
     if changed is None:
         return None
-    return [target for target in TARGETS if target.file in changed]
+    return [target for target in TARGETS if target.file in changed and touched(target, base)]
 
 
 def statuses() -> dict[str, str]:
@@ -181,7 +216,7 @@ def report(targets: list[Target], found: dict[str, str], known: dict[str, str], 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.mutation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--changed", metavar="REVISION", help="only the targets whose files changed since REVISION")
+    parser.add_argument("--changed", metavar="REVISION", help="only the targets whose functions changed since REVISION")
     parser.add_argument("--list", action="store_true", help="print the targets and exit")
     parser.add_argument("--max-children", type=int, help="mutants tested at once (mutmut's default: every core)")
     args = parser.parse_args(argv)
@@ -194,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{target.file:42} {target.rule}: {' '.join(target.names)}")
         return 0
     if not targets:
-        print(f"mutation: no target file changed since {args.changed}; nothing to mutate")
+        print(f"mutation: no target function changed since {args.changed}; nothing to mutate")
         return 0
     started = time.monotonic()
     command = [sys.executable, "-m", "mutmut", "run", *(p for target in targets for p in target.names)]
