@@ -29,10 +29,12 @@ def decided(limit: int, counted: Counted) -> tuple[bool, int, int, int]:
         # 12 counted this minute under a limit lowered to 10: wait until the minute ends (30 s) and its weight
         # is down to 10 of 12 (another 10 s).
         (10, Counted(False, 0, 0.0, 12, 90.0), (False, 0, 40, 40)),
+        # The same with the minute ending in a tenth of a second: 0.1 + 60 * (1 - 10 / 13) = 13.95 s, 14 whole.
+        (10, Counted(False, 0, 0.0, 13, 60.1), (False, 0, 14, 14)),
         # Nothing counted: the whole limit, nothing to wait for.
         (10, Counted(True, 0, 0.0, 0, 120.0), (True, 10, 0, 0)),
     ],
-    ids=["previous-minute-weighs", "previous-minute-almost-gone", "limit-lowered", "nothing-counted"],
+    ids=["previous-minute-weighs", "previous-minute-almost-gone", "limit-lowered", "minute-ending", "nothing-counted"],
 )
 def test_the_headers_follow_the_weight_of_the_previous_minute(
     limit: int, counted: Counted, expected: tuple[bool, int, int, int]
