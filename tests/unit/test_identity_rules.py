@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.client_auth import ClientAuthenticator, decode_basic
-from identity.clients import ClientStore
+from identity.clients import ClientStore, redirect_uri_matches
 from identity.clock import SYSTEM_CLOCK, new_id
 from identity.codes import CodeGrant, CodeStore
 from identity.consents import ConsentStore
@@ -38,7 +38,7 @@ from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore
 from identity.signing_keys import SigningKeys
-from identity.tables import authorization_codes, browser_sessions
+from identity.tables import authorization_codes, browser_sessions, session_clients
 from identity.token_endpoint import single_values
 from identity.users import UserStore
 from tests.support.clocks import FixedClock, MovableClock
@@ -487,3 +487,52 @@ def test_a_refresh_token_does_not_rotate_at_the_instant_it_expires(engine: Engin
     assert read is not None and read.expires_at == minted + timedelta(minutes=1)
     assert not RefreshTokenStore(engine, FixedClock(read.expires_at)).rotate(read)
     assert RefreshTokenStore(engine, FixedClock(read.expires_at - timedelta(seconds=1))).rotate(read)
+
+
+def test_spending_a_code_leaves_the_clients_other_codes_unspent(engine: Engine) -> None:
+    codes = CodeStore(engine, CODE_LIFETIME)
+    first, second = issue_code(codes, "cli_1"), issue_code(codes, "cli_1")
+    assert codes.consume(first, "cli_1").grant is not None
+    assert codes.consume(second, "cli_1").grant is not None
+
+
+def test_only_the_exchange_that_spends_a_code_makes_its_client_a_holder_of_the_session(engine: Engine) -> None:
+    """Back-Channel Logout: a client holds a session once it redeemed a code of it; another client's attempt or
+    a replay records nothing."""
+    codes = CodeStore(engine, CODE_LIFETIME)
+    code = issue_code(codes, "cli_1")
+
+    def holders() -> list[tuple[str, str]]:
+        with engine.connect() as connection:
+            rows = connection.execute(sa.select(session_clients.c.session_id, session_clients.c.client_id))
+            return [tuple(row) for row in rows]
+
+    codes.consume(code, "cli_thief")
+    assert holders() == []
+    codes.consume(code, "cli_1")
+    assert holders() == [("ses_1", "cli_1")]
+
+
+@pytest.mark.parametrize("redirect_uri", [None, "https://elsewhere.example/cb"], ids=["missing", "unregistered"])
+def test_an_unregistered_redirect_uri_is_a_page_that_says_so(client, clients, redirect_uri) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ErrorPage) as page:
+        parse_request(authorization(client[0].id, redirect_uri=redirect_uri), clients)
+    assert page.value.title == "Unregistered redirect URI"
+    assert page.value.description == (
+        "The sign-in request's redirect_uri is missing or is not registered for this application."
+    )
+
+
+@pytest.mark.parametrize(
+    ("registered", "presented", "matches"),
+    [
+        ("https://app.example/cb", "https://app.example/cb", True),
+        ("https://app.example/cb", "https://app.example/cb/", False),
+        ("https://app.example/cb", "https://app.example:8443/cb", False),
+        ("http://127.0.0.1/cb", "http://127.0.0.1:51234/cb", True),  # RFC 8252 §7.3: a loopback port may differ
+        ("http://127.0.0.1/cb", "http://127.0.0.1:51234/other", False),
+        ("http://[::1]/cb", "http://[::1]:8080/cb", True),
+    ],
+)
+def test_redirect_uris_match_exactly_but_for_a_loopback_port(registered: str, presented: str, matches: bool) -> None:
+    assert redirect_uri_matches(registered, presented) is matches

@@ -72,8 +72,10 @@ def test_sign_in_post_without_its_csrf_token_is_refused_by_the_flow(
     form = [("interaction", interaction), ("email", EMAIL), ("password", PASSWORD)]
     if csrf is not None:
         form.append(("csrf_token", csrf))
-    with pytest.raises(ErrorPage, match="expired"):
+    with pytest.raises(ErrorPage) as page:
         provider.flow.sign_in(form, browser)
+    assert page.value.title == "Form expired"
+    assert page.value.description == "This form has expired. Go back to the application and sign in again."
 
 
 def test_sign_in_post_with_its_csrf_token_signs_in(started: tuple[Provider, Browser, str, str]) -> None:
