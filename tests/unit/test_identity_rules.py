@@ -536,3 +536,15 @@ def test_an_unregistered_redirect_uri_is_a_page_that_says_so(client, clients, re
 )
 def test_redirect_uris_match_exactly_but_for_a_loopback_port(registered: str, presented: str, matches: bool) -> None:
     assert redirect_uri_matches(registered, presented) is matches
+
+
+def test_basic_credentials_split_at_the_first_colon() -> None:
+    """RFC 7617 §2: the user-id cannot contain a colon, the password may (sent unencoded by lax clients)."""
+    assert decode_basic("Basic " + base64.b64encode(b"cli_1:se:cret").decode()) == ("cli_1", "se:cret")
+
+
+def test_basic_credentials_with_a_character_outside_base64_are_invalid_client() -> None:
+    """Strict base64: a decoder that skipped the stray character would read the right id and secret."""
+    encoded = base64.b64encode(b"cli_1:secret").decode()
+    with pytest.raises(InvalidClient):
+        decode_basic("Basic " + encoded[:4] + "*" + encoded[4:])
