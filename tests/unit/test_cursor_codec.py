@@ -72,3 +72,9 @@ def test_a_cursor_for_other_filters_says_so() -> None:
 )
 def test_a_signed_cursor_whose_position_is_not_two_strings_is_not_ours(position: bytes) -> None:
     assert refused(signed(position)) == NOT_OURS
+
+
+def test_a_key_shorter_than_32_bytes_is_refused_with_its_reason() -> None:
+    with pytest.raises(ValueError) as raised:
+        CursorCodec(b"k" * 31)
+    assert str(raised.value) == "the cursor key must be at least 32 bytes"

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.client_auth import ClientAuthenticator, decode_basic
-from identity.clients import ClientStore, redirect_uri_matches
+from identity.clients import ClientStore, check_redirect_uri, redirect_uri_matches
 from identity.clock import SYSTEM_CLOCK, new_id
 from identity.codes import CodeGrant, CodeStore
 from identity.consents import ConsentStore
@@ -21,6 +21,7 @@ from identity.errors import (
     ErrorPage,
     InvalidClient,
     InvalidGrant,
+    InvalidInput,
     InvalidRequest,
     InvalidScope,
     RequestNotSupported,
@@ -548,3 +549,11 @@ def test_basic_credentials_with_a_character_outside_base64_are_invalid_client() 
     encoded = base64.b64encode(b"cli_1:secret").decode()
     with pytest.raises(InvalidClient):
         decode_basic("Basic " + encoded[:4] + "*" + encoded[4:])
+
+
+@pytest.mark.parametrize(
+    "uri", [" https://app.example/cb", "https://app.example/cb ", "https://app.example/" + "x" * 1990]
+)
+def test_a_redirect_uri_with_surrounding_blanks_or_over_2000_characters_is_not_registered(uri: str) -> None:
+    with pytest.raises(InvalidInput, match="must be absolute and have no fragment"):
+        check_redirect_uri(uri)
