@@ -30,7 +30,7 @@ from identity.fields import RepeatedField, once_each
 from identity.issuer import Issuer
 from identity.outbox import Claimed, Mail, Outbox
 from identity.page_data import Onward, Page, message
-from identity.passwords import WeakPassword, check_strength, hash_password
+from identity.passwords import WeakPassword, check_strength
 from identity.revoked_grants import Revoker
 from identity.throttle import SignInThrottle
 from identity.users import CredentialMoved, User, UserStore, email_key
@@ -129,7 +129,7 @@ class PasswordReset:
         check_strength(password)
         if not self.links.opens(RESET_PASSWORD, token):  # a made-up token costs no Argon2 hash
             raise _spent()
-        password_hash = hash_password(password)  # before the transaction, which stays short
+        password_hash = self.users.hash_password(password)  # before the transaction, which stays short
         try:
             with self.users.transaction() as connection:
                 followed = self.links.spend(connection, RESET_PASSWORD, token)
@@ -167,7 +167,7 @@ def replace_password(
     """Set the new password and end every session and token of the user, in one transaction; audited (the command
     line; ``reason="changed"`` from the console's account page). ``verified``: the credential version the current
     password was checked under; ``CredentialMoved`` (nothing changed) when it is no longer the user's."""
-    password_hash = hash_password(password)  # before the transaction, which stays short
+    password_hash = users.hash_password(password)  # before the transaction, which stays short
     with users.transaction() as connection:
         told = _replace(connection, revoker, user_id, password_hash, verified=verified)
     revoker.written(told)

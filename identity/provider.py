@@ -35,6 +35,7 @@ from identity.outbound_uris import OutboundRule
 from identity.outbox import DeliveryPolicy, Doorbell, Outbox
 from identity.own_account import OwnAccount
 from identity.password_reset import RESET_REQUESTS, PasswordReset
+from identity.passwords import OWASP_ARGON2ID, PasswordHashing
 from identity.purge import Purger
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revocation import TokenRevocation
@@ -94,10 +95,11 @@ class Provider:
         sealer: Sealer,
         device_key: bytes,  # signs the device cookies of the sign-in throttle (a service secret)
         clock: Clock = SYSTEM_CLOCK,  # every object that reads the time reads this one
+        password_hashing: PasswordHashing = OWASP_ARGON2ID,  # the users' passwords (identity/passwords.py)
     ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
-        self.users = UserStore(engine, clock)
+        self.users = UserStore(engine, clock, hashing=password_hashing)
         self.clients = ClientStore(
             engine,
             clock,

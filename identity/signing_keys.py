@@ -18,9 +18,10 @@ import base64
 import hashlib
 import json
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from time import monotonic
 from typing import Any
 
 import orjson
@@ -114,9 +115,11 @@ class SigningKeys:
         sealer: Sealer,
         max_age: timedelta,
         clock: Clock = SYSTEM_CLOCK,
+        monotonic: Callable[[], float] = time.monotonic,  # when the table was last read (tests move it)
     ) -> None:
         self._engine = engine
         self._clock = clock
+        self._monotonic = monotonic
         self._sealer = sealer
         self._publish_delay = publish_delay
         self._verify_window = verify_window
@@ -172,7 +175,7 @@ class SigningKeys:
     def signing_key(self) -> tuple[str, rsa.RSAPrivateKey]:
         """The newest key that signs now: its kid and private key."""
         at = self._clock.now()
-        if monotonic() - self._candidates_read >= self._reread_every:
+        if self._monotonic() - self._candidates_read >= self._reread_every:
             self._read_candidates(at)
         signing = next((c for c in self._candidates if c.signs(at)), None)
         if signing is None:
@@ -199,7 +202,7 @@ class SigningKeys:
             _Candidate(row.kid, row.private_pem, utc(row.signs_from), utc(row.retired_at) if row.retired_at else None)
             for row in rows
         ]
-        self._candidates_read = monotonic()
+        self._candidates_read = self._monotonic()
 
     def jwks(self) -> dict[str, Any]:
         """Every key that may still verify a live token, and the next key before it signs."""

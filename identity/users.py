@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from identity.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.errors import InvalidInput, UnknownRecord
 from identity.organizations import Organization, OrganizationStore
-from identity.passwords import WeakPassword, hash_password, verify_password
+from identity.passwords import OWASP_ARGON2ID, PasswordHashing, WeakPassword
 from identity.tables import memberships, organizations, users
 from identity.text import display_name, has_control
 from identity.vocabulary import ROLES as ROLES
@@ -80,9 +80,12 @@ class CredentialMoved(Exception):
 
 
 class UserStore:
-    def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self, engine: Engine, clock: Clock = SYSTEM_CLOCK, *, hashing: PasswordHashing = OWASP_ARGON2ID
+    ) -> None:
         self._engine = engine
         self._clock = clock
+        self._hashing = hashing  # Argon2id at OWASP's parameters (identity/passwords.py); tests hand in a cheaper one
 
     def create(self, email: str, name: str, password: str, orgs: Sequence[tuple[str, str]]) -> User:
         """Create a user who belongs to ``orgs`` ((org id, role) pairs, at least one)."""
@@ -92,7 +95,7 @@ class UserStore:
         for _, role in orgs:
             if role not in ROLES:
                 raise InvalidInput(f"the role must be one of {', '.join(ROLES)}")
-        password_hash = _hash(password)
+        password_hash = self._hash(password)
         user_id = new_id("usr")
         try:
             with self._engine.begin() as connection:
@@ -117,7 +120,7 @@ class UserStore:
     def sign_up(self, email: str, name: str, password: str, organization: str) -> User:
         """Create a user and a new organization they own, in one transaction."""
         email, name = check_email(email), check_name(name)
-        password_hash = _hash(password)
+        password_hash = self._hash(password)
         user_id = new_id("usr")
         try:
             with self._engine.begin() as connection:
@@ -138,7 +141,7 @@ class UserStore:
         started on this sign-in is refused if it is no longer current (``SessionStore.start``)."""
         with self._engine.connect() as connection:
             row = connection.execute(_CREDENTIAL, {"email_key": email_key(email)}).first()
-        if not verify_password(row.password_hash if row else None, password) or row is None:
+        if not self._hashing.verify(row.password_hash if row else None, password) or row is None:
             return None
         return replace(self.get(row.id), credential_version=int(row.credential_version))
 
@@ -147,6 +150,17 @@ class UserStore:
         with self._engine.connect() as connection:
             found = connection.scalar(sa.select(users.c.id).where(users.c.email_key == email_key(email)))
         return str(found) if found is not None else None
+
+    def _hash(self, password: str) -> str:
+        try:
+            return self.hash_password(password)
+        except WeakPassword as error:
+            raise InvalidInput(str(error)) from None
+
+    def hash_password(self, password: str) -> str:
+        """The hash of a new password with this store's hashing (``WeakPassword`` for one that would be refused),
+        made before the transaction that stores it, which stays short."""
+        return self._hashing.hash(password)
 
     def get(self, user_id: str) -> User:
         with self._engine.connect() as connection:
@@ -265,10 +279,3 @@ def _memberships(connection: sa.Connection, user_ids: list[str]) -> dict[str, tu
         org = Organization(row.org_id, row.name, row.slug)
         found[row.user_id].append(Membership(org, row.role, utc(row.joined_at)))
     return {user_id: tuple(items) for user_id, items in found.items()}
-
-
-def _hash(password: str) -> str:
-    try:
-        return hash_password(password)
-    except WeakPassword as error:
-        raise InvalidInput(str(error)) from None

@@ -31,6 +31,7 @@ from identity.console_rules import Console
 from identity.console_sessions import ConsoleSessionStore
 from identity.errors import InvalidInput
 from identity.issuer import Issuer
+from identity.passwords import OWASP_ARGON2ID, PasswordHashing
 from identity.provider import Provider
 from identity.sealing import Sealer
 from identity.usage import UsageCounter, UsageReport
@@ -204,12 +205,17 @@ NOT_FOUND = Api(_not_found)  # a path of no API of ours
 
 
 def create_app(
-    settings: Settings | None = None, *, catalog: Catalog | None = None, clock: Clock | None = None
+    settings: Settings | None = None,
+    *,
+    catalog: Catalog | None = None,
+    clock: Clock | None = None,
+    password_hashing: PasswordHashing = OWASP_ARGON2ID,
 ) -> Dispatcher:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. ``clock``: the time every object of the
-    identity domain reads (the system's by default; tests move it). The contracts are parsed once per process
-    (``service.web.contracts.contract``)."""
+    identity domain reads (the system's by default; tests move it). ``password_hashing``: Argon2id at OWASP's
+    parameters, always, in the service; the tests hand in a cheaper one (``tests/support/passwords.py``). The
+    contracts are parsed once per process (``service.web.contracts.contract``)."""
     settings = settings or Settings.from_env()
     clock = clock or SYSTEM_CLOCK
     audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
@@ -262,6 +268,7 @@ def create_app(
         sealer=sealer,
         device_key=service_secret(engine, sealer, "device-cookie-key"),
         clock=clock,
+        password_hashing=password_hashing,
     )
     provider.start()
     identity = create_identity_app(
@@ -454,6 +461,7 @@ def console_web(
         cookies=Cookies(
             service_secret(engine, sealer, "console-cookie-key"),
             CookieLifetimes(settings.console_session_ttl, settings.console_sign_in_ttl, settings.console_new_key_ttl),
+            clock,
         ),
         console=Console(engine, keys, provider.users, UsageReport(engine, clock)),
         sessions=provider.sessions,

@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog, load_catalog
-from identity import passwords
 from identity.api_keys import ApiKeyStore
 from service.app import create_app
 from service.database.db import make_engine
@@ -29,9 +27,11 @@ from service.ops.logs import SERVICE_LOGGERS
 from service.settings import Settings
 from tests.support.clocks import MovableClock
 from tests.support.defaults import POOL
+from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import empty_every_table, throwaway_database
 
 pytest_plugins = [
+    "tests.support.ci_skips",  # with CI set, a skipped test fails (tests/support/ci_skips.py)
     "tests.support.identity_fixtures",  # org, user, web and browser for the identity API's tests
     "tests.support.redis_db",  # redis_url: a Redis database of the test's own (per xdist worker)
 ]
@@ -67,20 +67,6 @@ def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
 
 
 CURSOR_KEY = b"k" * 32
-# Argon2id at its lowest cost: the tests that are not about hashing sign in thousands of times. A hash made
-# with it still verifies as any Argon2id hash does (its parameters are in the hash itself).
-FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
-PRODUCTION_HASHING = (passwords._hasher, passwords._DUMMY_HASH)  # as the module made them, before any patch
-
-
-@pytest.fixture(scope="session", autouse=True)
-def fast_password_hashing() -> Iterator[None]:
-    """Every test in this process hashes passwords at the lowest cost, unless it asks for
-    ``production_password_hashing``. Servers the tests start (``tests/support/live.py``) keep the real parameters."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(passwords, "_hasher", FAST_HASHER)
-        patch.setattr(passwords, "_DUMMY_HASH", FAST_HASHER.hash("not a real password"))
-        yield
 
 
 @pytest.fixture(autouse=True)
@@ -95,15 +81,6 @@ def service_loggers_restored() -> Iterator[None]:
         logger.handlers[:] = handlers
         logger.setLevel(level)
         logger.propagate = propagate
-
-
-@pytest.fixture
-def production_password_hashing(monkeypatch: pytest.MonkeyPatch) -> PasswordHasher:
-    """The module's own hasher (OWASP's parameters) for the tests about hashing itself."""
-    hasher, dummy = PRODUCTION_HASHING
-    monkeypatch.setattr(passwords, "_hasher", hasher)
-    monkeypatch.setattr(passwords, "_DUMMY_HASH", dummy)
-    return hasher
 
 
 @pytest.fixture(scope="session")
@@ -197,7 +174,7 @@ def clock() -> MovableClock:
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock):  # type: ignore[no-untyped-def]
     # The dataset loaded once per process, keyed by this database.
-    return create_app(settings, catalog=catalog, clock=clock)
+    return create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING)
 
 
 @pytest.fixture

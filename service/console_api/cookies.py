@@ -28,6 +28,8 @@ from typing import Any
 import orjson
 from cryptography.fernet import Fernet, InvalidToken
 
+from identity.clock import SYSTEM_CLOCK, Clock
+
 SESSION_COOKIE = "console_session"
 SIGN_IN_COOKIE = "console_sign_in"
 NEW_KEY_COOKIE = "console_new_key"
@@ -56,18 +58,22 @@ class ConsoleSession:
 
 
 class Cookies:
-    def __init__(self, key: bytes, lifetimes: CookieLifetimes) -> None:
+    def __init__(self, key: bytes, lifetimes: CookieLifetimes, clock: Clock = SYSTEM_CLOCK) -> None:
         self.lifetimes = lifetimes
         self._fernet = Fernet(base64.urlsafe_b64encode(key[:32].ljust(32, b"\0")))
+        self._clock = clock  # a cookie's age is read on the service's one clock (Fernet's *_at_time)
+
+    def _now(self) -> int:
+        return int(self._clock.now().timestamp())
 
     def seal(self, payload: dict[str, Any]) -> str:
-        return self._fernet.encrypt(orjson.dumps(payload)).decode()
+        return self._fernet.encrypt_at_time(orjson.dumps(payload), self._now()).decode()
 
     def open(self, value: str | None, ttl: int) -> dict[str, Any] | None:
         if not value or len(value) > 4096:
             return None
         try:
-            data = orjson.loads(self._fernet.decrypt(value.encode(), ttl=ttl))
+            data = orjson.loads(self._fernet.decrypt_at_time(value.encode(), ttl, self._now()))
         except (InvalidToken, orjson.JSONDecodeError, ValueError):
             return None
         return data if isinstance(data, dict) else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -55,8 +56,13 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def make_engine(url: str, pool: Pool) -> Engine:
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def make_engine(url: str, pool: Pool, *, installed: Callable[[str], bool] = _installed) -> Engine:
     """Create the engine for ``url`` with ``pool``; for SQLite, create its folder and set durable pragmas.
+    ``installed``: whether a driver's module can be imported (tests ask as if one were missing).
 
     ``hide_parameters``: a database error logged with its trace never shows the statement's values
     (hashes of tokens and codes, CSRF tokens, email addresses), only the statement.
@@ -73,7 +79,7 @@ def make_engine(url: str, pool: Pool) -> Engine:
         engine = sa.create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True, **sizes)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    if parsed.get_driver_name() == "psycopg" and importlib.util.find_spec("psycopg") is None:
+    if parsed.get_driver_name() == "psycopg" and not installed("psycopg"):
         raise MissingDriver(
             "PostgreSQL needs the psycopg driver, which the 'postgres' extra installs: "
             "pip install 'regional-menus[postgres]' (uv sync --extra postgres in a checkout)"

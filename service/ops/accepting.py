@@ -114,6 +114,7 @@ class Listener(asyncio.AbstractServer):
         self._starting: set[asyncio.Task[Any]] = set()  # connections being handed to uvloop
         self._left_waiting: dict[int, float] = {}  # by socket: when connections were last left waiting on it
         self.clock = time.monotonic
+        self.accept_retry = ACCEPT_RETRY  # seconds of pause once out of file descriptors (a test shortens it)
         for sock in self._sockets:
             sock.setblocking(False)
             sock.listen(backlog)
@@ -133,9 +134,10 @@ class Listener(asyncio.AbstractServer):
             except OSError as error:
                 if error.errno not in _NO_RESOURCES:
                     raise
-                logger.error("cannot accept connections (%s); trying again in %s s", error.strerror, ACCEPT_RETRY)
+                retry = self.accept_retry
+                logger.error("cannot accept connections (%s); trying again in %s s", error.strerror, retry)
                 self._loop.remove_reader(sock.fileno())
-                self._loop.call_later(ACCEPT_RETRY, self._resume, sock)
+                self._loop.call_later(retry, self._resume, sock)
                 return
             connection.setblocking(False)
             task = self._loop.create_task(self._loop.connect_accepted_socket(self._protocol_factory, connection))

@@ -89,15 +89,21 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(line, default=str).decode()
 
 
-class StandardError(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever ``sys.stderr`` is at the time of the record (as logging's last resort does)."""
+def _standard_error() -> IO[str]:
+    return sys.stderr
 
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
+
+class StandardError(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of the record (as logging's last resort does), or to
+    what ``stream_of`` answers then (a test's own stream)."""
+
+    def __init__(self, stream_of: Callable[[], IO[str]] = _standard_error) -> None:
+        self._stream_of = stream_of
+        super().__init__(stream_of())
 
     @property
     def stream(self) -> IO[str]:
-        return sys.stderr
+        return self._stream_of()
 
     @stream.setter
     def stream(self, _: IO[str]) -> None:
@@ -126,8 +132,8 @@ class BatchedStandardError(StandardError):
     waits is written on exit (``logging.shutdown``) and before a fork (a worker never writes its master's lines);
     a process killed outright loses at most ``FLUSH_AFTER`` of INFO lines."""
 
-    def __init__(self, flush_after: float = FLUSH_AFTER) -> None:
-        super().__init__()
+    def __init__(self, flush_after: float = FLUSH_AFTER, stream_of: Callable[[], IO[str]] = _standard_error) -> None:
+        super().__init__(stream_of)
         self.flush_after = flush_after
         self._lines: list[str] = []
         self._size = 0  # bytes waiting

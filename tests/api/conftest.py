@@ -14,13 +14,14 @@ from identity.organizations import Organization, OrganizationStore
 from identity.users import User, UserStore
 from tests.support import token_flows as flows
 from tests.support.identity_fixtures import PASSWORD
+from tests.support.passwords import FAST_HASHING
 
 
 @pytest.fixture
 def world(engine: Engine) -> flows.World:
     organizations = OrganizationStore(engine)
     acme, beta = organizations.create("Acme Foods"), organizations.create("Beta Bakery")
-    ana = UserStore(engine).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
+    ana = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
     return flows.World(
         acme=acme,
         beta=beta,
@@ -45,7 +46,7 @@ def acme(engine: Engine) -> Organization:
 
 @pytest.fixture
 def ana(engine: Engine, acme: Organization) -> User:
-    return UserStore(engine).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
+    return UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
 
 
 @pytest.fixture

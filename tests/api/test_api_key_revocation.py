@@ -15,6 +15,7 @@ from identity.api_keys import ApiKeyStore
 from service.app import create_app
 from service.settings import Settings
 from tests.support.defaults import KEY_REVOCATION_BOUND
+from tests.support.loops import each
 
 REGIONS = "/v1/menus/regions"
 
@@ -33,14 +34,14 @@ def test_a_key_revoked_elsewhere_is_refused_by_every_node_within_the_bound(
 ) -> None:
     record, key = keys.create("two nodes")
     headers = {"Authorization": f"Bearer {key}"}
-    for node in two_nodes:
+    for node in each(two_nodes):
         for _ in range(3):  # seen live: answered from memory from now on
             assert node.get(REGIONS, headers=headers).status_code == 200
     keys.revoke(record.id)  # a third process: the command line
     revoked_at = time.monotonic()
     refused: set[int] = set()
     while len(refused) < len(two_nodes):
-        for index, node in enumerate(two_nodes):
+        for index, node in enumerate(each(two_nodes)):
             started = time.monotonic()
             status = node.get(REGIONS, headers=headers).status_code
             if status == 200:
@@ -50,7 +51,7 @@ def test_a_key_revoked_elsewhere_is_refused_by_every_node_within_the_bound(
                 assert status == 401
                 refused.add(index)
         time.sleep(0.02)
-    for node in two_nodes:
+    for node in each(two_nodes):
         assert node.get(REGIONS, headers=headers).status_code == 401
 
 
@@ -59,9 +60,9 @@ def test_a_key_made_after_a_revocation_is_answered_at_once(
 ) -> None:
     """Forgetting every key on a revocation costs a lookup each, never a refusal of a live key."""
     old, old_key = keys.create("old")
-    for node in two_nodes:
+    for node in each(two_nodes):
         assert node.get(REGIONS, headers={"Authorization": f"Bearer {old_key}"}).status_code == 200
     keys.revoke(old.id)
     _, key = keys.create("new")
-    for node in two_nodes:
+    for node in each(two_nodes):
         assert node.get(REGIONS, headers={"Authorization": f"Bearer {key}"}).status_code == 200

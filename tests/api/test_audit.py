@@ -46,6 +46,7 @@ from tests.support.identity_pages import (
     token_request,
     tokens,
 )
+from tests.support.passwords import FAST_HASHING
 
 Events = list[dict[str, Any]]
 
@@ -302,14 +303,14 @@ def test_a_password_reset_is_audited_with_the_user(
     engine: Engine, user: User, audited: pytest.LogCaptureFixture
 ) -> None:
     audited.clear()
-    replace_password(UserStore(engine), Revoker(engine), user.id, "a new and longer password")
+    replace_password(UserStore(engine, hashing=FAST_HASHING), Revoker(engine), user.id, "a new and longer password")
     assert only(audited) == {"event": "password_reset", "outcome": "success", "user_id": user.id}
 
 
 def test_disabling_and_enabling_a_user_is_audited_with_the_user(
     engine: Engine, user: User, audited: pytest.LogCaptureFixture
 ) -> None:
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     audited.clear()
     disable(users, Revoker(engine), user.id)
     assert only(audited) == {"event": "user_disabled", "outcome": "success", "user_id": user.id}

@@ -10,6 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support.contract_walk import Operation, documented_responses, operations
+from tests.support.loops import each
 from tests.support.token_flows import ISSUER, World
 
 OPERATIONS = list(operations())
@@ -44,7 +45,7 @@ def attempts(operation: Operation, world: World) -> list[tuple[str, dict[str, st
 @pytest.mark.parametrize("operation", OPERATIONS, ids=[operation.name for operation in OPERATIONS])
 def test_every_401_carries_a_challenge(http: TestClient, world: World, operation: Operation) -> None:
     path, _, _ = operation.filled("x")  # no query: an invalid parameter is refused before authentication
-    for tried, headers, form in attempts(operation, world):
+    for tried, headers, form in each(attempts(operation, world)):
         if operation.method == "post":
             response = http.post(path, data=form or {"x": "y"}, headers=headers)
         else:
@@ -69,8 +70,8 @@ def test_invalid_client_is_401_with_a_basic_challenge_over_the_header_and_400_wi
     client used that header (any scheme), and 400 without a challenge (§5.2 allows it) when it did not: a
     challenge for a scheme the client never used makes openid-client raise instead of reading invalid_client."""
     challenge = f'Basic realm="{ISSUER}", charset="UTF-8"'
-    for tried, headers, body in attempts(
-        Operation("identity.yaml", "post", path, form={"properties": {"client_secret": {}}}), world
+    for tried, headers, body in each(
+        attempts(Operation("identity.yaml", "post", path, form={"properties": {"client_secret": {}}}), world)
     ):
         response = http.post(path, data={**form, **body}, headers=headers)
         assert response.json()["error"] == "invalid_client", tried

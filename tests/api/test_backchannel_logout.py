@@ -44,6 +44,7 @@ from service.settings import Settings
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DELIVERY, SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import PASSWORD
+from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import empty_every_table
 from tests.support.token_flows import ISSUER, Registered, World, end_session, sign_in_client, user_tokens
 from tests.support.token_services import token_services
@@ -65,7 +66,9 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock):  # type: ignore[no-untyped-def]
-    return create_app(settings.with_changes(mail_poll_interval=3600), catalog=catalog, clock=clock)
+    return create_app(
+        settings.with_changes(mail_poll_interval=3600), catalog=catalog, clock=clock, password_hashing=FAST_HASHING
+    )
 
 
 def logout_messages(engine: Engine) -> list[tuple[str, dict[str, Any]]]:
@@ -110,7 +113,9 @@ def test_signing_in_as_someone_else_tells_the_clients_holding_the_previous_sessi
     http: TestClient, world: World, engine: Engine
 ) -> None:
     with_uri(engine, world.planner)
-    UserStore(engine).create("bea@example.com", "Bea Costa", PASSWORD, [(world.acme.id, "member")])
+    UserStore(engine, hashing=FAST_HASHING).create(
+        "bea@example.com", "Bea Costa", PASSWORD, [(world.acme.id, "member")]
+    )
     anas = sid_of(user_tokens(http, world.planner))
     renewed = sid_of(user_tokens(http, world.planner, prompt="login"))  # the same user: no sign-out
     assert renewed == anas and logout_messages(engine) == []
@@ -127,7 +132,9 @@ def test_a_password_reset_tells_each_client_holding_a_session_of_the_user(
         sessions = [sid_of(user_tokens(browser, world.planner)) for browser in (http, phone)]
         companion_sid = sid_of(user_tokens(phone, world.companion))
     assert companion_sid == sessions[1]
-    replace_password(UserStore(engine), Revoker(engine), world.ana.id, "a brand new kitchen password")
+    replace_password(
+        UserStore(engine, hashing=FAST_HASHING), Revoker(engine), world.ana.id, "a brand new kitchen password"
+    )
     assert sorted(logout_messages(engine), key=json.dumps) == sorted(
         [
             (world.planner.id, {"sub": world.ana.id}),
@@ -142,7 +149,7 @@ def test_disabling_a_user_tells_each_client_holding_a_session_of_the_user(
 ) -> None:
     with_uri(engine, world.planner)
     sid = sid_of(user_tokens(http, world.planner))
-    assert disable(UserStore(engine), Revoker(engine), world.ana.id)
+    assert disable(UserStore(engine, hashing=FAST_HASHING), Revoker(engine), world.ana.id)
     assert logout_messages(engine) == [(world.planner.id, {"sub": world.ana.id})]
     assert sid  # the session it held ended with the others
 

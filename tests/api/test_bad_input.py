@@ -38,6 +38,8 @@ from tests.support.defaults import POOL
 from tests.support.form_browser import FormParser
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import live_service
+from tests.support.loops import each
+from tests.support.passwords import FAST_HASHING
 
 ISSUER = "http://127.0.0.1:8000"  # the settings' default issuer: the pages redirect to it
 CALLBACK = "https://app.example/callback"
@@ -100,7 +102,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     upgrade(engine)
     orgs = OrganizationStore(engine)
     org, other = orgs.create("Acme Foods"), orgs.create("Blue Harbor")
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     users.create("ana@example.com", "Ana", PASSWORD, [(org.id, "owner")])
     users.create("bo@example.com", "Bo", PASSWORD, [(org.id, "member"), (other.id, "admin")])
     clients = ClientStore(engine)
@@ -110,7 +112,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     )
     partner, _ = clients.create(name="Partner", org_id=org.id, auth_method="client_secret_basic", **uris)
     engine.dispose()
-    app = create_app(Settings(database_url=url, validate_responses=True, purge_interval=0))
+    app = create_app(
+        Settings(database_url=url, validate_responses=True, purge_interval=0), password_hashing=FAST_HASHING
+    )
     yield World(app, web.id, partner.id, "ana@example.com", "bo@example.com")
     app.engine.dispose()
 
@@ -308,7 +312,7 @@ def test_form_post_with_missing_doubled_or_foreign_csrf_token_is_refused(world: 
         "another form's": [*fields.items(), ("csrf_token", other.fields["csrf_token"])],
         "wrong": [*fields.items(), ("csrf_token", "A" * 43)],
     }  # fmt: skip
-    for case, pairs in cases.items():
+    for case, pairs in each(cases.items()):
         response = form.browser.post(form.action, content=urlencode(pairs).encode(), headers=FORM)
         assert_safe(response)
         assert response.status_code == 400 and "location" not in response.headers, (case, response.text[:300])

@@ -35,6 +35,7 @@ from tests.support.identity_pages import (
     sign_in,
     to_page,
 )
+from tests.support.passwords import FAST_HASHING
 from tests.support.public_clients import (
     SPA_ORIGIN,
     STRANGER_ORIGIN,
@@ -65,7 +66,9 @@ def spa(engine: Engine, org: Organization) -> Client:
 def node(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock) -> Iterator[TestClient]:
     """Public clients on; MENUS_CORS_ORIGINS narrowed so that userinfo's answers show which origins it allows."""
     changed = settings.with_changes(public_clients=True, web_origins_max_age=0, cors_origins=("https://docs.example",))
-    with TestClient(create_app(changed, catalog=catalog, clock=clock), follow_redirects=False) as http:
+    with TestClient(
+        create_app(changed, catalog=catalog, clock=clock, password_hashing=FAST_HASHING), follow_redirects=False
+    ) as http:
         yield http
 
 
@@ -218,7 +221,7 @@ def test_an_origin_added_with_update_answers_cors_and_a_removed_one_stops(
 def test_a_node_without_public_clients_answers_no_registered_origin(
     settings: Settings, engine: Engine, catalog: Catalog, spa: Client
 ) -> None:
-    with TestClient(create_app(settings, catalog=catalog)) as http:
+    with TestClient(create_app(settings, catalog=catalog, password_hashing=FAST_HASHING)) as http:
         answer = http.options("/oauth2/token", headers=preflight_headers(SPA_ORIGIN))
     assert_oauth_error(answer, 403, "access_denied")
 

@@ -9,13 +9,11 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import sqlalchemy as sa
-from cryptography import fernet
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -27,9 +25,11 @@ from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.clocks import MovableClock
 from tests.support.console_client import ORIGIN, ConsoleBrowser, form_with, forms, key_in
 from tests.support.defaults import DEFAULTS, KEY_REVOCATION_BOUND, LAST_USED_RESOLUTION, POOL
 from tests.support.identity_fixtures import PASSWORD
+from tests.support.passwords import FAST_HASHING
 
 HOME = "/console/"
 
@@ -62,7 +62,7 @@ def console(app: Any) -> Iterator[ConsoleBrowser]:
 def team(engine: Engine) -> dict[str, Any]:
     """An organization with an owner, an admin and a member, and one key made by the owner in the console."""
     org = OrganizationStore(engine).create("Acme Foods")
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     people = {
         role: users.create(f"{role}@acme.example", role.title(), PASSWORD, [(org.id, role)])
         for role in ("owner", "admin", "member")
@@ -224,7 +224,7 @@ def with_new_key_cookie(browser: ConsoleBrowser, value: str) -> ConsoleBrowser:
 
 
 def test_the_new_key_page_refuses_a_cookie_of_another_session_a_tampered_or_an_expired_one(
-    app: Any, console: ConsoleBrowser, monkeypatch: pytest.MonkeyPatch
+    app: Any, console: ConsoleBrowser, clock: MovableClock
 ) -> None:
     console.complete(console.sign_up("fay@example.com", organization="Fay's Fish"))
     posted = console.post("/console/keys", {"csrf_token": console.csrf(), "name": "stolen"})
@@ -239,8 +239,7 @@ def test_the_new_key_page_refuses_a_cookie_of_another_session_a_tampered_or_an_e
     tampered = sealed[:-4] + ("AAAA" if not sealed.endswith("AAAA") else "BBBB")
     page = with_new_key_cookie(console, tampered).get("/console/keys/new")
     assert key_in(page.text) is None and "no longer shown" in page.text
-    later = time.time() + DEFAULTS.console_new_key_ttl + 1
-    monkeypatch.setattr(fernet, "time", SimpleNamespace(time=lambda: later))  # as if two minutes had passed
+    clock.advance(DEFAULTS.console_new_key_ttl + 1)  # the app's clock: two minutes later
     page = with_new_key_cookie(console, sealed).get("/console/keys/new")
     assert key_in(page.text) is None and "no longer shown" in page.text
 
@@ -353,7 +352,9 @@ def test_bad_form_input_gets_an_html_page_with_the_documented_status(console: Co
 
 
 def test_a_key_past_the_organizations_cap_is_refused_with_409_and_says_why(settings: Settings, engine: Engine) -> None:
-    with ConsoleBrowser(create_app(settings.with_changes(max_keys_per_org=1))) as console:
+    with ConsoleBrowser(
+        create_app(settings.with_changes(max_keys_per_org=1), password_hashing=FAST_HASHING)
+    ) as console:
         console.complete(console.sign_up("max@example.com", organization="Max Kitchen"))
         assert console.create_key("first")[1] is not None
         refused = console.post("/console/keys", {"name": "second", "csrf_token": console.csrf()})
@@ -388,7 +389,9 @@ def test_a_copied_console_cookie_opens_nothing_after_sign_out_on_any_node(
     """The console session lives on the server: signing out ends it there, whatever the provider's session does."""
     console.complete(console.sign_up("kim@example.com", organization="Kim's"))
     copied = {"Cookie": f"console_session={console.http.cookies['console_session']}"}
-    with TestClient(create_app(settings), base_url=ORIGIN, follow_redirects=False) as other_node:
+    with TestClient(
+        create_app(settings, password_hashing=FAST_HASHING), base_url=ORIGIN, follow_redirects=False
+    ) as other_node:
         assert "Sign out" in other_node.get(HOME, headers=copied).text  # the cookie works on every node
         assert console.post("/console/sign-out", {"csrf_token": console.csrf()}).status_code == 303
         # the end-session redirect is not followed: the provider's session lives on
@@ -413,7 +416,7 @@ def test_ten_thousand_menus_requests_cause_a_handful_of_usage_writes(settings: S
     """Counted in memory, flushed every second here (and at shutdown): the writes do not grow with requests."""
     org = OrganizationStore(engine).create("Busy")
     _, key = ApiKeyStore(engine).create("busy", org_id=org.id)
-    app = create_app(settings.with_changes(usage_flush_interval=1))
+    app = create_app(settings.with_changes(usage_flush_interval=1), password_hashing=FAST_HASHING)
     writes: list[str] = []
 
     def spy(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -502,7 +505,10 @@ def shared_database(either_database: str) -> str:
 
 def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_database: str) -> None:
     settings = Settings(database_url=shared_database, validate_responses=True, purge_interval=0)
-    node_a, node_b = create_app(settings), create_app(settings)  # both register the console: one client
+    node_a, node_b = (
+        create_app(settings, password_hashing=FAST_HASHING),
+        create_app(settings, password_hashing=FAST_HASHING),
+    )  # both register the console: one client
     engine = make_engine(shared_database, POOL)
     try:
         with engine.connect() as connection:
@@ -535,7 +541,7 @@ def test_serve_demo_prints_the_console_url(engine: Engine, settings: Settings) -
 def test_without_a_safe_redirect_uri_the_service_runs_without_its_console(
     settings: Settings, engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = create_app(settings.with_changes(base_url="http://menus.internal"))
+    app = create_app(settings.with_changes(base_url="http://menus.internal"), password_hashing=FAST_HASHING)
     assert "the developer console is off" in caplog.text
     with TestClient(app) as client:
         assert client.get("/console/").status_code == 404

@@ -9,15 +9,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
-from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.organizations import Organization
 from identity.users import User, UserStore
+from service.settings import Settings
 from tests.support.console_client import ConsoleBrowser
 from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.support.identity_pages import authorize, code_of, sign_in, to_page, tokens
+from tests.support.mailbox import MailedLinks
+from tests.support.passwords import FAST_HASHING
 from tests.support.token_flows import userinfo_status
 
 NEW_PASSWORD = "a brand new kitchen password"
@@ -32,18 +34,9 @@ def console(app: Any, user: User) -> Iterator[ConsoleBrowser]:
 
 
 @pytest.fixture
-def mailed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The users to whom a verification link was issued."""
-    issued: list[str] = []
-    issue = EmailLinks.issue
-
-    def recording(self: EmailLinks, connection: Connection, purpose: str, user_id: str, *args: Any) -> str:
-        if purpose == VERIFY_EMAIL:
-            issued.append(user_id)
-        return issue(self, connection, purpose, user_id, *args)
-
-    monkeypatch.setattr(EmailLinks, "issue", recording)
-    return issued
+def mailed(engine: Engine, settings: Settings) -> MailedLinks:
+    """The verification links mailed, as their recipients get them (tests/support/mailbox.py)."""
+    return MailedLinks(engine, settings, "verify_email")
 
 
 def change(console: ConsoleBrowser, current: str, new: str) -> Any:
@@ -64,7 +57,7 @@ def test_a_password_change_ends_every_session_and_token_and_is_audited(
     assert 'console_session=""' in done.headers["set-cookie"] or "console_session=;" in done.headers["set-cookie"]
     assert console.get("/console/account").status_code == 303  # this console session has ended too
     assert userinfo_status(browser, elsewhere["access_token"]) == 401
-    assert UserStore(engine).authenticate(EMAIL, NEW_PASSWORD) is not None
+    assert UserStore(engine, hashing=FAST_HASHING).authenticate(EMAIL, NEW_PASSWORD) is not None
     audited = [r.__dict__["fields"] for r in caplog.records if r.name == "regional_menus.audit"]
     assert {"event": "password_reset", "outcome": "success", "user_id": user.id, "reason": "changed"} in audited
 
@@ -74,7 +67,7 @@ def test_a_wrong_current_password_or_a_weak_new_one_changes_nothing(console: Con
     assert wrong.status_code == 400 and "The current password is wrong." in wrong.text
     weak = change(console, PASSWORD, "short")
     assert weak.status_code == 400 and "The new password is refused" in weak.text
-    assert UserStore(engine).authenticate(EMAIL, PASSWORD) is not None
+    assert UserStore(engine, hashing=FAST_HASHING).authenticate(EMAIL, PASSWORD) is not None
     assert console.get("/console/account").status_code == 200  # still signed in
 
 
@@ -88,11 +81,11 @@ def test_guessing_the_current_password_is_throttled(console: ConsoleBrowser) -> 
 def test_the_password_form_needs_the_csrf_token(console: ConsoleBrowser, engine: Engine) -> None:
     fields = {"csrf_token": "forged", "current_password": PASSWORD, "new_password": NEW_PASSWORD}
     assert console.post("/console/account/password", fields).status_code == 403
-    assert UserStore(engine).authenticate(EMAIL, PASSWORD) is not None
+    assert UserStore(engine, hashing=FAST_HASHING).authenticate(EMAIL, PASSWORD) is not None
 
 
 def test_a_new_verification_link_is_bounded_per_account_with_one_answer(
-    console: ConsoleBrowser, user: User, mailed: list[str]
+    console: ConsoleBrowser, user: User, mailed: MailedLinks
 ) -> None:
     assert "not verified yet" in console.get("/console/account").text
     answers = {
@@ -100,13 +93,13 @@ def test_a_new_verification_link_is_bounded_per_account_with_one_answer(
         for _ in range(ACCOUNT_LIMIT + 2)
     }
     assert len(answers) == 1 and "a new link is on its way" in answers.pop()
-    assert mailed == [user.id] * ACCOUNT_LIMIT
+    assert [link.user_id for link in mailed] == [user.id] * ACCOUNT_LIMIT
 
 
 def test_a_verified_address_shows_as_verified_and_gets_no_link(
-    console: ConsoleBrowser, engine: Engine, user: User, org: Organization, mailed: list[str]
+    console: ConsoleBrowser, engine: Engine, user: User, org: Organization, mailed: MailedLinks
 ) -> None:
-    UserStore(engine).mark_email_verified(user.id, user.email)
+    UserStore(engine, hashing=FAST_HASHING).mark_email_verified(user.id, user.email)
     page = console.get("/console/account").text
     assert "verified." in page and "Send a new verification link" not in page
     console.post("/console/account/verification", {"csrf_token": console.csrf()})

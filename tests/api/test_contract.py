@@ -10,6 +10,7 @@ from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from service.web.contracts import spec_path
+from tests.support.loops import each
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def test_menus_document_is_valid_openapi_3_0(menus: dict) -> None:
 
 
 def test_every_operation_documents_the_errors_it_can_answer(menus: dict) -> None:
-    for path, method, op in operations(menus):
+    for path, method, op in each(operations(menus)):
         expected = {"200", "304", "400", "401", "405", "413", "429", "500", "503"}
         if "{" in path or path.endswith("/random"):
             expected.add("404")
@@ -37,7 +38,7 @@ def test_every_operation_documents_the_errors_it_can_answer(menus: dict) -> None
 
 
 def test_every_operation_id_resolves_to_a_handler(menus: dict) -> None:
-    for _, _, op in operations(menus):
+    for _, _, op in each(operations(menus)):
         module, function = op["operationId"].rsplit(".", 1)
         assert callable(getattr(importlib.import_module(f"handlers.{module}"), function))
 

@@ -15,6 +15,7 @@ from identity.users import UserStore
 from service.cli.commands import main
 from tests.support import token_flows as flows
 from tests.support.identity_fixtures import PASSWORD
+from tests.support.passwords import FAST_HASHING
 
 
 def users_command(database_url: str, *args: str) -> dict[str, object]:
@@ -58,7 +59,7 @@ def test_a_code_issued_before_the_user_was_disabled_gives_no_token(
     code, verifier = flows.sign_in_for_code(http, world.planner.id)
     users_command(database_url, "disable", world.ana.email)
     flows.assert_oauth_error(flows.exchange_code(http, world.planner, code, verifier), "invalid_grant")
-    assert UserStore(engine).get(world.ana.id).disabled
+    assert UserStore(engine, hashing=FAST_HASHING).get(world.ana.id).disabled
 
 
 def test_a_disabled_account_is_named_only_to_whoever_gives_its_password(
@@ -87,7 +88,7 @@ def test_an_enabled_user_signs_in_again_while_the_old_tokens_stay_revoked(
 def test_the_member_directory_stops_listing_a_disabled_user(
     http: TestClient, world: flows.World, engine: Engine, database_url: str
 ) -> None:
-    UserStore(engine).create("bo@example.com", "Bo Chen", PASSWORD, [(world.acme.id, "member")])
+    UserStore(engine, hashing=FAST_HASHING).create("bo@example.com", "Bo Chen", PASSWORD, [(world.acme.id, "member")])
     token = flows.application_token(http, world.reporter, scope="members:read").json()["access_token"]
 
     def listed() -> tuple[int, list[str]]:

@@ -3,6 +3,7 @@ accepted work (service/web/admission.py), driven by setting the count in flight,
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -21,9 +22,7 @@ def metric_value(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def test_menus_request_reaches_connexion_with_send_wrapped_once(
-    app: Dispatcher, api_key: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_menus_request_reaches_connexion_with_send_wrapped_once(app: Dispatcher, api_key: str) -> None:
     """Every concern (observer, CORS, documents, body cap, gate, usage) answers through the one exchange, and the
     exchange sends straight to the server's ``send``."""
     seen: list[Send] = []
@@ -33,8 +32,8 @@ def test_menus_request_reaches_connexion_with_send_wrapped_once(
         seen.append(send)
         await routed(scope, receive, send)
 
-    monkeypatch.setattr(app.menus, "app", spy)
-    with TestClient(app, headers={"Authorization": f"Bearer {api_key}", "Origin": "https://example.com"}) as client:
+    spied = dataclasses.replace(app, menus=dataclasses.replace(app.menus, app=spy))  # the same steps, a spy router
+    with TestClient(spied, headers={"Authorization": f"Bearer {api_key}", "Origin": "https://example.com"}) as client:
         response = client.get("/v1/menus/dishes?course=main&limit=3")
     assert response.status_code == 200
     assert response.headers["etag"] and response.headers["x-request-id"] and response.headers["ratelimit-limit"]

@@ -19,6 +19,7 @@ from service.settings import Settings
 from tests.support import token_flows as flows
 from tests.support.clocks import FixedClock
 from tests.support.identity_fixtures import PASSWORD
+from tests.support.passwords import FAST_HASHING
 
 ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 
@@ -26,7 +27,7 @@ ON_BOTH_ENGINES = True  # every test here that uses the state database runs on S
 @pytest.fixture
 def crew(engine: Engine, world: flows.World) -> list[User]:
     """Four more members of Acme, five in all with Ana."""
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     return [world.ana] + [
         users.create(f"member{n}@example.com", f"Member {n}", PASSWORD, [(world.acme.id, role)])
         for n, role in enumerate(("admin", "member", "member", "owner"), start=1)
@@ -103,7 +104,7 @@ def test_a_directory_page_with_more_links_to_the_next_from_the_issuer_not_the_ho
 
 def test_directory_pagination_breaks_joined_at_ties_by_id(http: TestClient, engine: Engine, world: flows.World) -> None:
     moment = SYSTEM_CLOCK.now().replace(microsecond=0) + timedelta(seconds=1)  # after Ana joined
-    users = UserStore(engine, FixedClock(moment))  # four members join at the same instant
+    users = UserStore(engine, FixedClock(moment), hashing=FAST_HASHING)  # four members join at the same instant
     twins = [users.create(f"twin{n}@example.com", f"Twin {n}", PASSWORD, [(world.acme.id, "member")]) for n in range(4)]
     headers = bearer(members_token(http, world.reporter))
     seen: list[str] = []
@@ -216,7 +217,7 @@ def test_a_sign_in_cannot_obtain_members_read(http: TestClient, world: flows.Wor
 def test_directory_of_another_organization_lists_only_its_own_members(
     http: TestClient, engine: Engine, world: flows.World
 ) -> None:
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     bo = users.create("bo@example.com", "Bo Berg", PASSWORD, [(world.beta.id, "owner")])
     cara = users.create(
         "cara@example.com", "Cara Diaz", PASSWORD, [(world.acme.id, "member"), (world.beta.id, "admin")]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
@@ -14,6 +17,7 @@ from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.database_faults import statements_fail
 from tests.support.defaults import KEY_REVOCATION_BOUND, POOL
 
 PROBLEM = "application/problem+json"
@@ -190,11 +194,15 @@ def test_truncated_cursor_is_400_invalid_cursor(client: TestClient) -> None:
 
 
 def test_cursor_survives_a_restart(settings: Settings, api_key: str) -> None:
+    """A cursor handed out before a restart opens, after it, the page that follows the one it came with."""
     headers = {"Authorization": f"Bearer {api_key}"}
     with TestClient(create_app(settings), headers=headers) as first:
-        cursor = first.get("/v1/menus/dishes", params={"limit": 3}).json()["next_cursor"]
+        page = first.get("/v1/menus/dishes", params={"limit": 3}).json()
+        six = first.get("/v1/menus/dishes", params={"limit": 6}).json()["data"]
     with TestClient(create_app(settings), headers=headers) as second:
-        assert second.get("/v1/menus/dishes", params={"limit": 3, "cursor": cursor}).status_code == 200
+        after = second.get("/v1/menus/dishes", params={"limit": 3, "cursor": page["next_cursor"]})
+    assert after.status_code == 200
+    assert [dish["slug"] for dish in page["data"] + after.json()["data"]] == [dish["slug"] for dish in six]
 
 
 def test_a_prebuilt_catalog_signs_cursors_with_each_databases_own_key(
@@ -304,6 +312,28 @@ def test_rate_limit_gives_429_with_retry_after(settings: Settings, api_key: str)
     assert refused.headers["ratelimit-remaining"] == "0"
 
 
+def test_the_memory_rate_limit_window_is_one_minute(settings: Settings, keys: ApiKeyStore) -> None:
+    """The contract's limit is per minute (a sliding window counter over whole minutes of the system clock, which
+    the ``limits`` library reads): a key that took its whole limit at once waits until its minute ends, so
+    ``Retry-After`` and ``RateLimit-Reset`` are the seconds left in the current minute of Unix time, not of any
+    shorter window. (In the last ten seconds of a minute a ten-second window would give the same numbers; in the
+    other fifty it could not.)"""
+    app = create_app(settings.with_changes(rate_limit_per_minute=3))
+    with TestClient(app) as client:
+        for _ in range(2):  # again with another key if the minute turned during the requests
+            headers = {"Authorization": f"Bearer {keys.create('window')[1]}"}
+            started = time.time()
+            assert [client.get("/v1/menus/regions", headers=headers).status_code for _ in range(3)] == [200] * 3
+            refused = client.get("/v1/menus/regions", headers=headers)
+            ended = time.time()
+            if started // 60 == ended // 60:
+                break
+    problem(refused, 429, "rate_limited")
+    left = {math.ceil(60 - started % 60), math.ceil(60 - ended % 60)}
+    assert int(refused.headers["retry-after"]) in range(min(left), max(left) + 1)
+    assert int(refused.headers["ratelimit-reset"]) == int(refused.headers["retry-after"])
+
+
 def test_rate_limit_is_per_key(settings: Settings, keys: ApiKeyStore) -> None:
     app = create_app(settings.with_changes(rate_limit_per_minute=1))
     first, second = keys.create("one")[1], keys.create("two")[1]
@@ -313,16 +343,19 @@ def test_rate_limit_is_per_key(settings: Settings, keys: ApiKeyStore) -> None:
         assert client.get("/v1/menus/regions", headers={"Authorization": f"Bearer {first}"}).status_code == 429
 
 
-def test_unexpected_error_is_500_without_stack_trace(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    from data.catalog import Catalog
+class ExplodingCatalog(Catalog):
+    """A dataset whose every query fails inside the handler: an error no layer expects."""
 
-    def explode(*_args: object, **_kwargs: object) -> None:
+    def regions(self, country: str | None = None) -> list[dict[str, Any]]:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(Catalog, "regions", explode)
-    response = client.get("/v1/menus/regions")
+
+def test_unexpected_error_is_500_without_stack_trace(
+    settings: Settings, engine: Engine, api_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(settings, catalog=ExplodingCatalog([], [], b"k" * 32))
+    with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client:
+        response = client.get("/v1/menus/regions")
     body = problem(response, 500, "internal_error")
     assert "secret internals" not in response.text and "Traceback" not in response.text
     assert body["detail"] == "The server could not answer this request."
@@ -370,14 +403,16 @@ def test_database_outage_is_503_problem_with_retry_after(client: TestClient, eng
     assert int(response.headers["retry-after"]) >= 1
 
 
-def test_error_escaping_the_app_is_a_500_problem(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.menus_api.gate import MenusGate
-
-    async def explode(*_args: object) -> None:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(MenusGate, "__call__", explode)
-    problem(client.get("/v1/menus/regions"), 500, "internal_error")
+def test_error_escaping_the_app_is_a_500_problem(app: Any, api_key: str) -> None:
+    """The gate's own key check fails with an error of the layer underneath (not an outage): the edge still
+    answers a problem, never a bare 500 or a trace."""
+    with (
+        TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client,
+        statements_fail(app.engine, RuntimeError("boom"), matching="api_keys"),
+    ):
+        response = client.get("/v1/menus/regions")
+    problem(response, 500, "internal_error")
+    assert "boom" not in response.text
 
 
 def test_not_modified_and_rate_limited_carry_rate_limit_headers(settings: Settings, api_key: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 from collections.abc import Iterator
@@ -27,13 +28,16 @@ def gate_of(app: Dispatcher) -> MenusGate:
     return gate
 
 
-def never_routed(app: Dispatcher, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From now on, reaching Connexion fails the test: only the cache may answer."""
+def cache_only(app: Dispatcher, api_key: str) -> TestClient:
+    """A client of the same app (its steps, its answer cache) whose menus API's router fails the test when
+    reached: only the steps before it, the cache among them, may answer. A copy of the app's parts
+    (``dataclasses.replace``), its lifespan not run: nothing of the app itself is replaced."""
 
     async def unreachable(scope: Scope, receive: Receive, send: Send) -> None:
         raise AssertionError(f"routed {scope['path']}?{scope['query_string']!r}")
 
-    monkeypatch.setattr(app.menus, "app", unreachable)
+    routed_never = dataclasses.replace(app, menus=dataclasses.replace(app.menus, app=unreachable))
+    return TestClient(routed_never, headers={"Authorization": f"Bearer {api_key}"})
 
 
 @pytest.fixture
@@ -52,35 +56,29 @@ def stable(headers: dict[str, str]) -> dict[str, str]:
 
 
 def test_cache_hit_has_the_same_body_bytes_and_headers_as_the_miss(
-    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
+    client: TestClient, cached_app: Dispatcher, api_key: str
 ) -> None:
     miss = client.get(TYPICAL)
-    never_routed(cached_app, monkeypatch)
-    hit = client.get(TYPICAL)
+    hit = cache_only(cached_app, api_key).get(TYPICAL)
     assert hit.status_code == miss.status_code == 200
     assert hit.content == miss.content
     assert stable(dict(hit.headers)) == stable(dict(miss.headers))
     assert list(hit.headers) == list(miss.headers)  # same headers, same order
 
 
-def test_query_in_another_order_is_the_same_entry(
-    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_query_in_another_order_is_the_same_entry(client: TestClient, cached_app: Dispatcher, api_key: str) -> None:
     first = client.get(TYPICAL)
-    never_routed(cached_app, monkeypatch)
-    reordered = client.get("/v1/menus/dishes?limit=20&max_spice=3&course=main")
+    reordered = cache_only(cached_app, api_key).get("/v1/menus/dishes?limit=20&max_spice=3&course=main")
     assert reordered.content == first.content and reordered.headers["etag"] == first.headers["etag"]
 
 
-def test_cached_url_answers_304_to_its_etag(
-    client: TestClient, cached_app: Dispatcher, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cached_url_answers_304_to_its_etag(client: TestClient, cached_app: Dispatcher, api_key: str) -> None:
     etag = client.get(TYPICAL).headers["etag"]
-    never_routed(cached_app, monkeypatch)
-    not_modified = client.get(TYPICAL, headers={"If-None-Match": etag})
+    hits = cache_only(cached_app, api_key)
+    not_modified = hits.get(TYPICAL, headers={"If-None-Match": etag})
     assert not_modified.status_code == 304 and not_modified.content == b""
     assert not_modified.headers["etag"] == etag and "content-type" not in not_modified.headers
-    assert client.get(TYPICAL, headers={"If-None-Match": '"stale"'}).status_code == 200
+    assert hits.get(TYPICAL, headers={"If-None-Match": '"stale"'}).status_code == 200
 
 
 def test_over_long_if_none_match_is_still_400_on_a_cached_url(client: TestClient) -> None:
@@ -89,16 +87,13 @@ def test_over_long_if_none_match_is_still_400_on_a_cached_url(client: TestClient
     assert response.status_code == 400 and response.json()["code"] == "invalid_parameter"
 
 
-def test_revoked_key_is_refused_even_for_a_cached_url(
-    cached_app: Dispatcher, keys: ApiKeyStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_revoked_key_is_refused_even_for_a_cached_url(cached_app: Dispatcher, keys: ApiKeyStore) -> None:
     record, key = keys.create("soon revoked")
     with TestClient(cached_app, headers={"Authorization": f"Bearer {key}"}) as client:
         assert client.get(TYPICAL).status_code == 200
         keys.revoke(record.id)  # by another process (a store of its own): refused within the revocation bound
         time.sleep(KEY_REVOCATION_BOUND)
-        never_routed(cached_app, monkeypatch)
-        refused = client.get(TYPICAL)
+        refused = cache_only(cached_app, key).get(TYPICAL)
     assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
 
 

@@ -4,6 +4,7 @@ their contract."""
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -16,6 +17,8 @@ from service.app import create_app
 from service.ops.operations_app import PATHS
 from service.settings import Settings
 from service.web.contracts import spec_path
+from tests.support.database_faults import outage, statements_fail
+from tests.support.loops import each
 
 
 def test_healthz_answers_ok_without_credentials(anonymous: TestClient) -> None:
@@ -28,14 +31,9 @@ def test_readyz_answers_ready_when_the_database_answers(anonymous: TestClient) -
     assert response.status_code == 200 and response.json()["status"] == "ready"
 
 
-def test_readyz_is_503_problem_when_the_database_cannot_be_reached(
-    anonymous: TestClient, engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def refuse(*_args: object, **_kwargs: object) -> None:
-        raise sa.exc.OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused"))
-
-    monkeypatch.setattr(sa.engine.Engine, "connect", refuse)
-    response = anonymous.get("/readyz")
+def test_readyz_is_503_problem_when_the_database_cannot_be_reached(app: Any, anonymous: TestClient) -> None:
+    with statements_fail(app.engine, outage()):
+        response = anonymous.get("/readyz")
     assert response.status_code == 503 and response.headers["content-type"] == "application/problem+json"
     assert response.json()["code"] == "service_unavailable" and int(response.headers["retry-after"]) >= 1
     assert anonymous.get("/healthz").status_code == 200  # alive, only not ready
@@ -85,8 +83,8 @@ def test_operations_document_is_valid_openapi_3_0(operations_document: dict) -> 
 def test_every_operations_endpoint_documents_400_405_and_500_and_resolves_to_a_handler(
     operations_document: dict,
 ) -> None:
-    for path, item in operations_document["paths"].items():
-        for method, operation in item.items():
+    for path, item in each(operations_document["paths"].items()):
+        for method, operation in each(item.items()):
             assert {"200", "400", "405", "500"} <= set(operation["responses"]), (method, path)
             module, _, name = operation["operationId"].rpartition(".")
             assert callable(getattr(importlib.import_module(module), name)), operation["operationId"]

@@ -28,6 +28,7 @@ from identity.users import User, UserStore
 from tests.support import identity_pages as pages
 from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, DELIVERY, THROTTLE
 from tests.support.identity_fixtures import Registered
+from tests.support.passwords import FAST_HASHING
 from tests.support.token_flows import ISSUER, World, assert_oauth_error, refresh, user_tokens, userinfo_status
 
 NEW_PASSWORD = "a brand new kitchen password"
@@ -38,7 +39,7 @@ def resets(engine: Engine) -> PasswordReset:
     return PasswordReset(
         EmailLinks(engine),
         Outbox(engine, DELIVERY),
-        UserStore(engine),
+        UserStore(engine, hashing=FAST_HASHING),
         Revoker(engine),
         SignInThrottle(engine, THROTTLE),
         Issuer(ISSUER),
@@ -83,7 +84,7 @@ def test_a_reset_ends_every_session_and_revokes_every_token_of_the_user(
     for client, issued in ((world.planner, planner), (world.companion, companion)):
         assert_oauth_error(refresh(http, client, issued["refresh_token"]), "invalid_grant")
         assert userinfo_status(http, issued["access_token"]) == 401
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     assert users.authenticate(world.ana.email, NEW_PASSWORD) is not None
 
 

@@ -36,6 +36,7 @@ from tests.support.identity_pages import (
     submit,
     to_page,
 )
+from tests.support.passwords import FAST_HASHING
 from tests.support.public_clients import public_exchange, public_token_request, register_public
 from tests.support.token_flows import assert_invalid_client
 
@@ -49,7 +50,9 @@ def spa(engine: Engine, org: Organization) -> Client:
 
 @pytest.fixture
 def public_node(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock) -> Iterator[TestClient]:
-    app = create_app(settings.with_changes(public_clients=True), catalog=catalog, clock=clock)
+    app = create_app(
+        settings.with_changes(public_clients=True), catalog=catalog, clock=clock, password_hashing=FAST_HASHING
+    )
     with TestClient(app, follow_redirects=False) as http:
         yield http
 

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any
 from urllib.parse import unquote
 
@@ -23,10 +22,10 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity import passwords
 from identity.device_cookies import DEVICE_COOKIE
 from identity.errors import Throttled
 from identity.organizations import OrganizationStore
+from identity.passwords import PasswordHashing
 from identity.tables import sign_in_failures
 from identity.throttle import SignInThrottle, SqlCounters, account_key, network
 from identity.users import User, UserStore
@@ -39,6 +38,7 @@ from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, POOL, SIGN_IN_W
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered, register
 from tests.support.identity_pages import SIGN_UP, assert_error_page, authorize, code_of, sign_in, submit, to_page
 from tests.support.live import free_port
+from tests.support.passwords import FAST_HASHING
 from tests.support.throttling import assert_network_bounded
 
 WRONG = "wrong password here"
@@ -133,23 +133,28 @@ def test_sign_ups_count_against_their_network_like_sign_ins(on_network: Any, web
 
 
 def test_known_and_unknown_emails_each_pay_one_argon2_verification(
-    on_network: Any, web: Registered, user: User, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock, web: Registered, user: User
 ) -> None:
     verified: list[str] = []
-    real = passwords._hasher
 
     class Counting:
-        def verify(self, stored: str, password: str) -> bool:
-            verified.append(stored)
-            return real.verify(stored, password)
+        def hash(self, password: str) -> str:
+            return FAST_HASHING.hasher.hash(password)
 
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
+        def verify(self, hash: str, password: str) -> bool:  # noqa: A002 (argon2-cffi's name)
+            verified.append(hash)
+            return FAST_HASHING.hasher.verify(hash, password)
 
-    monkeypatch.setattr(passwords, "_hasher", Counting())
-    known = attempt_sign_in(on_network(), web, EMAIL, WRONG)
-    unknown = attempt_sign_in(on_network(), web, "nobody@example.com", WRONG)
+    counting = PasswordHashing(Counting(), FAST_HASHING.dummy_hash)
+    app = create_app(settings, catalog=catalog, clock=clock, password_hashing=counting)
+    with (
+        TestClient(app, follow_redirects=False, client=("198.51.100.1", 40000)) as first,
+        TestClient(app, follow_redirects=False, client=("198.51.100.2", 40000)) as second,
+    ):
+        known = attempt_sign_in(first, web, EMAIL, WRONG)
+        unknown = attempt_sign_in(second, web, "nobody@example.com", WRONG)
     assert len(verified) == 2 and verified[0] != verified[1]  # the account's hash, then the stand-in's
+    assert verified[1] == FAST_HASHING.dummy_hash
     assert _without_tokens(known.text.replace(EMAIL, "E")) == _without_tokens(
         unknown.text.replace("nobody@example.com", "E")
     )
@@ -257,12 +262,15 @@ def test_sign_up_attempts_count_against_the_network_only(counters: SqlCounters) 
 
 
 def test_throttle_window_ends(engine: Engine) -> None:
+    """The account's failures throttle it (engaged, checked) until its window ends; then it starts afresh."""
     clock = MovableClock()
     throttle = SignInThrottle(SqlCounters(engine, SIGN_IN_WINDOW, clock), THROTTLE)
     for _ in range(ACCOUNT_LIMIT):
         throttle.attempt("ana@example.com", "10.0.0.1")
         throttle.failed("ana@example.com")
-    clock.advance(timedelta(minutes=16).total_seconds())
+    with pytest.raises(Throttled):
+        throttle.attempt("ana@example.com", "10.0.0.1")  # engaged within the window
+    clock.advance(SIGN_IN_WINDOW.total_seconds() + 60)
     throttle.attempt("ana@example.com", "10.0.0.1")  # a new window starts at one attempt
     throttle.attempt("ana@example.com", "10.0.0.1")
 
@@ -275,11 +283,14 @@ def two_nodes(database_url: str, catalog: Catalog, first: str, second: str) -> t
     engine = make_engine(database_url, POOL)
     upgrade(engine)
     org = OrganizationStore(engine).create("Acme Foods")
-    UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
+    UserStore(engine, hashing=FAST_HASHING).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
     web = register(engine, org)
     engine.dispose()
     nodes = [
-        create_app(Settings(database_url=database_url, rate_limit_storage=s), catalog=catalog) for s in (first, second)
+        create_app(
+            Settings(database_url=database_url, rate_limit_storage=s), catalog=catalog, password_hashing=FAST_HASHING
+        )
+        for s in (first, second)
     ]
     return nodes[0], nodes[1], web
 
@@ -341,7 +352,7 @@ def test_a_device_cookie_never_lifts_the_account_bound(on_network: Any, web: Reg
 def test_a_device_cookie_counts_only_for_the_user_it_names(
     on_network: Any, engine: Engine, org: Any, web: Registered, user: User
 ) -> None:
-    UserStore(engine).create("bo@example.com", "Bo Berg", PASSWORD, [(org.id, "member")])
+    UserStore(engine, hashing=FAST_HASHING).create("bo@example.com", "Bo Berg", PASSWORD, [(org.id, "member")])
     browser = on_network("203.0.113.32")
     code_of(attempt_sign_in(browser, web))  # known for Ana, not for Bo
     for n in range(ADDRESS_LIMIT):

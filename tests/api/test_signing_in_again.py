@@ -13,6 +13,7 @@ from identity.organizations import Organization
 from identity.users import User, UserStore
 from tests.support import token_flows
 from tests.support.identity_fixtures import PASSWORD
+from tests.support.passwords import FAST_HASHING
 from tests.support.token_flows import Registered, assert_oauth_error, introspect, refresh, user_tokens
 
 # Signing in again is not a sign-out
@@ -56,7 +57,7 @@ def test_signing_out_after_signing_in_again_ends_the_earlier_apps_offline_access
 def test_signing_in_as_someone_else_ends_the_first_users_browser_session_grants(
     http: TestClient, engine: Engine, acme: Organization, planner: Registered, companion: Registered
 ) -> None:
-    UserStore(engine).create("bo@example.com", "Bo", PASSWORD, [(acme.id, "member")])
+    UserStore(engine, hashing=FAST_HASHING).create("bo@example.com", "Bo", PASSWORD, [(acme.id, "member")])
     first = user_tokens(http, planner)
     code, verifier = token_flows.sign_in_for_code(http, companion.id, email="bo@example.com", prompt="login")
     assert code

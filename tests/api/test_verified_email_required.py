@@ -5,11 +5,9 @@ straight to the client with a code, in another browser by verifying the address 
 from __future__ import annotations
 
 import html
-import inspect
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -21,7 +19,6 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.clients import ClientStore
-from identity.email_links import VERIFY_EMAIL, EmailLinks
 from identity.organizations import Organization
 from identity.tables import mail_outbox
 from identity.throttle import SignInThrottle
@@ -33,31 +30,15 @@ from tests.support.clocks import MovableClock
 from tests.support.console_client import ConsoleBrowser
 from tests.support.defaults import ACCOUNT_LIMIT, THROTTLE
 from tests.support.identity_fixtures import Registered, register
+from tests.support.mailbox import MailedLinks
+from tests.support.passwords import FAST_HASHING
 from tests.support.throttling import assert_network_bounded
 
 
-@dataclass(frozen=True)
-class Link:
-    token: str
-    interaction_id: str | None
-
-
 @pytest.fixture
-def mailed(monkeypatch: pytest.MonkeyPatch) -> list[Link]:
-    """The verification links issued, as their tokens (the outbox seals the mails that carry them)."""
-    links: list[Link] = []
-    issue = EmailLinks.issue
-
-    def recording(self: EmailLinks, *args: Any, **kwargs: Any) -> str:
-        token = issue(self, *args, **kwargs)
-        call = inspect.signature(issue).bind(self, *args, **kwargs)
-        call.apply_defaults()
-        if call.arguments["purpose"] == VERIFY_EMAIL:
-            links.append(Link(token, call.arguments["interaction_id"]))
-        return token
-
-    monkeypatch.setattr(EmailLinks, "issue", recording)
-    return links
+def mailed(engine: Engine, settings: Settings) -> MailedLinks:
+    """The verification links mailed, as their recipients get them (tests/support/mailbox.py)."""
+    return MailedLinks(engine, settings, "verify_email")
 
 
 @pytest.fixture
@@ -90,7 +71,7 @@ def press(browser: TestClient, fields: dict[str, str], action: str) -> httpx.Res
 
 
 def test_an_unverified_user_gets_no_code_but_a_pause_and_a_link_that_resumes_it_in_the_same_browser(
-    browser: TestClient, user: User, strict: Registered, mailed: list[Link]
+    browser: TestClient, user: User, strict: Registered, mailed: MailedLinks
 ) -> None:
     location = paused(browser, strict)
     page = pages.show(browser, location)
@@ -103,7 +84,7 @@ def test_an_unverified_user_gets_no_code_but_a_pause_and_a_link_that_resumes_it_
 
 
 def test_a_link_opened_in_another_browser_verifies_and_the_first_browser_continues(
-    browser: TestClient, other_browser: TestClient, user: User, strict: Registered, mailed: list[Link]
+    browser: TestClient, other_browser: TestClient, user: User, strict: Registered, mailed: MailedLinks
 ) -> None:
     form = pages.hidden_fields(pages.show(browser, paused(browser, strict)).text)
     waiting = press(browser, form, "continue")  # not verified yet: the page again, no code
@@ -116,7 +97,7 @@ def test_a_link_opened_in_another_browser_verifies_and_the_first_browser_continu
 
 
 def test_the_paused_page_itself_continues_once_the_address_is_verified(
-    browser: TestClient, other_browser: TestClient, user: User, strict: Registered, mailed: list[Link]
+    browser: TestClient, other_browser: TestClient, user: User, strict: Registered, mailed: MailedLinks
 ) -> None:
     location = paused(browser, strict)
     other_browser.get(f"/verify-email?token={mailed[0].token}")
@@ -124,7 +105,7 @@ def test_the_paused_page_itself_continues_once_the_address_is_verified(
 
 
 def test_a_sign_up_mails_one_link_and_it_resumes_the_paused_sign_up(
-    browser: TestClient, org: Organization, strict: Registered, mailed: list[Link]
+    browser: TestClient, org: Organization, strict: Registered, mailed: MailedLinks
 ) -> None:
     signed_up = pages.submit(
         browser, pages.to_page(pages.authorize(browser, strict.id, prompt="create"), "sign-up"), pages.SIGN_UP
@@ -136,7 +117,7 @@ def test_a_sign_up_mails_one_link_and_it_resumes_the_paused_sign_up(
 
 
 def test_sending_a_new_link_is_bounded_per_account_and_answers_the_same_page(
-    browser: TestClient, user: User, strict: Registered, mailed: list[Link]
+    browser: TestClient, user: User, strict: Registered, mailed: MailedLinks
 ) -> None:
     form = pages.hidden_fields(pages.show(browser, paused(browser, strict)).text)
     answers = {press(browser, form, "resend").text for _ in range(ACCOUNT_LIMIT + 2)}
@@ -151,7 +132,7 @@ def test_resend_requests_are_bounded_per_network(engine: Engine) -> None:
 
 
 def test_the_check_email_form_needs_its_csrf_token_and_a_known_action(
-    browser: TestClient, user: User, strict: Registered, mailed: list[Link]
+    browser: TestClient, user: User, strict: Registered, mailed: MailedLinks
 ) -> None:
     location = paused(browser, strict)
     fields = pages.hidden_fields(pages.show(browser, location).text)
@@ -162,14 +143,14 @@ def test_the_check_email_form_needs_its_csrf_token_and_a_known_action(
 
 
 def test_prompt_none_answers_interaction_required_for_an_unverified_user(
-    browser: TestClient, user: User, strict: Registered, mailed: list[Link]
+    browser: TestClient, user: User, strict: Registered, mailed: MailedLinks
 ) -> None:
     paused(browser, strict)
     pages.redirected_error(pages.authorize(browser, strict.id, prompt="none"), "interaction_required")
 
 
 def test_clients_update_turns_the_requirement_on_and_off(
-    browser: TestClient, engine: Engine, database_url: str, user: User, web: Registered, mailed: list[Link]
+    browser: TestClient, engine: Engine, database_url: str, user: User, web: Registered, mailed: MailedLinks
 ) -> None:
     def update(flag: str) -> dict[str, Any]:
         done = CliRunner().invoke(main, ["clients", "update", web.id, flag, "--json", "--database-url", database_url])
@@ -182,9 +163,11 @@ def test_clients_update_turns_the_requirement_on_and_off(
     pages.code_of(pages.authorize(browser, web.id))  # the same browser's session: straight to a code now
 
 
-def test_a_verified_user_is_not_paused(browser: TestClient, engine: Engine, user: User, mailed: list[Link]) -> None:
-    UserStore(engine).mark_email_verified(user.id, user.email)
-    client = register(engine, UserStore(engine).get(user.id).memberships[0].org, require_verified_email=True)
+def test_a_verified_user_is_not_paused(browser: TestClient, engine: Engine, user: User, mailed: MailedLinks) -> None:
+    UserStore(engine, hashing=FAST_HASHING).mark_email_verified(user.id, user.email)
+    client = register(
+        engine, UserStore(engine, hashing=FAST_HASHING).get(user.id).memberships[0].org, require_verified_email=True
+    )
     location = pages.to_page(pages.authorize(browser, client.id), "sign-in")
     pages.code_of(pages.sign_in(browser, location))
     assert mailed == []
@@ -271,7 +254,7 @@ def test_a_sign_ups_own_mail_counts_against_the_accounts_bound_of_verification_m
 
 @pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)  # email_links.return_to
 def test_the_verified_page_in_another_browser_links_back_to_the_sign_in_that_mailed_the_link(
-    browser: TestClient, other_browser: TestClient, org: Organization, strict: Registered, mailed: list[Link]
+    browser: TestClient, other_browser: TestClient, org: Organization, strict: Registered, mailed: MailedLinks
 ) -> None:
     """No dead end: the page links to the sign-in the mail came from, made again (without prompt=create: the
     account exists), for this browser to sign in there too."""
@@ -291,7 +274,7 @@ def test_the_verified_page_in_another_browser_links_back_to_the_sign_in_that_mai
     pages.code_of(pages.sign_in(other_browser, location, email=email, password=password))
 
 
-def test_a_link_sent_from_the_consoles_account_page_links_back_to_it(app: Any, mailed: list[Link]) -> None:
+def test_a_link_sent_from_the_consoles_account_page_links_back_to_it(app: Any, mailed: MailedLinks) -> None:
     with ConsoleBrowser(app) as console:
         console.complete(console.sign_up("lee@example.com", organization="Lee's"))
         sent = console.post("/console/account/verification", {"csrf_token": console.csrf()})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 
@@ -13,6 +14,10 @@ class MovableClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC) + self._offset
+
+    def monotonic(self) -> float:
+        """``time.monotonic()``, moved by ``advance`` as ``now`` is: for the objects that measure intervals."""
+        return time.monotonic() + self._offset.total_seconds()
 
     def advance(self, seconds: float) -> None:
         """Move the clock by ``seconds`` (back, if negative)."""

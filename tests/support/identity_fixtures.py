@@ -15,6 +15,7 @@ from identity.clients import ClientStore
 from identity.organizations import Organization, OrganizationStore
 from identity.users import User, UserStore
 from tests.support.clocks import MovableClock
+from tests.support.passwords import FAST_HASHING
 
 CALLBACK = "https://app.example/callback"
 CALLBACK_WITH_QUERY = "https://app.example/callback?tenant=acme"
@@ -60,7 +61,7 @@ def org(engine: Engine) -> Organization:
 
 @pytest.fixture
 def user(engine: Engine, org: Organization) -> User:
-    return UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
+    return UserStore(engine, hashing=FAST_HASHING).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from tests.support.chromium import browser, check_page, context, page, playwrigh
 from tests.support.console_client import ConsoleBrowser
 from tests.support.identity_fixtures import PASSWORD, register
 from tests.support.identity_pages import authorize, hidden_fields, post_form, sign_in, to_page
+from tests.support.passwords import FAST_HASHING
 
 __all__ = ["browser", "context", "page", "playwright"]  # the Chromium fixtures of tests/support/chromium.py
 
@@ -77,7 +78,7 @@ def test_the_account_pages_pass_axe_core_in_chromium(
         wrong = {"csrf_token": console.csrf(), "current_password": "not it at all", "new_password": "short"}
         seen["console_account_error"] = console.post("/console/account/password", wrong).text
 
-    disable(UserStore(engine), Revoker(engine), user.id)
+    disable(UserStore(engine, hashing=FAST_HASHING), Revoker(engine), user.id)
     http.cookies.clear()
     seen["sign_in_disabled"] = sign_in(http, to_page(authorize(http, strict.id), "sign-in"), password=PASSWORD).text
     assert "This account is disabled." in seen["sign_in_disabled"]

@@ -28,6 +28,7 @@ from service.app import create_app
 from service.settings import Settings
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.logout_rp import RelyingParty, the_token, verified
+from tests.support.passwords import FAST_HASHING
 from tests.support.token_flows import end_session, sign_in_client, user_tokens
 from tests.support.waiting import eventually
 
@@ -41,7 +42,7 @@ def posting_app(settings: Settings, engine: Engine, catalog: Catalog) -> object:
 def ana_of_acme(engine: Engine) -> tuple[str, Any]:
     """A user's id and her organization."""
     acme = OrganizationStore(engine).create("Acme Foods")
-    user = UserStore(engine).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana Lima", PASSWORD, [(acme.id, "owner")])
     return user.id, acme
 
 
@@ -71,7 +72,9 @@ def test_end_session_and_a_password_reset_post_verified_logout_tokens_to_the_hol
         claims = verified(browser, the_token(signed_out), planner)
         assert (claims["sid"], claims["sub"]) == (sid_of(tokens), user_id)
         user_tokens(browser, planner)  # a new session
-        replace_password(UserStore(engine), Revoker(engine), user_id, "a brand new kitchen password")
+        replace_password(
+            UserStore(engine, hashing=FAST_HASHING), Revoker(engine), user_id, "a brand new kitchen password"
+        )
         reset = relying_party.wait_for(2)[1]
         claims = verified(browser, the_token(reset), planner)
         assert claims["sub"] == user_id and "sid" not in claims  # every session of the user (§2.6)

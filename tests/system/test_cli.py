@@ -3,7 +3,6 @@ nothing half-written, and ``serve`` that checks its port before it touches anyth
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -149,11 +148,12 @@ def test_an_unreachable_database_is_one_line_naming_it_without_its_password(tmp_
     assert "s3cret" not in done.stderr
 
 
-def test_a_postgresql_url_without_psycopg_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a))
+def test_a_postgresql_url_without_psycopg_names_the_extra_to_install() -> None:
+    def installed(module: str) -> bool:
+        return module != "psycopg"  # as in an install without the postgres extra
+
     with pytest.raises(MissingDriver, match=r"pip install 'regional-menus\[postgres\]'"):
-        make_engine("postgresql+psycopg://menus@127.0.0.1/menus", POOL)
+        make_engine("postgresql+psycopg://menus@127.0.0.1/menus", POOL, installed=installed)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import sys
 SCRIPT = """
 import re
 from concurrent.futures import ThreadPoolExecutor
-from identity.passwords import hash_password
+from identity.passwords import OWASP_ARGON2ID
 from service.ops.memory import return_large_blocks
 
 assert return_large_blocks()
@@ -16,7 +16,7 @@ rss = lambda: int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read(
 before = rss()
 with ThreadPoolExecutor(16) as pool:
     for _ in range(3):
-        list(pool.map(lambda _: hash_password("a password"), range(16)))
+        list(pool.map(lambda _: OWASP_ARGON2ID.hash("a password"), range(16)))
 print(rss() - before)
 """
 

@@ -25,6 +25,7 @@ from tests.support.identity_pages import (
     tokens,
 )
 from tests.support.logout_rp import RelyingParty, the_token, verified
+from tests.support.passwords import FAST_HASHING
 from tests.support.smtp import SmtpServer
 from tests.support.token_flows import LOOPBACK_ALLOWED
 
@@ -73,6 +74,6 @@ def test_forgot_password_mails_a_link_whose_new_password_revokes_the_old_tokens_
         assert verified(browser, the_token(logout), web)["sub"] == user.id
         again = browser.post(parts.path, data={"token": token, "password": "yet another password"})
         assert_error_page(again, status=400)
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     assert users.authenticate(EMAIL, PASSWORD) is None and users.authenticate(EMAIL, NEW_PASSWORD) is not None
     assert len(smtp.inbox.messages) == 1  # the unknown address got nothing

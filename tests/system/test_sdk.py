@@ -35,6 +35,7 @@ from data.folding import fold
 from tests.support.form_browser import code_through_sign_in
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import REDIRECT_URI, ROOT, LiveService, live_service
+from tests.support.loops import each
 
 REGION_COUNT = 16
 DISH_COUNT = 146
@@ -418,7 +419,7 @@ def test_generator_reads_the_served_identity_document_without_any_warning(identi
 
 def test_token_introspection_userinfo_and_directory_are_generated_with_typed_answers(identity_sdk: Sdk) -> None:
     server_error = identity_sdk.models.ServerError
-    for operation_id, (model, error) in IDENTITY_MODELS.items():
+    for operation_id, (model, error) in each(IDENTITY_MODELS.items()):
         module = identity_sdk.operation(operation_id)
         members = union_members(inspect.signature(module.sync_detailed).return_annotation)
         expected = {getattr(identity_sdk.models, model), getattr(identity_sdk.models, error), server_error}

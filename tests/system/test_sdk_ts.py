@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ci_skips import needs_tool
 from tests.support.live import ROOT, LiveService, live_service
 
 PROGRAM = ROOT / "tests" / "system" / "sdk_ts" / "menus.test.ts"
@@ -35,7 +36,7 @@ TSCONFIG = {
     "files": ["menus.test.ts", "menus.ts"],
 }
 
-pytestmark = pytest.mark.skipif(not (BIN / "tsc").exists(), reason="run `npm ci` first: the TypeScript tools")
+pytestmark = needs_tool((BIN / "tsc").exists(), "TypeScript (tsc)", "run `npm ci` first")
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:

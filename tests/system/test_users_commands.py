@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from identity.users import User, UserStore
 from service.settings import Settings
 from tests.support.identity_fixtures import EMAIL, PASSWORD
+from tests.support.passwords import FAST_HASHING
 
 
 def users_command(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -23,7 +24,7 @@ def test_users_verify_email_marks_the_address_verified_and_refuses_an_unknown_on
     done = users_command("verify-email", "--json", "--database-url", settings.database_url, EMAIL.upper())
     assert done.returncode == 0, done.stderr
     assert '"email_verified": true' in done.stdout
-    assert UserStore(engine).get(user.id).email_verified
+    assert UserStore(engine, hashing=FAST_HASHING).get(user.id).email_verified
     refused = users_command("verify-email", "--database-url", settings.database_url, "nobody@example.com")
     assert refused.returncode == 2 and refused.stderr.strip().endswith("no user has this email address")
 
@@ -34,7 +35,7 @@ def test_users_reset_password_replaces_the_password_and_refuses_a_weak_one(
     url = settings.database_url
     weak = users_command("reset-password", "--password-stdin", "--database-url", url, EMAIL, stdin="short\n")
     assert weak.returncode == 2
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     assert users.authenticate(EMAIL, PASSWORD) is not None  # nothing half-written
     done = users_command(
         "reset-password", "--password-stdin", "--json", "--database-url", url, EMAIL, stdin="a new pantry password\n"

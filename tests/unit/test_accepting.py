@@ -188,13 +188,13 @@ class RunsOutOnce(socket.socket):
 
 def test_out_of_file_descriptors_accepting_pauses_then_takes_the_waiting_connections(
     loop: asyncio.AbstractEventLoop,
-    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     connect: Connect,
 ) -> None:
-    monkeypatch.setattr(accepting, "ACCEPT_RETRY", 0.2)
     sock = listening(RunsOutOnce)
     server = loop.run_until_complete(loop.create_server(Echo, sock=sock, backlog=16))
+    assert isinstance(server, Listener)
+    server.accept_retry = 0.2  # its pause, shortened (as its clock is replaced above)
     connect(sock, 3)
     with caplog.at_level(logging.ERROR, logger="service.ops.accepting"):
         loop.run_until_complete(asyncio.sleep(0.05))

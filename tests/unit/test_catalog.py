@@ -12,6 +12,7 @@ from cursors import InvalidCursor
 from data.catalog import COURSES, DIET_INCLUDES, DIETS, Catalog, DishQuery
 from data.catalog_errors import NotFound
 from data.folding import fold
+from tests.support.loops import each
 
 
 def all_pages(catalog: Catalog, query: DishQuery, limit: int) -> list[dict]:
@@ -224,7 +225,7 @@ def test_filter_index_selects_exactly_what_the_rule_matches(catalog: Catalog) ->
         + [DishQuery(country=c) for c in ("in", "JP", "ZZ")]
         + [DishQuery(q="creme brulee"), DishQuery(q="sao paulo")]
     )
-    for query in queries:
+    for query in each(queries):
         assert catalog._index.select(query) == [d for d in dishes if query.matches(d)], query
 
 

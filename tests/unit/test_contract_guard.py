@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.ci_skips import needs_tool
 from tools.contract_guard import (
     DIFF,
     DOCUMENTS,
@@ -22,7 +23,7 @@ from tools.contract_guard import (
     release,
 )
 
-pytestmark = pytest.mark.skipif(not DIFF.exists(), reason="run `npm ci` first: openapi-diff")
+pytestmark = needs_tool(DIFF.exists(), "openapi-diff", "run `npm ci` first")
 
 
 def changed(tmp_path: Path, name: str, change: Any) -> Path:

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from data.catalog import COURSES, DIETS, KINDS, DatasetError, build, dataset_directory, load_catalog
+from tests.support.loops import each
 
 SCRIPTS = {  # the script local names are written in, by country
     "IN": None,  # several; checked per region below
@@ -63,8 +64,8 @@ def test_slugs_are_unique_lower_case_ascii(raw: list[tuple[str, Any]]) -> None:
 
 
 def test_fields_are_within_their_enums_and_ranges(raw: list[tuple[str, Any]]) -> None:
-    for _, region in raw:
-        for dish in region["dishes"]:
+    for _, region in each(raw):
+        for dish in each(region["dishes"]):
             assert dish["course"] in COURSES
             assert dish["diet"] in DIETS
             assert 0 <= dish["spice_level"] <= 5
@@ -74,10 +75,10 @@ def test_fields_are_within_their_enums_and_ranges(raw: list[tuple[str, Any]]) ->
 
 
 def test_local_names_are_in_the_regions_script_or_null(raw: list[tuple[str, Any]]) -> None:
-    for _, region in raw:
+    for _, region in each(raw):
         code = region["country_code"]
         scripts = (INDIAN_SCRIPTS[region["slug"]],) if code == "IN" else SCRIPTS.get(code)
-        for dish in region["dishes"]:
+        for dish in each(region["dishes"]):
             local = dish["local_name"]
             assert local != dish["name"], dish["slug"]
             if local is None or scripts is None:

@@ -12,13 +12,18 @@ from identity.organizations import OrganizationStore
 from identity.tables import email_links
 from identity.users import UserStore
 from tests.support.clocks import MovableClock
+from tests.support.passwords import FAST_HASHING
 
 DAY = timedelta(hours=24)
 
 
 def new_user(engine: Engine) -> str:
     org = OrganizationStore(engine).create("Kitchen")
-    return UserStore(engine).create("ana@example.com", "Ana", "correct horse battery staple", [(org.id, "owner")]).id
+    return (
+        UserStore(engine, hashing=FAST_HASHING)
+        .create("ana@example.com", "Ana", "correct horse battery staple", [(org.id, "owner")])
+        .id
+    )
 
 
 def issued(engine: Engine, links: EmailLinks, user_id: str, lifetime: timedelta = DAY) -> str:
@@ -53,7 +58,7 @@ def test_a_link_opens_only_for_its_own_purpose(engine: Engine) -> None:
 
 
 def test_a_verified_address_is_the_one_the_link_was_sent_to(engine: Engine) -> None:
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     user_id = new_user(engine)
     assert not users.mark_email_verified(user_id, "someone-else@example.com")
     assert not users.get(user_id).email_verified

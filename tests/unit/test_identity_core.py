@@ -9,16 +9,15 @@ from typing import Any
 import jwt
 import pytest
 import sqlalchemy as sa
+from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 
-from identity import passwords
-from identity import signing_keys as keys_module
 from identity.access_tokens import AccessTokenStore
 from identity.clients import ClientStore, check_redirect_uri
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.errors import InvalidClient, InvalidInput, InvalidToken, UnknownRecord
 from identity.organizations import OrganizationStore
-from identity.passwords import verify_password
+from identity.passwords import DUMMY_PASSWORD, OWASP_ARGON2ID
 from identity.sealing import Sealer, new_key
 from identity.signing_keys import SigningKeys
 from identity.tables import clients, users
@@ -26,6 +25,7 @@ from identity.users import UserStore
 from tests.support.clocks import MovableClock
 from tests.support.defaults import SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import PASSWORD
+from tests.support.passwords import FAST_HASHING
 from tests.support.token_services import token_services
 
 ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
@@ -41,32 +41,34 @@ def test_organization_slugs_are_unique(engine: Engine) -> None:
     assert [store.create("Café Crème").slug for _ in range(3)] == ["cafe-creme", "cafe-creme-2", "cafe-creme-3"]
 
 
-@pytest.mark.usefixtures("production_password_hashing")
 def test_user_password_is_stored_as_argon2id_hash(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", PASSWORD, [(org.id, "owner")])
+    """A store made without a hashing (as the service makes it) hashes at OWASP's parameters."""
+    users_ = UserStore(engine)
+    user = users_.create("ana@example.com", "Ana", PASSWORD, [(org.id, "owner")])
     with engine.connect() as connection:
         stored = connection.scalar(sa.select(users.c.password_hash).where(users.c.id == user.id))
     assert stored.startswith("$argon2id$v=19$m=19456,t=2,p=1$") and PASSWORD not in stored
-    assert verify_password(stored, PASSWORD)
+    assert OWASP_ARGON2ID.verify(stored, PASSWORD) and users_.authenticate(user.email, PASSWORD) == user
 
 
-@pytest.mark.usefixtures("production_password_hashing")
 def test_an_unknown_account_costs_one_verification_at_the_production_parameters() -> None:
     """The dummy hash verified against when no account has the e-mail is written out in identity/passwords.py, not
     computed at import: it must be of the hasher's own parameters, so that the work is the same either way."""
-    assert passwords._hasher.verify(passwords._DUMMY_HASH, "not a real password")
-    assert not passwords._hasher.check_needs_rehash(passwords._DUMMY_HASH)
+    hasher = OWASP_ARGON2ID.hasher
+    assert isinstance(hasher, PasswordHasher)
+    assert hasher.verify(OWASP_ARGON2ID.dummy_hash, DUMMY_PASSWORD)
+    assert not hasher.check_needs_rehash(OWASP_ARGON2ID.dummy_hash)
 
 
 def test_email_is_unique_without_regard_to_case(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    store = UserStore(engine)
+    store = UserStore(engine, hashing=FAST_HASHING)
     store.create("Ana@Example.com", "Ana", PASSWORD, [(org.id, "member")])
     with pytest.raises(InvalidInput, match="already exists"):
         store.create("ana@example.COM", "Other Ana", PASSWORD, [(org.id, "member")])
 
 
 def test_authenticate_compares_email_without_regard_to_case(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    store = UserStore(engine)
+    store = UserStore(engine, hashing=FAST_HASHING)
     created = store.create("Ana@Example.com", "Ana", PASSWORD, [(org.id, "member")])
     assert store.authenticate("ANA@example.com", PASSWORD) == created
     assert store.authenticate("ana@example.com", "wrong password") is None
@@ -74,7 +76,7 @@ def test_authenticate_compares_email_without_regard_to_case(engine: Engine, org)
 
 
 def test_user_belongs_to_at_least_one_existing_organization(engine: Engine) -> None:
-    store = UserStore(engine)
+    store = UserStore(engine, hashing=FAST_HASHING)
     with pytest.raises(InvalidInput, match="at least one organization"):
         store.create("ana@example.com", "Ana", PASSWORD, [])
     with pytest.raises(InvalidInput, match="no organization has the id"):
@@ -84,16 +86,16 @@ def test_user_belongs_to_at_least_one_existing_organization(engine: Engine) -> N
 
 def test_weak_password_is_refused(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InvalidInput, match="8 to 1024 characters"):
-        UserStore(engine).create("ana@example.com", "Ana", "short", [(org.id, "member")])
+        UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "short", [(org.id, "member")])
 
 
 def test_sign_up_creates_user_and_owned_organization(engine: Engine) -> None:
-    user = UserStore(engine).sign_up("bo@example.com", "Bo", PASSWORD, "Bo's Bakery")
+    user = UserStore(engine, hashing=FAST_HASHING).sign_up("bo@example.com", "Bo", PASSWORD, "Bo's Bakery")
     assert [(m.org.name, m.role) for m in user.memberships] == [("Bo's Bakery", "owner")]
 
 
 def test_sign_up_with_a_taken_email_creates_no_organization(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    store = UserStore(engine)
+    store = UserStore(engine, hashing=FAST_HASHING)
     store.create("bo@example.com", "Bo", PASSWORD, [(org.id, "member")])
     with pytest.raises(InvalidInput):
         store.sign_up("BO@example.com", "Bo", PASSWORD, "Second Org")
@@ -307,6 +309,7 @@ SEALER = Sealer([new_key()])  # every node of a deployment shares the keys
 
 
 def keys(engine: Engine, delay: int = 120, clock: Clock = SYSTEM_CLOCK) -> SigningKeys:
+    """The signing keys of one node; a ``MovableClock`` moves both their wall clock and their interval timer."""
     return SigningKeys(
         engine,
         publish_delay=timedelta(seconds=delay),
@@ -314,6 +317,7 @@ def keys(engine: Engine, delay: int = 120, clock: Clock = SYSTEM_CLOCK) -> Signi
         sealer=SEALER,
         max_age=SIGNING_KEYS_MAX_AGE,
         clock=clock,
+        **({"monotonic": clock.monotonic} if isinstance(clock, MovableClock) else {}),
     )
 
 
@@ -346,7 +350,7 @@ def test_rotated_key_signs_after_the_delay_and_old_key_still_verifies(engine: En
 
 
 def test_a_key_rotated_on_another_node_signs_here_from_its_time_though_keys_are_read_only_now_and_then(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    engine: Engine,
 ) -> None:
     clock = MovableClock()
     here, there = keys(engine, delay=120, clock=clock), keys(engine, delay=120, clock=clock)
@@ -354,11 +358,8 @@ def test_a_key_rotated_on_another_node_signs_here_from_its_time_though_keys_are_
     old_kid, _ = here.signing_key()  # read now: the next reads come at most every half delay
     new = there.rotate()
     assert here.signing_key()[0] == old_kid  # published, not signing yet
-    real_monotonic = keys_module.monotonic()
-    monkeypatch.setattr("identity.signing_keys.monotonic", lambda: real_monotonic + 60)  # half the delay later
-    clock.advance(60)
+    clock.advance(60)  # half the delay later: the keys are read again, the new one is not due yet
     assert here.signing_key()[0] == old_kid
-    monkeypatch.setattr("identity.signing_keys.monotonic", lambda: real_monotonic + 121)
     clock.advance(61)
     assert here.signing_key()[0] == new.kid
 

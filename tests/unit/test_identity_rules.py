@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import base64
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import quote_plus
 
 import pytest
@@ -12,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from identity.authorization import RedirectableError, parse_request, redirect_with
 from identity.client_auth import ClientAuthenticator, decode_basic
-from identity.clients import ClientStore
+from identity.clients import ClientStore, check_redirect_uri, redirect_uri_matches
 from identity.clock import SYSTEM_CLOCK, new_id
 from identity.codes import CodeGrant, CodeStore
 from identity.consents import ConsentStore
@@ -20,6 +21,7 @@ from identity.errors import (
     ErrorPage,
     InvalidClient,
     InvalidGrant,
+    InvalidInput,
     InvalidRequest,
     InvalidScope,
     RequestNotSupported,
@@ -32,15 +34,17 @@ from identity.interactions import new_interaction
 from identity.issuer import Issuer
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of, verifies
+from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
 from identity.sealing import Sealer, new_key
 from identity.sessions import SessionStore
 from identity.signing_keys import SigningKeys
-from identity.tables import authorization_codes, browser_sessions
+from identity.tables import authorization_codes, browser_sessions, session_clients
 from identity.token_endpoint import single_values
 from identity.users import UserStore
-from tests.support.clocks import MovableClock
+from tests.support.clocks import FixedClock, MovableClock
 from tests.support.defaults import CODE_LIFETIME, SIGNING_KEYS_MAX_AGE
+from tests.support.passwords import FAST_HASHING
 from tests.support.token_services import token_services
 
 ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
@@ -266,7 +270,7 @@ def test_replayed_code_racing_the_exchange_still_revokes_what_the_exchange_issue
 
 
 def test_signing_in_again_as_the_same_user_renews_the_session_with_a_new_secret(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     sessions = SessionStore(engine, timedelta(hours=1))
     first, first_secret = sessions.start(user.id, None, user.credential_version)
     second, second_secret = sessions.start(user.id, None, user.credential_version, replacing=first_secret)
@@ -281,7 +285,7 @@ def test_signing_in_again_as_the_same_user_renews_the_session_with_a_new_secret(
 
 
 def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    users = UserStore(engine)
+    users = UserStore(engine, hashing=FAST_HASHING)
     ana = users.create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     bo = users.create("bo@example.com", "Bo", "password-123", [(org.id, "member")])
     sessions = SessionStore(engine, timedelta(hours=1))
@@ -293,7 +297,7 @@ def test_signing_in_as_someone_else_ends_the_browsers_previous_session(engine: E
 
 
 def test_ended_session_is_no_longer_current(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     sessions = SessionStore(engine, timedelta(hours=1))
     session, secret = sessions.start(user.id, org.id, user.credential_version)
     assert sessions.end(session.id) and not sessions.end(session.id)
@@ -315,7 +319,7 @@ def test_interaction_belongs_only_to_the_browser_that_started_it(client, clients
 
 
 def test_consent_covers_only_the_scopes_allowed(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     consents = ConsentStore(engine)
     assert not consents.covers(user.id, client[0].id, org.id, ["openid"])
     consents.grant(user.id, client[0].id, org.id, ["openid", "profile"])
@@ -327,7 +331,9 @@ def test_consent_covers_only_the_scopes_allowed(engine: Engine, client, org) -> 
 
 def test_consent_is_given_per_organization(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
     other = OrganizationStore(engine).create("Blue Harbor")
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner"), (other.id, "admin")])
+    user = UserStore(engine, hashing=FAST_HASHING).create(
+        "ana@example.com", "Ana", "password-123", [(org.id, "owner"), (other.id, "admin")]
+    )
     consents = ConsentStore(engine)
     consents.grant(user.id, client[0].id, org.id, ["openid", "profile"])
     assert consents.covers(user.id, client[0].id, org.id, ["openid"])
@@ -410,10 +416,19 @@ def test_a_state_too_long_is_refused_and_not_echoed(client, clients) -> None:  #
     assert isinstance(raised.value.error, InvalidRequest) and raised.value.state is None
 
 
-def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
-    engine: Engine, client, org, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    user = UserStore(engine).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+class ReadBeforeTheRace(RefreshTokenStore):
+    """A store whose first read answers the record as it was before another request rotated it."""
+
+    def __init__(self, engine: Engine, stale: Any) -> None:
+        super().__init__(engine)
+        self._stale = [stale]
+
+    def find(self, token: str) -> Any:
+        return self._stale.pop() if self._stale else super().find(token)
+
+
+def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
     session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id, user.credential_version)
     keys = SigningKeys(
         engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
@@ -430,13 +445,134 @@ def test_refresh_token_reuse_racing_its_rotation_still_revokes_the_family(
     )  # fmt: skip
     stale = store.find(token)
     assert stale is not None and store.rotate(stale)  # the other request wins the rotation...
-    real_find = store.find
-    answers = iter([stale])
-    monkeypatch.setattr(store, "find", lambda t: next(answers, None) or real_find(t))  # ...after we read it
     grant = RefreshTokenGrant(
-        store, tokens.minter, tokens.revoker, UserStore(engine), SessionStore(engine, timedelta(hours=1))
+        ReadBeforeTheRace(engine, stale),  # ...after we read it
+        tokens.minter,
+        tokens.revoker,
+        UserStore(engine, hashing=FAST_HASHING),
+        SessionStore(engine, timedelta(hours=1)),
     )
 
     with pytest.raises(InvalidGrant, match="already used"):
         grant.exchange(client[0], {"refresh_token": token})
     assert tokens.revoker.revoked("grt_1")
+
+
+def minted_refresh_token(
+    engine: Engine, client, org, clock: MovableClock | FixedClock
+) -> tuple[RefreshTokenStore, str]:  # type: ignore[no-untyped-def]
+    """A live refresh token of the family ``grt_1``, living a minute on ``clock``, and its store."""
+    user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
+    session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
+    keys = SigningKeys(
+        engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
+    )
+    keys.ensure()
+    tokens = token_services(engine, keys, clock)
+    granted = Granted(
+        grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
+        scope=("openid", "offline_access"), auth_time=clock.now(),
+    )  # fmt: skip
+    return tokens.refresh_tokens, tokens.minter.refresh_token(granted, expires_at=clock.now() + timedelta(minutes=1))
+
+
+def test_a_refresh_token_revoked_after_it_was_read_does_not_rotate(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    """RFC 9700 §4.14.2: the rotation is one statement that checks the token is still live when it runs, not only
+    when it was read: a revocation in between (another request's reuse detection, a sign-out) wins."""
+    clock = MovableClock()
+    store, token = minted_refresh_token(engine, client, org, clock)
+    read = store.find(token)
+    assert read is not None and read.live(clock.now())
+    with engine.begin() as connection:
+        RefreshTokenStore.revoke_grant(connection, "grt_1", clock.now())
+    assert not store.rotate(read)
+
+
+def test_a_refresh_token_expired_after_it_was_read_does_not_rotate(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    clock = MovableClock()
+    store, token = minted_refresh_token(engine, client, org, clock)
+    read = store.find(token)
+    assert read is not None
+    clock.advance(61)
+    assert not store.rotate(read)
+    clock.advance(-61)  # the same token, still live: the refusals above are of its state, not of the record
+    assert store.rotate(read)
+
+
+def test_a_refresh_token_does_not_rotate_at_the_instant_it_expires(engine: Engine, client, org) -> None:  # type: ignore[no-untyped-def]
+    """Live means before ``expires_at``, not at it (the same rule as ``RefreshToken.live``)."""
+    minted = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+    store, token = minted_refresh_token(engine, client, org, FixedClock(minted))
+    read = store.find(token)
+    assert read is not None and read.expires_at == minted + timedelta(minutes=1)
+    assert not RefreshTokenStore(engine, FixedClock(read.expires_at)).rotate(read)
+    assert RefreshTokenStore(engine, FixedClock(read.expires_at - timedelta(seconds=1))).rotate(read)
+
+
+def test_spending_a_code_leaves_the_clients_other_codes_unspent(engine: Engine) -> None:
+    codes = CodeStore(engine, CODE_LIFETIME)
+    first, second = issue_code(codes, "cli_1"), issue_code(codes, "cli_1")
+    assert codes.consume(first, "cli_1").grant is not None
+    assert codes.consume(second, "cli_1").grant is not None
+
+
+def test_only_the_exchange_that_spends_a_code_makes_its_client_a_holder_of_the_session(engine: Engine) -> None:
+    """Back-Channel Logout: a client holds a session once it redeemed a code of it; another client's attempt or
+    a replay records nothing."""
+    codes = CodeStore(engine, CODE_LIFETIME)
+    code = issue_code(codes, "cli_1")
+
+    def holders() -> list[tuple[str, str]]:
+        with engine.connect() as connection:
+            rows = connection.execute(sa.select(session_clients.c.session_id, session_clients.c.client_id))
+            return [tuple(row) for row in rows]
+
+    codes.consume(code, "cli_thief")
+    assert holders() == []
+    codes.consume(code, "cli_1")
+    assert holders() == [("ses_1", "cli_1")]
+
+
+@pytest.mark.parametrize("redirect_uri", [None, "https://elsewhere.example/cb"], ids=["missing", "unregistered"])
+def test_an_unregistered_redirect_uri_is_a_page_that_says_so(client, clients, redirect_uri) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ErrorPage) as page:
+        parse_request(authorization(client[0].id, redirect_uri=redirect_uri), clients)
+    assert page.value.title == "Unregistered redirect URI"
+    assert page.value.description == (
+        "The sign-in request's redirect_uri is missing or is not registered for this application."
+    )
+
+
+@pytest.mark.parametrize(
+    ("registered", "presented", "matches"),
+    [
+        ("https://app.example/cb", "https://app.example/cb", True),
+        ("https://app.example/cb", "https://app.example/cb/", False),
+        ("https://app.example/cb", "https://app.example:8443/cb", False),
+        ("http://127.0.0.1/cb", "http://127.0.0.1:51234/cb", True),  # RFC 8252 §7.3: a loopback port may differ
+        ("http://127.0.0.1/cb", "http://127.0.0.1:51234/other", False),
+        ("http://[::1]/cb", "http://[::1]:8080/cb", True),
+    ],
+)
+def test_redirect_uris_match_exactly_but_for_a_loopback_port(registered: str, presented: str, matches: bool) -> None:
+    assert redirect_uri_matches(registered, presented) is matches
+
+
+def test_basic_credentials_split_at_the_first_colon() -> None:
+    """RFC 7617 §2: the user-id cannot contain a colon, the password may (sent unencoded by lax clients)."""
+    assert decode_basic("Basic " + base64.b64encode(b"cli_1:se:cret").decode()) == ("cli_1", "se:cret")
+
+
+def test_basic_credentials_with_a_character_outside_base64_are_invalid_client() -> None:
+    """Strict base64: a decoder that skipped the stray character would read the right id and secret."""
+    encoded = base64.b64encode(b"cli_1:secret").decode()
+    with pytest.raises(InvalidClient):
+        decode_basic("Basic " + encoded[:4] + "*" + encoded[4:])
+
+
+@pytest.mark.parametrize(
+    "uri", [" https://app.example/cb", "https://app.example/cb ", "https://app.example/" + "x" * 1990]
+)
+def test_a_redirect_uri_with_surrounding_blanks_or_over_2000_characters_is_not_registered(uri: str) -> None:
+    with pytest.raises(InvalidInput, match="must be absolute and have no fragment"):
+        check_redirect_uri(uri)

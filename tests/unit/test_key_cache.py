@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import pytest
@@ -142,21 +143,49 @@ def test_a_busy_process_rereads_the_revocation_count_every_check_interval(
     assert statements.generations == 2 and statements.lookups == 1
 
 
-def test_a_lookup_in_flight_across_a_revocation_is_not_remembered(engine: Engine) -> None:
+@contextmanager
+def revoked_during_the_lookup(engine: Engine, revoke: Callable[[], None]) -> Iterator[None]:
+    """The first key lookup on ``engine`` reads the key live, then ``revoke`` runs before its answer comes back
+    (SQLAlchemy's after_cursor_execute: the row is read, the caller has not seen it yet)."""
+    done: list[bool] = []
+
+    def after(connection: object, cursor: object, statement: str, *args: object) -> None:
+        if not done and "key_hash" in statement and statement.lstrip().upper().startswith("SELECT"):
+            done.append(True)
+            revoke()
+
+    sa.event.listen(engine, "after_cursor_execute", after)
+    try:
+        yield
+    finally:
+        sa.event.remove(engine, "after_cursor_execute", after)
+    assert done, "no key lookup ran"
+
+
+def test_a_lookup_in_flight_across_a_revocation_here_is_not_remembered(engine: Engine) -> None:
     keys = ApiKeyStore(engine)
     record, key = keys.create("partner")
-    cache = cache_of(keys, Clock())
+    cache = cache_of(keys, Clock())  # the clock never moves: only the revocation itself can refuse the key
     run(lambda: cache.authenticate("rmk_" + "B" * 43))  # the first revocation-count read, out of the way
-    looked_up = keys.authenticate
-
-    def revoked_meanwhile(token: str) -> str | None:
-        answer = looked_up(token)  # read live, then the key is revoked before the answer is remembered
-        cache.forget_all()
-        return answer
-
-    keys.authenticate = revoked_meanwhile  # type: ignore[method-assign]
-    assert run(lambda: cache.authenticate(key)) == record.id
+    with revoked_during_the_lookup(engine, lambda: keys.revoke(record.id)):
+        assert run(lambda: cache.authenticate(key)) == record.id  # read live, just before the revocation
     assert len(cache) == 0
+    assert run(lambda: cache.authenticate(key)) is None
+
+
+def test_a_lookup_in_flight_across_a_revocation_elsewhere_is_refused_once_the_bound_has_passed(
+    engine: Engine,
+) -> None:
+    """The same race with the revocation on another process, which tells this one nothing: the answer read
+    before it may be remembered, but not past the revocation bound."""
+    keys, elsewhere = ApiKeyStore(engine), ApiKeyStore(engine)
+    record, key = keys.create("partner")
+    clock = Clock()
+    cache = cache_of(keys, clock)
+    with revoked_during_the_lookup(engine, lambda: elsewhere.revoke(record.id)):
+        assert run(lambda: cache.authenticate(key)) == record.id
+    clock.now += KEY_REVOCATION_BOUND
+    assert run(lambda: cache.authenticate(key)) is None
 
 
 def test_the_cache_keeps_at_most_its_entries(engine: Engine) -> None:

@@ -8,11 +8,11 @@ import io
 import json
 import logging
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -38,12 +38,9 @@ class Writes(io.StringIO):
         return super().write(text)
 
 
-def capture(monkeypatch: pytest.MonkeyPatch) -> Writes:
-    """Standard error as the handler finds it at each write; set in the test's body (pytest sets its own capture
-    of sys.stderr again between the fixtures and the test)."""
-    stream = Writes()
-    monkeypatch.setattr(sys, "stderr", stream)
-    return stream
+def capture() -> Writes:
+    """A stream that stands for standard error: the handlers below are given it (``stream_of``)."""
+    return Writes()
 
 
 @pytest.fixture
@@ -55,8 +52,8 @@ def logger() -> Iterator[logging.Logger]:
     named.handlers.clear()
 
 
-def batched(logger: logging.Logger, flush_after: float) -> BatchedStandardError:
-    handler = BatchedStandardError(flush_after=flush_after)
+def batched(logger: logging.Logger, flush_after: float, stream: IO[str]) -> BatchedStandardError:
+    handler = BatchedStandardError(flush_after=flush_after, stream_of=lambda: stream)
     logger.addHandler(handler)
     return handler
 
@@ -68,11 +65,9 @@ def wait_for(condition: object, seconds: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-def test_info_lines_wait_for_one_write_and_are_written_within_the_flush_delay(
-    monkeypatch: pytest.MonkeyPatch, logger: logging.Logger
-) -> None:
-    stderr = capture(monkeypatch)
-    batched(logger, flush_after=0.2)
+def test_info_lines_wait_for_one_write_and_are_written_within_the_flush_delay(logger: logging.Logger) -> None:
+    stderr = capture()
+    batched(logger, flush_after=0.2, stream=stderr)
     for number in range(5):
         logger.info("line %d", number)
     assert stderr.writes == []
@@ -80,11 +75,9 @@ def test_info_lines_wait_for_one_write_and_are_written_within_the_flush_delay(
     assert stderr.writes == ["".join(f"line {number}\n" for number in range(5))]
 
 
-def test_a_write_holds_whole_lines_and_never_more_than_pipe_buf_bytes(
-    monkeypatch: pytest.MonkeyPatch, logger: logging.Logger
-) -> None:
-    stderr = capture(monkeypatch)
-    handler = batched(logger, flush_after=60)
+def test_a_write_holds_whole_lines_and_never_more_than_pipe_buf_bytes(logger: logging.Logger) -> None:
+    stderr = capture()
+    handler = batched(logger, flush_after=60, stream=stderr)
     lines = [f"{number:04d} " + "é" * 150 for number in range(100)]  # 304 bytes each in UTF-8, 155 characters
     for line in lines:
         logger.info(line)
@@ -95,11 +88,9 @@ def test_a_write_holds_whole_lines_and_never_more_than_pipe_buf_bytes(
     assert len(stderr.writes) < len(lines) / 10  # batches, not a write a line
 
 
-def test_a_warning_is_written_at_once_after_the_lines_before_it(
-    monkeypatch: pytest.MonkeyPatch, logger: logging.Logger
-) -> None:
-    stderr = capture(monkeypatch)
-    batched(logger, flush_after=60)
+def test_a_warning_is_written_at_once_after_the_lines_before_it(logger: logging.Logger) -> None:
+    stderr = capture()
+    batched(logger, flush_after=60, stream=stderr)
     logger.info("first")
     logger.info("second")
     logger.warning("third")
@@ -108,11 +99,10 @@ def test_a_warning_is_written_at_once_after_the_lines_before_it(
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_lines_waiting_at_a_fork_are_written_once_by_the_parent_never_by_the_child(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logger: logging.Logger
+    tmp_path: Path, logger: logging.Logger
 ) -> None:
     with (tmp_path / "stderr").open("w") as stream:
-        monkeypatch.setattr(sys, "stderr", stream)
-        handler = batched(logger, flush_after=60)
+        handler = batched(logger, flush_after=60, stream=stream)
         logger.info("before the fork")
         child = os.fork()
         if child == 0:
@@ -126,12 +116,12 @@ def test_lines_waiting_at_a_fork_are_written_once_by_the_parent_never_by_the_chi
 
 
 @contextmanager
-def served_logging() -> Iterator[BatchedStandardError]:
+def served_logging(stream: IO[str]) -> Iterator[BatchedStandardError]:
     """The root logger as ``serve`` sets it up: one batched standard error with the JSON formatter (in the test's
     body: pytest adds its own handlers to the root logger between the fixtures and the test)."""
     root = logging.getLogger()
     kept, level = list(root.handlers), root.level
-    handler = BatchedStandardError(flush_after=60)
+    handler = BatchedStandardError(flush_after=60, stream_of=lambda: stream)
     handler.setFormatter(JsonFormatter())
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
@@ -154,11 +144,9 @@ FIELDS = {
 }
 
 
-def test_a_served_request_line_is_the_line_a_record_of_the_access_logger_makes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    stderr = capture(monkeypatch)
-    with served_logging() as handler:
+def test_a_served_request_line_is_the_line_a_record_of_the_access_logger_makes() -> None:
+    stderr = capture()
+    with served_logging(stderr) as handler:
         write = request_lines()
         assert write is not _through_logging  # straight into the batch
         write(dict(FIELDS))
@@ -170,11 +158,11 @@ def test_a_served_request_line_is_the_line_a_record_of_the_access_logger_makes(
     assert straight["logger"] == ACCESS and straight["level"] == "info"
 
 
-def test_request_lines_go_through_logging_when_anything_else_listens(monkeypatch: pytest.MonkeyPatch) -> None:
-    stderr = capture(monkeypatch)
+def test_request_lines_go_through_logging_when_anything_else_listens() -> None:
+    stderr = capture()
     listening = Writes()
     other = logging.StreamHandler(listening)
-    with served_logging() as handler:
+    with served_logging(stderr) as handler:
         logging.getLogger(ACCESS).addHandler(other)
         try:
             write = request_lines()

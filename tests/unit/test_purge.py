@@ -30,6 +30,7 @@ from identity.users import UserStore
 from service.app import create_app
 from service.settings import Settings
 from tests.support.defaults import PURGE_GRACE, SIGN_IN_WINDOW
+from tests.support.passwords import FAST_HASHING
 from tests.support.waiting import eventually
 
 REFRESH_LIFETIME = timedelta(days=30)
@@ -71,7 +72,9 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
     at = SYSTEM_CLOCK.now()
     minute = timedelta(minutes=1)
     org = OrganizationStore(engine).create("Acme Foods")
-    user = UserStore(engine).create("ana@example.com", "Ana", "correct horse battery", [(org.id, "owner")])
+    user = UserStore(engine, hashing=FAST_HASHING).create(
+        "ana@example.com", "Ana", "correct horse battery", [(org.id, "owner")]
+    )
     # (table, columns that decide, for a row past its use and a row still of use)
     cases: list[tuple[sa.Table, dict[str, Any], dict[str, Any]]] = [
         (interactions, {"expires_at": at - minute}, {"expires_at": at + minute}),
@@ -122,7 +125,7 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
 def test_the_running_service_purges_at_start_and_then_on_its_interval(settings: Settings, engine: Engine) -> None:
     expired = {"expires_at": SYSTEM_CLOCK.now() - timedelta(minutes=1)}
     insert(engine, interactions, **expired)
-    with TestClient(create_app(settings.with_changes(purge_interval=1))):
+    with TestClient(create_app(settings.with_changes(purge_interval=1), password_hashing=FAST_HASHING)):
         assert eventually(lambda: count(engine, interactions) == 0, timeout=5), "not purged at start"
         insert(engine, interactions, **expired)
         assert eventually(lambda: count(engine, interactions) == 0, timeout=5), "not purged on the interval"

@@ -17,7 +17,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from identity import access_tokens as access_tokens_module
 from identity import audit
 from identity.clients import Client, ClientStore
 from identity.errors import InvalidClient
@@ -25,6 +24,7 @@ from identity.organizations import Organization, OrganizationStore
 from identity.sealing import Sealer, new_key
 from identity.signing_keys import SigningKeys
 from identity.tables import access_tokens
+from tests.support.database_faults import commits_fail_after_writing
 from tests.support.defaults import SIGNING_KEYS_MAX_AGE
 from tests.support.token_services import TokenServices, token_services
 
@@ -141,7 +141,6 @@ def test_when_the_rows_transaction_fails_every_token_of_the_row_is_refused_with_
     org: Organization,
     services: TokenServices,
     caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     client = job(engine, org, "Job")
     together = services.issued_together
@@ -150,14 +149,8 @@ def test_when_the_rows_transaction_fails_every_token_of_the_row_is_refused_with_
         for key in range(2):
             together.call(key)
             issue(services, client, org)
-
-        @contextmanager
-        def disk_full(_engine: Engine) -> Iterator[Any]:
-            raise OperationalError("COMMIT", {}, Exception("database or disk is full"))
-            yield
-
-        monkeypatch.setattr(access_tokens_module, "commit_without_waiting", disk_full)
-        refused = together.end()
+        with commits_fail_after_writing(engine, access_tokens):
+            refused = together.end()
     assert sorted(refused) == [0, 1] and all(isinstance(error, OperationalError) for error in refused.values())
     assert recorded(engine) == 0
     assert issued_events(caplog) == []

@@ -20,6 +20,7 @@ from service.settings import Settings
 from tests.support.clocks import MovableClock
 from tests.support.defaults import POOL
 from tests.support.identity_fixtures import PASSWORD, Registered, Shared, register
+from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import throwaway_database
 
 
@@ -32,7 +33,9 @@ def database_url(either_database: str) -> str:
 @pytest.fixture
 def two_org_user(engine: Engine, org: Organization) -> User:
     other = OrganizationStore(engine).create("Blue Harbor")
-    return UserStore(engine).create("bo@example.com", "Bo Berg", PASSWORD, [(org.id, "member"), (other.id, "admin")])
+    return UserStore(engine, hashing=FAST_HASHING).create(
+        "bo@example.com", "Bo Berg", PASSWORD, [(org.id, "member"), (other.id, "admin")]
+    )
 
 
 @pytest.fixture
@@ -60,7 +63,9 @@ def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         upgrade(engine)
         org = OrganizationStore(engine).create("Acme Foods")
         clock = MovableClock()
-        yield Shared(create_app(settings, clock=clock), engine, org, register(engine, org), clock)
+        yield Shared(
+            create_app(settings, clock=clock, password_hashing=FAST_HASHING), engine, org, register(engine, org), clock
+        )
         engine.dispose()
 
 

@@ -8,6 +8,7 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.organizations import Organization
+from identity.pkce import challenge_of
 from identity.users import User
 from tests.support import identity_pages as pages
 from tests.support.clocks import MovableClock
@@ -31,6 +32,36 @@ def test_code_without_its_pkce_verifier_is_invalid_grant(
 ) -> None:
     code = pages.signed_in_code(browser, web.id)
     pages.assert_oauth_error(pages.exchange(browser, web, code, verifier=verifier), 400, "invalid_grant")
+
+
+def test_verifier_equal_to_its_challenge_is_invalid_grant(browser: TestClient, web: Registered, user: User) -> None:
+    """RFC 7636 §4.6, RFC 9700 §2.1.1: S256 only, so the challenge itself sent back as the verifier (a ``plain``
+    downgrade) is refused, though it is 43 characters of the verifier's alphabet."""
+    code = pages.signed_in_code(browser, web.id)
+    pages.assert_oauth_error(pages.exchange(browser, web, code, verifier=pages.CHALLENGE), 400, "invalid_grant")
+
+
+@pytest.mark.parametrize(
+    "verifier",
+    ["v" * 42, "v" * 129, "v" * 42 + "+", "v" * 42 + "!", "v" * 42 + " "],
+    ids=["42-characters", "129-characters", "plus", "exclamation", "space"],
+)
+def test_malformed_verifier_is_invalid_grant_even_when_its_challenge_matches(
+    browser: TestClient, web: Registered, user: User, verifier: str
+) -> None:
+    """RFC 7636 §4.1: a verifier is 43 to 128 characters of [A-Za-z0-9-._~]; one outside that is refused even when
+    the authorization request sent its S256 challenge."""
+    code = pages.signed_in_code(browser, web.id, code_challenge=challenge_of(verifier))
+    pages.assert_oauth_error(pages.exchange(browser, web, code, verifier=verifier), 400, "invalid_grant")
+
+
+@pytest.mark.parametrize("verifier", ["v" * 43, "~._-" * 32], ids=["43-characters", "128-characters"])
+def test_verifiers_at_the_length_bounds_exchange(
+    browser: TestClient, web: Registered, user: User, verifier: str
+) -> None:
+    """The bounds of RFC 7636 §4.1 are inclusive: the refusals above are of the length, not of any verifier."""
+    code = pages.signed_in_code(browser, web.id, code_challenge=challenge_of(verifier))
+    assert pages.exchange(browser, web, code, verifier=verifier).status_code == 200
 
 
 def test_verifier_sent_for_a_code_without_challenge_is_invalid_grant(

@@ -13,6 +13,7 @@ from service.app import create_app
 from service.settings import Settings
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import CALLBACK, EMAIL, PASSWORD, register
+from tests.support.passwords import FAST_HASHING
 
 # Discovery.
 
@@ -59,8 +60,10 @@ def test_issuer_with_a_path_serves_every_endpoint_under_it(
 ) -> None:
     tenant = f"{pages.ISSUER}/tenant-a"
     web = register(engine, org)
-    UserStore(engine).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
-    with TestClient(create_app(settings.with_changes(issuer=tenant)), follow_redirects=False) as browser:
+    UserStore(engine, hashing=FAST_HASHING).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
+    with TestClient(
+        create_app(settings.with_changes(issuer=tenant), password_hashing=FAST_HASHING), follow_redirects=False
+    ) as browser:
         document = browser.get("/tenant-a/.well-known/openid-configuration").json()
         assert document["issuer"] == tenant
         for name in ("authorization", "token", "userinfo", "introspection", "revocation", "end_session"):

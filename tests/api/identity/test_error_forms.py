@@ -7,12 +7,17 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.issuer import Issuer
+from identity.organizations import Organization
 from service.identity_api import http_errors
 from service.web.contracts import Contract, contract
 from service.web.problems import connexion_handler, to_problem
+from tests.support.database_faults import outage, statements_fail
+from tests.support.identity_fixtures import Registered, register
+from tests.support.identity_pages import authorize, basic, bearer
 
 # Which form each path answers errors in.
 
@@ -39,37 +44,32 @@ def test_an_operation_without_its_one_error_form_stops_the_app_from_starting(ope
 # A database outage, and an unexpected error: each endpoint's own form, never a stack trace.
 
 
-def database_down(*args: object, **kwargs: object) -> None:
-    raise sa.exc.OperationalError("SELECT 1", {}, ConnectionRefusedError("connection refused"))
-
-
 def test_database_outage_answers_503_in_the_oauth_form_at_the_token_endpoint(
-    app, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("identity.token_endpoint.TokenEndpoint.exchange", database_down)
-    with TestClient(app) as client:
-        response = client.post("/oauth2/token", data={"grant_type": "client_credentials"})
+    app: Any, engine: Engine, org: Organization
+) -> None:
+    job = register(engine, org, name="Job", grants=["client_credentials"], scopes=["members:read"])
+    with TestClient(app) as client, statements_fail(app.engine, outage()):
+        response = client.post("/oauth2/token", data={"grant_type": "client_credentials"}, headers=basic(job))
     assert response.status_code == 503 and response.headers["retry-after"] == "5"
     assert response.json()["error"] == "temporarily_unavailable"
     assert response.headers["cache-control"] == "no-store"
 
 
-def test_database_outage_answers_a_503_page_on_the_sign_in_pages(app, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("identity.flow.SignInFlow.start", database_down)
-    with TestClient(app) as client:
-        response = client.get("/oauth2/authorize", params={"client_id": "cli_x"})
+def test_database_outage_answers_a_503_page_on_the_sign_in_pages(app: Any, web: Registered) -> None:
+    with TestClient(app, follow_redirects=False) as client, statements_fail(app.engine, outage()):
+        response = authorize(client, web.id)
     assert response.status_code == 503 and response.headers["retry-after"] == "5"
     assert response.headers["content-type"].startswith("text/html")
     assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
 
 
-def test_unexpected_error_answers_500_without_a_trace(app, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("secret internal detail")
-
-    monkeypatch.setattr("identity.userinfo_claims.UserInfo.claims", broken)
+def test_unexpected_error_answers_500_without_a_trace(app: Any, engine: Engine, org: Organization) -> None:
+    job = register(engine, org, name="Job", grants=["client_credentials"], scopes=["members:read"])
     with TestClient(app) as client:
-        response = client.get("/oauth2/userinfo", headers={"Authorization": "Bearer abc"})
+        token = client.post("/oauth2/token", data={"grant_type": "client_credentials"}, headers=basic(job))
+        assert token.status_code == 200, token.text
+        with statements_fail(app.engine, RuntimeError("secret internal detail")):
+            response = client.get("/oauth2/userinfo", headers=bearer(token.json()["access_token"]))
     assert response.status_code == 500 and response.json()["error"] == "server_error"
     assert "secret internal detail" not in response.text and "Traceback" not in response.text
 

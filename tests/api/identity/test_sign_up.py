@@ -11,6 +11,7 @@ from identity.users import User, UserStore
 from service.console_api.relying_party import SERVICE_ORG_ID
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered, Shared
+from tests.support.passwords import FAST_HASHING
 
 # Sign-up.
 
@@ -48,7 +49,7 @@ def test_sign_up_field_errors_show_the_form_again_with_the_message(
     assert 'aria-invalid="true"' in response.text
     assert message in response.text
     assert f'value="{PASSWORD}"' not in response.text  # a password is never sent back
-    assert [u.email for u in UserStore(engine).list()] == [EMAIL]
+    assert [u.email for u in UserStore(engine, hashing=FAST_HASHING).list()] == [EMAIL]
     organizations = [o.name for o in OrganizationStore(engine).list() if o.id != SERVICE_ORG_ID]  # not the console's
     assert organizations == ["Acme Foods"]
 
@@ -70,7 +71,7 @@ def test_sign_up_creates_user_and_owned_organization_and_tokens_carry_it(
     response = pages.submit(browser, location, pages.SIGN_UP)
     assert "rm_session=" in response.headers["set-cookie"]
     code = pages.code_of(response)
-    (created,) = [u for u in UserStore(engine).list() if u.email == "bo@example.com"]
+    (created,) = [u for u in UserStore(engine, hashing=FAST_HASHING).list() if u.email == "bo@example.com"]
     assert [(m.org.name, m.role) for m in created.memberships] == [("Bo's Bakery", "owner")]
     id_token = pages.verified(browser, pages.tokens(browser, web, code)["id_token"], web.id)
     assert id_token["sub"] == created.id

@@ -1,0 +1,251 @@
+"""The mutation test of the security rules: mutmut mutates the functions of a bounded set one change at a time
+and runs the tests that reach each function; a mutant that no test fails is a rule the suite does not guard.
+
+    python -m tools.mutation                       # the whole set (tox -e mutation); prints the score
+    python -m tools.mutation --changed origin/main # only the targets whose functions changed since that revision
+    python -m tools.mutation --list                # the targets and their files
+
+Every surviving mutant must be killed by a test or listed in docs/testing.md's table of equivalent mutants with
+the reason no test can tell it apart; a survivor that is neither fails the run (exit 1). mutmut's configuration
+(the files it copies and mutates, the tests it may run) is ``[tool.mutmut]`` in pyproject.toml; its work folder
+is ``mutants/``. docs/testing.md says what it costs and when CI runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import fnmatch
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs" / "testing.md"
+LOG = ROOT / "reports" / "mutation.log"  # mutmut's own output of the last run
+
+
+@dataclass(frozen=True)
+class Target:
+    rule: str
+    file: str  # the module's file, for --changed
+    names: tuple[str, ...]  # mutmut's mutant names of its functions (fnmatch patterns)
+
+
+# The functions where each rule is decided (a whole module would spend most of the run on its plumbing: the
+# stores' constructors, the records' as_dict). mutmut names a function's mutants module.x_function__mutmut_N
+# and a method's module.xǁClassǁmethod__mutmut_N.
+TARGETS = (
+    Target("PKCE (RFC 7636)", "identity/pkce.py", ("identity.pkce.*",)),
+    Target(
+        "client authentication: Basic and the secret (RFC 6749 §2.3.1)",
+        "identity/client_auth.py",
+        ("identity.client_auth.x_decode_basic__*", "identity.client_auth.xǁClientAuthenticatorǁ_by_secret__*"),
+    ),
+    Target(
+        "redirect-URI registration and exact matching",
+        "identity/clients.py",
+        ("identity.clients.x_check_redirect_uri__*", "identity.clients.x_redirect_uri_matches__*"),
+    ),
+    Target(
+        "the authorization request's redirect URI",
+        "identity/authorization.py",
+        ("identity.authorization.x_check_redirect_uri__*",),
+    ),
+    Target(
+        "code exchange: a code is spent once, a replay reported (RFC 6749 §4.1.2)",
+        "identity/codes.py",
+        ("identity.codes.xǁCodeStoreǁconsume__*",),
+    ),
+    Target(
+        "refresh rotation: rotate once (RFC 9700 §4.14.2)",
+        "identity/refresh_tokens.py",
+        (
+            "identity.refresh_tokens.xǁRefreshTokenStoreǁrotate__*",
+            "identity.refresh_tokens.xǁRefreshTokenStoreǁfind__*",
+        ),
+    ),
+    Target("the cursor codec", "cursors/codec.py", ("cursors.codec.*",)),
+    Target(
+        "CSRF of the sign-in pages",
+        "identity/interactions.py",
+        ("identity.interactions.xǁInteractionǁcsrf_matches__*",),
+    ),
+    Target("CSRF of the sign-in pages", "identity/flow.py", ("identity.flow.xǁSignInFlowǁ_posted__*",)),
+    Target(
+        "CSRF of the console",
+        "service/console_api/cookies.py",
+        ("service.console_api.cookies.xǁConsoleSessionǁcsrf_matches__*",),
+    ),
+    Target("API-key verification", "identity/api_keys.py", ("identity.api_keys.xǁApiKeyStoreǁauthenticate__*",)),
+    Target(
+        "the rate limiter's sliding window",
+        "service/menus_api/rate_limiter.py",
+        (
+            "service.menus_api.rate_limiter.xǁRateLimiterǁ_weighted__*",
+            "service.menus_api.rate_limiter.xǁRateLimiterǁ_until_below__*",
+            "service.menus_api.rate_limiter.x__whole__*",
+        ),
+    ),
+    Target(
+        "the logout-token minter", "identity/logout_tokens.py", ("identity.logout_tokens.xǁLogoutTokensǁprepare__*",)
+    ),
+    Target(
+        "the console's relying party: the ID token's checks",
+        "service/console_api/relying_party.py",
+        ("service.console_api.relying_party.xǁConsoleClientǁverify_id_token__*",),
+    ),
+)
+
+EQUIVALENT_ROW = re.compile(r"^\|\s*`(?P<name>[^`]+)`\s*\|\s*(?P<reason>[^|]+?)\s*\|\s*$")
+RESULT_LINE = re.compile(r"^\s+(?P<name>\S+): (?P<status>.+)$")
+CAUGHT = ("killed", "timeout", "caught by type check")
+
+
+def equivalents(text: str) -> dict[str, str]:
+    """docs/testing.md's table of equivalent mutants: name -> reason (rows whose first cell is a mutant name)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        match = EQUIVALENT_ROW.match(line)
+        if match and "__mutmut_" in match["name"]:
+            found[match["name"]] = match["reason"]
+    return found
+
+
+def changed_files(base: str) -> set[str] | None:
+    """The files that differ between ``base``'s merge base with HEAD and the working tree; None when git cannot
+    tell (no such revision: a shallow clone, a first commit)."""
+    found = subprocess.run(["git", "merge-base", base, "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if found.returncode != 0:
+        return None
+    merge_base = found.stdout.strip()
+    names = subprocess.run(
+        ["git", "diff", "--name-only", merge_base], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    return set(names.split())
+
+
+def functions(source: str) -> dict[str, str]:
+    """Each function and method of a module by mutmut's spelling of its name (``x_name``, ``xǁClassǁname``):
+    its syntax tree, to compare two versions of the module."""
+    found: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found[f"x_{node.name}"] = ast.dump(node)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found[f"xǁ{node.name}ǁ{item.name}"] = ast.dump(item)
+    return found
+
+
+def touched(target: Target, base: str) -> bool:
+    """Whether a function of ``target`` differs between ``base``'s merge base and the working tree (a new file,
+    or one git cannot show, counts as changed)."""
+    merge_base = subprocess.run(["git", "merge-base", base, "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    before = subprocess.run(
+        ["git", "show", f"{merge_base.stdout.strip()}:{target.file}"], cwd=ROOT, capture_output=True, text=True
+    )
+    if merge_base.returncode != 0 or before.returncode != 0:
+        return True
+    old, new = functions(before.stdout), functions((ROOT / target.file).read_text(encoding="utf-8"))
+    module = target.file.removesuffix(".py").replace("/", ".")
+    for name in old.keys() | new.keys():
+        if old.get(name) != new.get(name) and any(
+            fnmatch.fnmatchcase(f"{module}.{name}__mutmut_1", p) for p in target.names
+        ):
+            return True
+    return False
+
+
+def chosen(base: str | None) -> list[Target] | None:
+    """The whole set, or (``base`` given) the targets one of whose functions changed since ``base``."""
+    if base is None:
+        return list(TARGETS)
+    changed = changed_files(base)
+    if changed is None:
+        return None
+    return [target for target in TARGETS if target.file in changed and touched(target, base)]
+
+
+def statuses() -> dict[str, str]:
+    """Every mutant mutmut has a result for: name -> status."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return {m["name"]: m["status"] for m in map(RESULT_LINE.match, listed.splitlines()) if m}
+
+
+def of(targets: list[Target], found: dict[str, str]) -> dict[str, str]:
+    patterns = [pattern for target in targets for pattern in target.names]
+    return {name: status for name, status in found.items() if any(fnmatch.fnmatchcase(name, p) for p in patterns)}
+
+
+def report(targets: list[Target], found: dict[str, str], known: dict[str, str], seconds: float) -> int:
+    """Print the score and every survivor; 1 when a survivor is neither killed nor listed as equivalent."""
+    counts = Counter(found.values())
+    caught = sum(counts[status] for status in CAUGHT)
+    survivors = sorted(name for name, status in found.items() if status not in CAUGHT)
+    listed = [name for name in survivors if name in known]
+    unexplained = [name for name in survivors if name not in known]
+    stale = sorted(name for name in known if name in found and found[name] in CAUGHT)
+    for target in targets:
+        mine = of([target], found)
+        killed = sum(1 for status in mine.values() if status in CAUGHT)
+        print(f"  {target.file:42} {killed:4} of {len(mine):4} killed  ({target.rule})")
+    scored = len(found) - len(listed)
+    score = 100.0 * caught / scored if scored else 100.0
+    print(
+        f"mutation score: {score:.1f}% ({caught} of {scored} mutants killed; {len(listed)} equivalent, listed in "
+        f"docs/testing.md; {len(unexplained)} unexplained) in {seconds:.0f} s"
+    )
+    for name in unexplained:
+        print(f"  SURVIVED {name} ({found[name]}): kill it with a test or list it in docs/testing.md, with why")
+    for name in stale:
+        print(f"  note: {name} is listed as equivalent but was killed: take it off the list")
+    return 1 if unexplained else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.mutation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--changed", metavar="REVISION", help="only the targets whose functions changed since REVISION")
+    parser.add_argument("--list", action="store_true", help="print the targets and exit")
+    parser.add_argument("--max-children", type=int, help="mutants tested at once (mutmut's default: every core)")
+    args = parser.parse_args(argv)
+    targets = chosen(args.changed)
+    if targets is None:
+        print(f"mutation: git cannot tell what changed since {args.changed}; nothing mutated (run tox -e mutation)")
+        return 0
+    if args.list:
+        for target in targets:
+            print(f"{target.file:42} {target.rule}: {' '.join(target.names)}")
+        return 0
+    if not targets:
+        print(f"mutation: no target function changed since {args.changed}; nothing to mutate")
+        return 0
+    started = time.monotonic()
+    command = [sys.executable, "-m", "mutmut", "run", *(p for target in targets for p in target.names)]
+    if args.max_children:
+        command += ["--max-children", str(args.max_children)]
+    LOG.parent.mkdir(exist_ok=True)
+    with LOG.open("w", encoding="utf-8") as log:
+        run = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    if run.returncode != 0:
+        said = LOG.read_text(encoding="utf-8").replace("\r", "\n").splitlines()
+        print("\n".join(line for line in said[-40:] if line.strip() and "⠋" not in line))
+        print(f"mutation: mutmut run failed (exit {run.returncode}); its output is in {LOG.relative_to(ROOT)}")
+        return run.returncode
+    found = of(targets, statuses())
+    return report(targets, found, equivalents(DOCS.read_text(encoding="utf-8")), time.monotonic() - started)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
