@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 
 from service.web.contracts import contract
 from tests.support.framework_words import framework_words
+from tests.support.loops import each
 
 VSCHAR = "^[\\x20-\\x7E]*$"
 NQCHAR_AND_SPACE = "^[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]*$"
@@ -85,10 +86,10 @@ def form_schema(name: str, path: str) -> dict[str, Any]:
 
 
 def test_every_oauth_form_field_declares_its_rfc_6749_character_class() -> None:
-    for path, fields in CLASSES.items():
+    for path, fields in each(CLASSES.items()):
         properties = form_schema("identity.yaml", path)["properties"]
         assert set(properties) == set(fields), path
-        for name, pattern in fields.items():
+        for name, pattern in each(fields.items()):
             assert properties[name].get("pattern") == pattern, (path, name)
 
 

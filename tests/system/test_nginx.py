@@ -29,6 +29,7 @@ from tests.support.defaults import ADDRESS_LIMIT, HEAD_LINE_LIMIT
 from tests.support.form_browser import TIMEOUT, Browser, Callback, Page
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import REDIRECT_URI, LiveService, free_port, live_service
+from tests.support.loops import each
 from tests.support.nginx import Nginx, nginx_proxy
 from tests.support.pkce_pairs import pkce_pair
 
@@ -259,7 +260,7 @@ def test_every_node_answering_503_reaches_the_client_unchanged_for_reads_and_wri
         with httpx.Client(base_url=proxy.url, transport=transport, timeout=TIMEOUT) as client:
             answers = [client.get("/v1/menus/regions") for _ in range(4)]
             answers += [client.post("/oauth2/token", data={"grant_type": "client_credentials"}) for _ in range(4)]
-    for answer in answers:
+    for answer in each(answers):
         assert answer.status_code == 503
         assert answer.headers["retry-after"] == "7"
         assert answer.content == Stub503.body
