@@ -77,5 +77,5 @@ def test_stalled_bodies_past_the_in_flight_bound_hold_no_place_while_others_are_
         token = status(live.url + "/oauth2/token", {}, b"grant_type=client_credentials")
         answers = {until_closed(sock)[:12] for sock in stalled}
     assert menus == [200, 200, 200]
-    assert token == 401  # answered by the endpoint (no client credentials), not refused for load
+    assert token == 400  # answered by the endpoint (invalid_client, no credentials), not refused for load
     assert answers == {b"HTTP/1.1 408"}

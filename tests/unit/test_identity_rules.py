@@ -463,7 +463,7 @@ def minted_refresh_token(
 ) -> tuple[RefreshTokenStore, str]:  # type: ignore[no-untyped-def]
     """A live refresh token of the family ``grt_1``, living a minute on ``clock``, and its store."""
     user = UserStore(engine, hashing=FAST_HASHING).create("ana@example.com", "Ana", "password-123", [(org.id, "owner")])
-    session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id)
+    session, _ = SessionStore(engine, timedelta(hours=1)).start(user.id, org.id, user.credential_version)
     keys = SigningKeys(
         engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
     )
@@ -471,7 +471,7 @@ def minted_refresh_token(
     tokens = token_services(engine, keys, clock)
     granted = Granted(
         grant_id="grt_1", client_id=client[0].id, user_id=user.id, org_id=org.id, session_id=session.id,
-        scope=("openid", "offline_access"), auth_time=clock.now(),
+        scope=("openid", "offline_access"), auth_time=clock.now(), credential_version=user.credential_version,
     )  # fmt: skip
     return tokens.refresh_tokens, tokens.minter.refresh_token(granted, expires_at=clock.now() + timedelta(minutes=1))
 
