@@ -571,6 +571,50 @@ def test_basic_credentials_with_a_character_outside_base64_are_invalid_client() 
 
 
 @pytest.mark.parametrize(
+    ("header", "detail"),
+    [
+        ("Basic !!!", "The Basic credentials are not base64 of UTF-8 text."),
+        ("Basic " + base64.b64encode(b"\xff\xfe:x").decode(), "The Basic credentials are not base64 of UTF-8 text."),
+        ("Basic " + base64.b64encode(b"no-colon").decode(), "The Basic credentials have no ':' between id and secret."),
+        ("Basic " + base64.b64encode(b"cli%00:x").decode(), "The Basic credentials' id holds a control character."),
+    ],
+)
+def test_each_malformed_basic_header_logs_its_own_reason(header: str, detail: str) -> None:
+    """The answer is the same invalid_client for every refusal; the detail, written to the log only, tells the
+    operator which rule refused it."""
+    with pytest.raises(InvalidClient) as raised:
+        decode_basic(header)
+    assert raised.value.detail == detail
+
+
+def test_each_refused_client_secret_logs_its_own_reason(  # type: ignore[no-untyped-def]
+    engine: Engine, clients: ClientStore, client, org
+) -> None:
+    registered, secret = client
+    public, _ = clients.create(
+        name="Public",
+        org_id=org.id,
+        auth_method="none",
+        grants=["authorization_code"],
+        redirect_uris=["https://app.example/cb"],
+    )
+    authenticator = ClientAuthenticator(engine, clients, Issuer("http://127.0.0.1:8000"))
+
+    def detail(client_id: str, client_secret: str) -> str:
+        basic = "Basic " + base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
+        with pytest.raises(InvalidClient) as raised:
+            authenticator.authenticate({}, basic)
+        return raised.value.detail
+
+    assert detail(registered.id, "wrong") == f"The secret of client {registered.id} is wrong."
+    assert detail("cli_0000000000000000", secret) == "No client has the id 'cli_0000000000000000'."
+    assert detail("x" * 65, secret) == f"No client has the id {'x' * 64!r}."
+    assert detail(public.id, "anything") == (
+        f"Client {public.id} is registered for none, not client_secret_basic or client_secret_post."
+    )
+
+
+@pytest.mark.parametrize(
     "uri", [" https://app.example/cb", "https://app.example/cb ", "https://app.example/" + "x" * 1990]
 )
 def test_a_redirect_uri_with_surrounding_blanks_or_over_2000_characters_is_not_registered(uri: str) -> None:
