@@ -54,7 +54,7 @@ from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.observe import RequestObserver
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
-from service.ops.periodic import BackgroundJobs, Job, LoopingJob, PeriodicJob
+from service.ops.periodic import BackgroundJobs, Job, LoopingJob, PeriodicJob, RunningJobs
 from service.ops.route_templates import RouteTemplates
 from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
@@ -125,13 +125,15 @@ class Dispatcher:
         return NOT_FOUND
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
+        running: RunningJobs | None = None
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                self.background.start()
+                running = self.background.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.background.stop()  # a purge or a flush under way finishes first; then the last flush
+                if running is not None:
+                    await running.stop()  # a purge or a flush under way finishes first; then the last flush
                 if self.on_shutdown is not None:
                     await self.on_shutdown()
                 self.engine.dispose()

@@ -85,34 +85,44 @@ Job = PeriodicJob | LoopingJob
 
 
 class BackgroundJobs:
-    """The jobs of one worker: ``start()`` at the lifespan's start-up, ``await stop()`` at its shutdown."""
+    """The jobs of one worker: ``start()`` at the lifespan's start-up gives the jobs running, which the lifespan's
+    shutdown stops (``await running.stop()``). Each lifespan runs its own (tests run several on one app, each
+    on an event loop of its own)."""
 
     def __init__(self, jobs: Sequence[Job] = (), timer: Timer = LOOP_TIMER) -> None:
         self.jobs = tuple(jobs)
         self._timer = timer
-        self._stopping: asyncio.Event | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._running: list[RunningJobs] = []
 
     @property
-    def tasks(self) -> tuple[asyncio.Task[None], ...]:
-        """The tasks of the jobs running now, in the order of the list (none before ``start`` or after ``stop``)."""
-        return tuple(self._tasks)
+    def running(self) -> tuple[RunningJobs, ...]:
+        """The jobs started and not yet stopped, one ``RunningJobs`` per lifespan."""
+        return tuple(self._running)
 
-    def start(self) -> None:
+    def start(self) -> RunningJobs:
         """Start every job, each in a task of its own, in the order of the list (on the running event loop)."""
-        stopping = self._stopping = asyncio.Event()
-        self._tasks = [asyncio.create_task(job.run(stopping, self._timer), name=job.name) for job in self.jobs]
+        running = RunningJobs(self.jobs, self._timer, on_stopped=self._running.remove)
+        self._running.append(running)
+        return running
+
+
+class RunningJobs:
+    """The jobs of one lifespan, started; ``stop()`` ends them."""
+
+    def __init__(self, jobs: tuple[Job, ...], timer: Timer, on_stopped: Callable[[RunningJobs], object]) -> None:
+        self.jobs = jobs
+        self._stopping = asyncio.Event()
+        self.tasks = tuple(asyncio.create_task(job.run(self._stopping, timer), name=job.name) for job in jobs)
+        self._on_stopped = on_stopped
 
     async def stop(self) -> None:
         """Tell every job to stop, wait for each (a round under way finishes first), then run the last rounds."""
-        if self._stopping is None:
-            return
         self._stopping.set()
-        for task in self._tasks:
+        for task in self.tasks:
             await task
         for job in self.jobs:
             await job.stop()
-        self._stopping, self._tasks = None, []
+        self._on_stopped(self)
 
 
 async def _attempt(work: Callable[[], object], what: str, interval: float | None = None) -> None:

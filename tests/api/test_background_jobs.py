@@ -57,7 +57,8 @@ def test_the_lifespan_starts_every_job_and_its_shutdown_ends_them_all(
 ) -> None:
     app = create_app(settings, catalog=catalog)
     with TestClient(app):
-        running = app.background.tasks
-        assert [task.get_name() for task in running] == [job.name for job in app.background.jobs]
-        assert not any(task.done() for task in running)
-    assert all(task.done() and task.exception() is None for task in running) and app.background.tasks == ()
+        (running,) = app.background.running
+        assert [task.get_name() for task in running.tasks] == [job.name for job in app.background.jobs]
+        assert not any(task.done() for task in running.tasks)
+    assert all(task.done() and task.exception() is None for task in running.tasks)
+    assert app.background.running == ()

@@ -39,7 +39,7 @@ def test_a_job_runs_at_start_then_once_each_time_its_interval_has_passed() -> No
     async def scenario(timer: MovableTimer) -> None:
         rounds = Rounds(timer)
         jobs = BackgroundJobs([PeriodicJob("counting", 10, rounds)], timer)
-        jobs.start()
+        running = jobs.start()
         await timer.waiting(1)
         assert rounds.at == [0]  # the round at start-up
         timer.advance(9.5)
@@ -50,7 +50,7 @@ def test_a_job_runs_at_start_then_once_each_time_its_interval_has_passed() -> No
         timer.advance(10)
         await timer.waiting(1)
         assert rounds.at == [0, 10, 20]
-        await jobs.stop()
+        await running.stop()
         assert rounds.at == [0, 10, 20]  # stopping runs no other round
 
     run(scenario)
@@ -60,13 +60,13 @@ def test_a_job_that_waits_one_interval_first_has_no_round_at_start() -> None:
     async def scenario(timer: MovableTimer) -> None:
         rounds = Rounds(timer)
         jobs = BackgroundJobs([PeriodicJob("reading", 5, rounds, first_at_start=False)], timer)
-        jobs.start()
+        running = jobs.start()
         await timer.waiting(1)
         assert rounds.at == []
         timer.advance(5)
         await timer.waiting(1)
         assert rounds.at == [5]
-        await jobs.stop()
+        await running.stop()
 
     run(scenario)
 
@@ -75,12 +75,12 @@ def test_jobs_of_different_intervals_each_keep_their_own() -> None:
     async def scenario(timer: MovableTimer) -> None:
         often, seldom = Rounds(timer), Rounds(timer)
         jobs = BackgroundJobs([PeriodicJob("often", 2, often), PeriodicJob("seldom", 5, seldom)], timer)
-        jobs.start()
+        running = jobs.start()
         await timer.waiting(2)
         for _ in range(5):
             timer.advance(2)
             await timer.waiting(2)
-        await jobs.stop()
+        await running.stop()
         # each waits its interval after its last round: 6 is the first move past 5, and 11 is not reached
         assert (often.at, seldom.at) == ([0, 2, 4, 6, 8, 10], [0, 6])
 
@@ -91,11 +91,11 @@ def test_a_failed_round_is_logged_and_the_next_runs_at_its_time(caplog: pytest.L
     async def scenario(timer: MovableTimer) -> None:
         rounds = Rounds(timer, fail=True)
         jobs = BackgroundJobs([PeriodicJob("purging", 60, rounds)], timer)
-        jobs.start()
+        running = jobs.start()
         await timer.waiting(1)
         timer.advance(60)
         await timer.waiting(1)
-        await jobs.stop()
+        await running.stop()
         assert rounds.at == [0, 60]
 
     with caplog.at_level(logging.WARNING, logger="service.ops.periodic"):
@@ -119,9 +119,9 @@ def test_stopping_waits_for_a_round_under_way_and_then_runs_each_last_round_once
             ],
             timer,
         )
-        jobs.start()
+        running = jobs.start()
         await asyncio.to_thread(started.wait, TIMEOUT)  # the purge at start-up is under way
-        stopping = asyncio.create_task(jobs.stop())
+        stopping = asyncio.create_task(running.stop())
         await asyncio.sleep(0)
         assert not stopping.done() and events == []
         release.set()
@@ -142,24 +142,30 @@ def test_a_looping_job_runs_until_stop_and_is_awaited_before_stop_returns() -> N
 
     async def scenario(timer: MovableTimer) -> None:
         jobs = BackgroundJobs([LoopingJob("posting logout tokens", 2, courier)], timer)
-        jobs.start()
+        running = jobs.start()
         await asyncio.sleep(0)
         assert events == ["started"]
-        await jobs.stop()
+        await running.stop()
         assert events == ["started", "finished"]
 
     run(scenario)
 
 
-def test_jobs_start_again_after_a_stop_and_stop_is_harmless_before_start() -> None:
+def test_each_lifespan_runs_the_jobs_of_its_own_and_stops_only_those() -> None:
     async def scenario(timer: MovableTimer) -> None:
         rounds = Rounds(timer)
         jobs = BackgroundJobs([PeriodicJob("counting", 10, rounds)], timer)
-        await jobs.stop()  # a lifespan that failed before start-up completed
-        for _ in range(2):  # one app, two lifespans (a TestClient entered twice)
-            jobs.start()
-            await timer.waiting(1)
-            await jobs.stop()
-        assert rounds.at == [0, 0]
+        first = jobs.start()
+        await timer.waiting(1)
+        second = jobs.start()  # one app, two lifespans (two TestClients entered on it)
+        await timer.waiting(2)
+        assert rounds.at == [0, 0] and jobs.running == (first, second)
+        await first.stop()
+        assert jobs.running == (second,) and all(task.done() for task in first.tasks)
+        timer.advance(10)
+        await timer.waiting(1)
+        assert rounds.at == [0, 0, 10] and not any(task.done() for task in second.tasks)
+        await second.stop()
+        assert jobs.running == ()
 
     run(scenario)
