@@ -32,9 +32,11 @@ class Pool:
         return self.size + self.max_overflow
 
 
-@dataclass(frozen=True, slots=True)
 class Settings(SettingsTable):
-    """Every setting of the service (the rows of ``SettingsTable``), with how they are read and handed on."""
+    """Every setting of the service (the rows of ``SettingsTable``), with how they are read and handed on. Its
+    fields, constructor, equality and ``repr`` are the table's (a dataclass): this class adds methods only."""
+
+    __slots__ = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, port: int = DEFAULT_PORT) -> Settings:
