@@ -33,7 +33,7 @@ _ENTRY = re.compile(r"([A-Za-z0-9_-]{1,40})\.([0-9]{1,12})\.([A-Za-z0-9_-]{22})"
 
 @dataclass(frozen=True, slots=True)
 class DeviceCookiePolicy:
-    """How long a device cookie lasts and how many users one browser keeps (the values: ``service/settings.py``)."""
+    """How long a device cookie lasts and how many users one browser keeps (the values: ``service/settings/``)."""
 
     lifetime: timedelta  # a device cookie stops counting this long after the sign-in that set it
     max_users: int  # users one browser is remembered for (the newest sign-ins)

@@ -67,7 +67,7 @@ class Lifetimes:
 
 @dataclass(frozen=True, slots=True)
 class Tuning:
-    """Limits and cache ages of the identity domain (the values: ``service/settings.py``)."""
+    """Limits and cache ages of the identity domain (the values: ``service/settings/table.py``)."""
 
     throttle: ThrottlePolicy
     device_cookies: DeviceCookiePolicy

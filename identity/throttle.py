@@ -166,7 +166,7 @@ def _seconds_left(window_start: datetime, window: timedelta, at: datetime) -> in
 
 @dataclass(frozen=True, slots=True)
 class ThrottlePolicy:
-    """How many attempts each counter allows per window (the values: ``service/settings.py``)."""
+    """How many attempts each counter allows per window (the values: ``service/settings/table.py``)."""
 
     account_limit: int  # failed sign-ins per account (and attempts per account from one network)
     address_limit: int  # sign-in and sign-up attempts per network

@@ -11,12 +11,10 @@ and the API's app, and answers an error that escapes them as a problem.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy.engine import Engine
@@ -56,10 +54,11 @@ from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.observe import RequestObserver
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
+from service.ops.periodic import BackgroundJobs, Job, LoopingJob, PeriodicJob, RunningJobs
 from service.ops.route_templates import RouteTemplates
 from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.settings import Settings
-from service.web.admission import Admission
+from service.web.admission import LAG_EVERY, Admission
 from service.web.api_docs import Documentation
 from service.web.body_arrival import BodyTiming, BodyWatch
 from service.web.body_limit import NO_BODY, BodyCap, describe
@@ -92,20 +91,11 @@ class Dispatcher:
     observer: Observer | None = None  # the request observer (service/ops/observe.py); needed for HTTP
     admission: Admission | None = None  # this worker's bound of accepted work (service/web/admission.py)
     bodies: BodyWatch | None = None  # the request bodies awaited, and how fast (service/web/body_arrival.py)
-    purge: Callable[[], object] | None = None  # run in a thread every purge_interval seconds
-    purge_interval: float = 0
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
     console: Api | None = None  # the developer console, at console_path
     console_path: str = ""  # given with console
-    flush_usage: Callable[[], object] | None = None  # run in a thread every usage_interval seconds and at shutdown
-    usage_interval: float = 0  # given with flush_usage
-    refresh_keys: Callable[[], object] | None = None  # reads the published keys in a thread every keys_interval s
-    keys_interval: float = 0  # given with refresh_keys
-    deliver_mail: Callable[[], object] | None = None  # the mail worker's round, in a thread every mail_interval s
-    mail_interval: float = 0  # given with deliver_mail
-    logouts: LogoutCourier | None = None  # the back-channel logout worker (service/outbound/backchannel.py)
-    # the password-reset requests' worker round (mails a link to each known address), every mail_interval s
-    deliver_resets: Callable[[], object] | None = None
+    # the worker's background jobs (service/ops/periodic.py), started and stopped with the lifespan
+    background: BackgroundJobs = field(default_factory=BackgroundJobs)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -135,66 +125,20 @@ class Dispatcher:
         return NOT_FOUND
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        stopping = asyncio.Event()
-        tasks: list[asyncio.Task[None]] = []
+        running: RunningJobs | None = None
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                if self.purge is not None and self.purge_interval > 0:
-                    tasks.append(asyncio.create_task(_every(self.purge, self.purge_interval, stopping, "purging")))
-                if self.flush_usage is not None:
-                    flush = _every(
-                        self.flush_usage, self.usage_interval, stopping, "writing API key usage", first=False
-                    )
-                    tasks.append(asyncio.create_task(flush))
-                if self.refresh_keys is not None:
-                    # a key rotated on another node reaches this node's JWKS within keys_interval (start read it)
-                    refresh = _every(self.refresh_keys, self.keys_interval, stopping, "reading the JWKS", first=False)
-                    tasks.append(asyncio.create_task(refresh))
-                if self.deliver_mail is not None:
-                    mail = _every(self.deliver_mail, self.mail_interval, stopping, "sending mail from the outbox")
-                    tasks.append(asyncio.create_task(mail))
-                if self.admission is not None:  # its bound counts the event loop's lag (service/web/admission.py)
-                    tasks.append(asyncio.create_task(self.admission.watch_loop(stopping)))
-                if self.logouts is not None:  # posts at once when woken, and looks every mail_interval s
-                    tasks.append(asyncio.create_task(self.logouts.run(stopping)))
-                if self.deliver_resets is not None:
-                    resets = _every(self.deliver_resets, self.mail_interval, stopping, "mailing password-reset links")
-                    tasks.append(asyncio.create_task(resets))
+                running = self.background.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                stopping.set()
-                for task in tasks:
-                    await task  # a purge or a flush under way finishes first
-                if self.flush_usage is not None:
-                    await _attempt(self.flush_usage, "writing API key usage at shutdown")  # what was counted since
+                if running is not None:
+                    await running.stop()  # a purge or a flush under way finishes first; then the last flush
                 if self.on_shutdown is not None:
                     await self.on_shutdown()
                 self.engine.dispose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-
-async def _every(
-    work: Callable[[], object], interval: float, stopping: asyncio.Event, what: str, *, first: bool = True
-) -> None:
-    """Run ``work`` in a thread (at start-up when ``first``) and then every ``interval`` seconds until ``stopping``;
-    a failed round waits for the next."""
-    if not first:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), interval)
-    while not stopping.is_set():
-        await _attempt(work, what, interval)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), interval)
-
-
-async def _attempt(work: Callable[[], object], what: str, interval: float | None = None) -> None:
-    try:
-        await asyncio.to_thread(work)
-    except Exception as error:  # the database may be down: the next round tries again
-        retry = f"; retrying in {interval} s" if interval else ""
-        logger.warning("%s failed (%s)%s", what, type(error).__name__, retry)
 
 
 async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
@@ -318,6 +262,7 @@ def create_app(
         at_once=settings.backchannel_at_once,
     )
     provider.logout_written.listen(logouts.wake)  # a revocation's logout tokens leave as it commits
+    admission = Admission(settings.max_in_flight, settings.max_queue_wait, on_refused=metrics.count_shed)
     return Dispatcher(
         menus=Api(
             menus.app,
@@ -350,22 +295,49 @@ def create_app(
         engine=engine,
         observer=RequestObserver(routes, logged_path_max=settings.logged_path_max, proxies=proxies),
         # the operations endpoints and the console are not bounded: docs/operations.md "Overload"
-        admission=Admission(settings.max_in_flight, settings.max_queue_wait, on_refused=metrics.count_shed),
+        admission=admission,
         bodies=BodyWatch(BodyTiming(settings.body_timeout, settings.body_min_rate, settings.body_rate_grace)),
-        purge=provider.purger.purge,
-        purge_interval=settings.purge_interval,
         on_shutdown=lambda: _close_all(limiter, failure_limiter),
         console=console,
         console_path=settings.console_path,
-        flush_usage=usage.flush,
-        usage_interval=settings.usage_flush_interval,
-        refresh_keys=provider.keys.refresh_published,
-        keys_interval=settings.published_keys_interval(),
-        deliver_mail=mail,
-        mail_interval=settings.mail_poll_interval,
-        deliver_resets=provider.password_reset.deliver,
-        logouts=logouts,
+        background=BackgroundJobs(background_jobs(settings, provider, usage, mail, admission, logouts)),
     )
+
+
+def background_jobs(
+    settings: Settings,
+    provider: Provider,
+    usage: UsageCounter,
+    mail: Courier | None,
+    admission: Admission,
+    logouts: LogoutCourier,
+) -> list[Job]:
+    """The worker's background jobs, in the order they start (service/ops/periodic.py)."""
+    mail_interval = settings.mail_poll_interval
+    return [
+        *(
+            [PeriodicJob("purging", settings.purge_interval, provider.purger.purge)]
+            if settings.purge_interval > 0
+            else []
+        ),
+        # the usage counted in memory, written every interval and once more at shutdown (what was counted since)
+        PeriodicJob(
+            "writing API key usage", settings.usage_flush_interval, usage.flush, first_at_start=False, last_round=True
+        ),
+        # a key rotated on another node reaches this node's JWKS within the interval (start-up read it)
+        PeriodicJob(
+            "reading the JWKS",
+            settings.published_keys_interval(),
+            provider.keys.refresh_published,
+            first_at_start=False,
+        ),
+        *([PeriodicJob("sending mail from the outbox", mail_interval, mail)] if mail is not None else []),
+        # the event loop's lag, which the admission's bound counts (service/web/admission.py)
+        LoopingJob("watching the event loop's lag", LAG_EVERY, admission.watch_loop),
+        # posts at once when woken, and looks every mail interval (service/outbound/backchannel.py)
+        LoopingJob("posting logout tokens", mail_interval, logouts.run),
+        PeriodicJob("mailing password-reset links", mail_interval, provider.password_reset.deliver),
+    ]
 
 
 class BuiltOnFirstRequest:

@@ -37,7 +37,7 @@ NEW_KEY_COOKIE = "console_new_key"
 
 @dataclass(frozen=True, slots=True)
 class CookieLifetimes:
-    """Seconds each console cookie is accepted after it was sealed (the values: ``service/settings.py``)."""
+    """Seconds each console cookie is accepted after it was sealed (the values: ``service/settings/table.py``)."""
 
     session: int  # a console session (the provider's session may end it sooner)
     sign_in: int  # a started sign-in, until it comes back

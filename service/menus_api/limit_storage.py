@@ -40,7 +40,7 @@ STORAGE_ERRORS = Counter(
 
 @dataclass(frozen=True, slots=True)
 class RedisTuning:
-    """How the service waits for Redis and batches its calls (the values: ``service/settings.py``)."""
+    """How the service waits for Redis and batches its calls (the values: ``service/settings/table.py``)."""
 
     timeout: float  # seconds a connection or command may take before the limit fails open
     retry_after_outage: float  # seconds after a failure during which requests do not wait for Redis

@@ -22,6 +22,7 @@ from identity.outbox import Outbox, Undeliverable
 from identity.provider import signing_keys_of
 from service.app import create_app
 from service.database.sealing_keys import load_sealer
+from service.ops.periodic import BackgroundJobs
 from service.settings import Settings
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DELIVERY, LIFETIMES, TUNING
@@ -39,7 +40,8 @@ def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableCloc
     """The app without its logout worker (which would post at once after the sign-out commits): the test reads the
     outbox as that worker would."""
     built = create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING)
-    return dataclasses.replace(built, logouts=None)
+    jobs = [job for job in built.background.jobs if job.name != "posting logout tokens"]
+    return dataclasses.replace(built, background=BackgroundJobs(jobs))
 
 
 def as_a_relying_party(http: TestClient, token: str, client_id: str) -> dict[str, Any]:

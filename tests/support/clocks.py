@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -32,3 +33,37 @@ class FixedClock:
 
     def now(self) -> datetime:
         return self._moment
+
+
+class MovableTimer:
+    """A ``Timer`` of the background jobs (service/ops/periodic.py) whose time moves only by ``advance``: a job's
+    wait ends when the timer has been moved past its end (or when the job is told to stop), never by itself."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._waits: list[tuple[float, asyncio.Future[None]]] = []
+        self._new_wait = asyncio.Event()
+
+    async def wait(self, seconds: float, stopping: asyncio.Event) -> None:
+        wait = (self.now + seconds, asyncio.get_running_loop().create_future())
+        self._waits.append(wait)
+        self._new_wait.set()
+        stopped = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait({wait[1], stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            self._waits.remove(wait)
+
+    def advance(self, seconds: float) -> None:
+        """Move the time by ``seconds``: every wait that ends by then ends."""
+        self.now += seconds
+        for end, done in self._waits:
+            if end <= self.now and not done.done():
+                done.set_result(None)
+
+    async def waiting(self, count: int) -> None:
+        """Until ``count`` waits are under way and not yet ended (each job is between two rounds)."""
+        while sum(not done.done() for _, done in self._waits) < count:
+            self._new_wait.clear()
+            await self._new_wait.wait()

@@ -1,5 +1,5 @@
 """The service's default settings, for tests that build its parts by hand: each value comes from
-``service/settings.py``, never a copy of it."""
+``service/settings/table.py``, never a copy of it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A ``MENUS_*`` variable that cannot be used: one line on standard error naming it, exit status 2, no traceback,
-for ``serve`` and for every command that opens the database (service/settings.py ``ConfigurationError``)."""
+for ``serve`` and for every command that opens the database (service/settings/grammars.py ``ConfigurationError``)."""
 
 from __future__ import annotations
 

@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from service.app import Dispatcher
+from service.ops.periodic import BackgroundJobs, PeriodicJob
 from tests.support.live import LiveService, live_service
 from tests.support.request_outcomes import CLOSED_UNREAD, REFUSED, Ledger
 from tests.support.traffic import PASSWORD, TIMEOUT, Tenant, application_token, provision, sign_in_page
@@ -221,8 +222,13 @@ def test_lifespan_shutdown_waits_for_a_purge_under_way_then_disposes_the_engine(
     engine.connect().close()  # a connection waits in the pool: disposing the engine closes it (the pool's "close")
     sa.event.listen(engine, "close", lambda *_: events.append("engine disposed"))
     dispatcher = Dispatcher(
-        menus=None, identity=None, operations=None, identity_path="", engine=engine, purge=purge, purge_interval=3600
-    )  # type: ignore[arg-type]
+        menus=None,  # type: ignore[arg-type]
+        identity=None,  # type: ignore[arg-type]
+        operations=None,  # type: ignore[arg-type]
+        identity_path="",
+        engine=engine,
+        background=BackgroundJobs([PeriodicJob("purging", 3600, purge)]),
+    )
 
     async def lifespan() -> list[str]:
         inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()

@@ -1,8 +1,4 @@
-import ast
-import inspect
-import itertools
 import re
-import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -13,9 +9,21 @@ from starlette.testclient import TestClient
 from data.catalog import Catalog
 from identity.users import User
 from service.app import create_app
-from service.settings import ConfigurationError, Settings, SmtpServer, default_database_url
+from service.settings import (
+    ConfigurationError,
+    Settings,
+    SmtpServer,
+    default_database_url,
+    max_keys_per_org_from,
+    outbound_loopback_from,
+    secret_keys_from,
+)
+from service.settings.grammars import WholeNumber
+from service.settings.rows import Entry, rows
 from tests.support.identity_fixtures import Registered
 from tests.support.identity_pages import assert_error_page, authorize, sign_in, to_page
+from tests.support.loops import each
+from tools.settings_doc import OPERATIONS_MD, regenerated
 
 
 def test_defaults_point_at_loopback_on_the_chosen_port() -> None:
@@ -54,37 +62,94 @@ def test_bad_numeric_setting_is_refused_by_name(name: str, value: str) -> None:
         Settings.from_env({name: value})
 
 
-# Every setting documented, and each value reaching what it tunes
+# The table: one row per setting, the docs written from it, each variable read by its row
 
 
-def _from_env_fields() -> set[str]:
-    """The fields ``Settings.from_env`` sets (from the keywords of its call), and the variables it reads."""
-    tree = ast.parse(inspect.getsource(Settings.from_env).strip().replace("\n    ", "\n"))
-    call = next(node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "cls")
-    return {keyword.arg for keyword in call.keywords if keyword.arg}
+ROWS = rows(Settings)
+VARIABLES = [entry for entry in ROWS if entry.row.variable is not None]
+BOUNDED = [entry for entry in VARIABLES if isinstance(entry.row.grammar, WholeNumber)]
+# a value each variable that is not a whole number accepts, and what it reads as
+ACCEPTED: dict[str, tuple[str, object]] = {
+    "MENUS_BASE_URL": ("https://menus.example.com/", "https://menus.example.com"),
+    "MENUS_ISSUER": ("https://id.example.com/a", "https://id.example.com/a"),
+    "MENUS_TRUSTED_PROXIES": ("10.0.0.2, 10.1.0.0/16", ("10.0.0.2/32", "10.1.0.0/16")),
+    "MENUS_DOCS": ("off", False),
+    "MENUS_CORS_ORIGINS": ("https://a.example https://b.example", ("https://a.example", "https://b.example")),
+    "MENUS_CONSOLE_PATH": ("/dev/console", "/dev/console"),
+    "MENUS_DATABASE_URL": ("sqlite:///elsewhere.sqlite3", "sqlite:///elsewhere.sqlite3"),
+    "MENUS_SECRET_KEYS": ("A" * 43 + "=", ("A" * 43 + "=",)),
+    "MENUS_RATE_LIMIT_STORAGE": ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+    "MENUS_PUBLIC_CLIENTS": ("on", True),
+    "MENUS_SMTP_URL": ("smtps://relay.example.com", "smtps://relay.example.com"),
+    "MENUS_MAIL_DIR": ("/srv/outbox", "/srv/outbox"),
+    "MENUS_MAIL_FROM": ("Menus <menus@example.com>", "Menus <menus@example.com>"),
+    "MENUS_OUTBOUND_LOOPBACK": ("true", True),
+}
 
 
-def _table(heading: str) -> dict[str, str]:
-    """The table under ``heading`` in docs/operations.md: its first column (a name in backticks) to its second."""
-    text = (Path(__file__).parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
-    lines = text.split(heading + "\n", 1)[1].splitlines()
-    first = next(number for number, line in enumerate(lines) if line.startswith("|"))
-    rows = itertools.takewhile(lambda line: line.startswith("|"), lines[first:])
-    return {m[1]: m[2] for line in rows if (m := re.match(r"\| `([^`]+)` \| (.*?) \|", line))}
+def test_operations_md_tables_are_the_ones_generated_from_the_settings_table() -> None:
+    text = OPERATIONS_MD.read_text(encoding="utf-8")
+    assert regenerated(text) == text, "docs/operations.md: run python -m tools.settings_doc"
 
 
-def test_operations_md_lists_every_variable_that_settings_reads() -> None:
-    settings_source = inspect.getsource(sys.modules[Settings.__module__])
-    read = set(re.findall(r'"(MENUS_[A-Z_]+)"', settings_source))
-    documented = {name for name in _table("## Configuration") if name.startswith("MENUS_")}
-    assert documented == read
+def test_every_row_of_the_settings_table_is_in_operations_md_once() -> None:
+    text = OPERATIONS_MD.read_text(encoding="utf-8")
+    for entry in each(ROWS, at_least=80):
+        name = entry.row.variable or entry.name
+        assert text.count(f"| `{name}` |") == 1, name
 
 
-def test_operations_md_lists_every_fixed_setting_with_its_default() -> None:
-    fixed = {f.name: f.default for f in fields(Settings) if f.name not in _from_env_fields()}
-    table = _table("### Fixed settings")
-    assert set(table) == set(fixed)
-    assert {name: f"`{value!r}`" for name, value in fixed.items()} == table
+def test_a_default_edited_by_hand_in_the_docs_is_written_back_from_the_table() -> None:
+    text = OPERATIONS_MD.read_text(encoding="utf-8")
+    assert regenerated(text.replace("| `MENUS_RATE_LIMIT` | `600` |", "| `MENUS_RATE_LIMIT` | `60` |")) == text
+    assert regenerated(text.replace("| `mail_batch` | `int` | `20` |", "| `mail_batch` | `int` | `2` |")) == text
+
+
+def test_variable_names_are_unique_menus_names_and_each_row_has_one_line_saying_what_it_is_for() -> None:
+    names = [entry.row.variable for entry in VARIABLES]
+    assert len(names) == len(set(names)) and all(re.fullmatch(r"MENUS_[A-Z_]+", str(name)) for name in names)
+    assert all(entry.row.description and "\n" not in entry.row.description for entry in ROWS)
+
+
+def test_unset_variables_leave_every_setting_at_its_default() -> None:
+    assert Settings.from_env({}) == Settings()
+    assert {entry.name: entry.default for entry in ROWS} == {
+        f.name: getattr(Settings(), f.name) for f in fields(Settings)
+    }
+
+
+@pytest.mark.parametrize("entry", VARIABLES, ids=lambda entry: entry.row.variable)
+def test_each_variable_sets_its_own_setting_and_no_other(entry: Entry, tmp_path: Path) -> None:
+    variable = str(entry.row.variable)
+    if isinstance(entry.row.grammar, WholeNumber):
+        text, value = str(entry.row.grammar.minimum + 7), entry.row.grammar.minimum + 7
+    else:
+        text, value = ACCEPTED[variable]
+    read = Settings.from_env({variable: text})
+    assert getattr(read, entry.name) == value
+    assert read == Settings().with_changes(**{entry.name: value})
+
+
+@pytest.mark.parametrize("entry", BOUNDED, ids=lambda entry: entry.row.variable)
+def test_a_whole_number_below_its_bound_is_refused_with_the_documented_message(entry: Entry) -> None:
+    variable, minimum = str(entry.row.variable), entry.row.grammar.minimum  # type: ignore[union-attr]
+    below = str(minimum - 1) if minimum > 0 else "-1"
+    message = f"{variable} must be a whole number of at least {minimum}, got '{below}'"
+    with pytest.raises(ConfigurationError) as refused:
+        Settings.from_env({variable: below})
+    assert str(refused.value) == message
+    assert getattr(Settings.from_env({variable: str(minimum)}), entry.name) == minimum  # the bound itself is taken
+    assert f"a whole number, at least {minimum}" in OPERATIONS_MD.read_text(encoding="utf-8")
+
+
+def test_a_variable_read_alone_by_a_command_is_read_as_settings_read_it() -> None:
+    env = {"MENUS_MAX_KEYS_PER_ORG": "3", "MENUS_OUTBOUND_LOOPBACK": "on", "MENUS_SECRET_KEYS": "A" * 43 + "="}
+    read = Settings.from_env(env)
+    assert max_keys_per_org_from(env) == read.max_keys_per_org == 3
+    assert outbound_loopback_from(env) is read.outbound_loopback is True
+    assert secret_keys_from(env) == read.secret_keys
+    with pytest.raises(ConfigurationError, match="MENUS_MAX_KEYS_PER_ORG must be a whole number of at least 1"):
+        max_keys_per_org_from({"MENUS_MAX_KEYS_PER_ORG": "0"})
 
 
 def test_a_smaller_identity_form_limit_answers_413_sooner(settings: Settings, engine: Engine, catalog: Catalog) -> None:

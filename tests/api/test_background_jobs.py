@@ -1,0 +1,64 @@
+"""The app's background jobs (service/app.py ``background_jobs``; service/ops/periodic.py runs them): one list,
+each job at the interval its settings give, started and stopped with the app's lifespan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from starlette.testclient import TestClient
+
+from data.catalog import Catalog
+from service.app import create_app
+from service.ops.periodic import LoopingJob, PeriodicJob
+from service.settings import Settings
+from service.web.admission import LAG_EVERY
+
+
+def test_the_jobs_run_at_the_intervals_of_the_settings_in_one_list(
+    settings: Settings, engine: Engine, catalog: Catalog, tmp_path: Path
+) -> None:
+    tuned = settings.with_changes(
+        purge_interval=120,
+        usage_flush_interval=7,
+        mail_poll_interval=3,
+        published_keys_refresh=9,
+        mail_dir=str(tmp_path),
+    )
+    jobs = create_app(tuned, catalog=catalog).background.jobs
+    assert [(type(job), job.name, job.interval) for job in jobs] == [
+        (PeriodicJob, "purging", 120),
+        (PeriodicJob, "writing API key usage", 7),
+        (PeriodicJob, "reading the JWKS", 9),
+        (PeriodicJob, "sending mail from the outbox", 3),
+        (LoopingJob, "watching the event loop's lag", LAG_EVERY),
+        (LoopingJob, "posting logout tokens", 3),
+        (PeriodicJob, "mailing password-reset links", 3),
+    ]
+    periodic = {job.name: job for job in jobs if isinstance(job, PeriodicJob)}
+    # the usage is written one interval after start, and once more at shutdown; the JWKS was read at start
+    assert [name for name, job in periodic.items() if not job.first_at_start] == [
+        "writing API key usage",
+        "reading the JWKS",
+    ]
+    assert [name for name, job in periodic.items() if job.last_round] == ["writing API key usage"]
+
+
+def test_a_purge_interval_of_0_and_a_node_without_a_mail_transport_leave_their_jobs_out(
+    settings: Settings, engine: Engine, catalog: Catalog
+) -> None:
+    names = [job.name for job in create_app(settings.with_changes(purge_interval=0), catalog=catalog).background.jobs]
+    assert "purging" not in names and "sending mail from the outbox" not in names
+    assert "mailing password-reset links" in names  # the reset requests' mails go to the outbox all the same
+
+
+def test_the_lifespan_starts_every_job_and_its_shutdown_ends_them_all(
+    settings: Settings, engine: Engine, catalog: Catalog
+) -> None:
+    app = create_app(settings, catalog=catalog)
+    with TestClient(app):
+        (running,) = app.background.running
+        assert [task.get_name() for task in running.tasks] == [job.name for job in app.background.jobs]
+        assert not any(task.done() for task in running.tasks)
+    assert all(task.done() and task.exception() is None for task in running.tasks)
+    assert app.background.running == ()
