@@ -32,3 +32,6 @@ class FixedClock:
 
     def now(self) -> datetime:
         return self._moment
+
+    def monotonic(self) -> float:
+        return self._moment.timestamp()
