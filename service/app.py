@@ -189,6 +189,7 @@ def create_app(
             entries=settings.api_key_cache_entries,
             check_every=settings.key_revocation_check,
             bound=settings.key_revocation_bound,
+            clock=clock.monotonic,  # the app's clock: a test moves the revocation bound past instead of waiting
         ),
         limiter=limiter,
         answers=AnswerCache(settings.answer_cache_entries, settings.answer_cache_bytes),

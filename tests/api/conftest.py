@@ -1,10 +1,11 @@
-"""Fixtures of the API tests (the ASGI app in process) beside the shared ones of ``tests/conftest.py``: the world of
+"""Fixtures of the API tests (the ASGI app in process) beside the shared ones of ``tests/conftest.py``, and the guard
+that fails an API test that starts a process or a listening server; the world of
 ``tests/support/token_flows.py``, the keys its private_key_jwt client holds, and Acme, its owner ana and its
 sign-in client for the tests that need no more."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -13,8 +14,36 @@ from starlette.testclient import TestClient
 from identity.organizations import Organization, OrganizationStore
 from identity.users import User, UserStore
 from tests.support import token_flows as flows
+from tests.support.api_tier import install
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.passwords import FAST_HASHING
+
+# An API test starts no process and no listening server (tests/support/api_tier.py): each phase of each test here is
+# watched, its module- and session-scoped fixtures included, and fails naming what it started.
+GUARD = install()
+
+
+def _watched(item: pytest.Item) -> Generator[None, object, object]:
+    with GUARD.watching() as started:
+        result = yield
+    if started:
+        pytest.fail(f"{item.nodeid} {'; '.join(started)}: a test that does belongs in tests/system/", pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watched(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watched(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watched(item))
 
 
 @pytest.fixture

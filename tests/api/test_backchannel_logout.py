@@ -7,12 +7,7 @@ The app's outbox workers look once at start-up and then not for an hour: these t
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +24,7 @@ from identity.backchannel_logout import CHANNEL
 from identity.clients import ClientStore
 from identity.disabled_users import disable
 from identity.errors import InvalidInput
-from identity.logout_tokens import LOGOUT_TOKEN_TTL, LogoutPost, LogoutTokens
+from identity.logout_tokens import LOGOUT_TOKEN_TTL, LogoutTokens
 from identity.outbox import Claimed, Mail, Outbox, Undeliverable
 from identity.password_reset import replace_password
 from identity.revoked_grants import Revoker
@@ -39,7 +34,6 @@ from identity.tables import browser_sessions, mail_outbox
 from identity.users import UserStore
 from service.app import create_app
 from service.cli.commands import run
-from service.outbound.backchannel import LogoutPoster
 from service.settings import Settings
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DELIVERY, SIGNING_KEYS_MAX_AGE
@@ -307,37 +301,3 @@ def test_one_client_endpoint_away_holds_up_no_other_clients_logout_token(world: 
 
     assert logouts.deliver(post) == {"sent": 1, "retrying": 1, "failed": 0}
     assert posted == [world.companion.id]
-
-
-def test_a_logout_post_has_one_deadline_even_for_an_answer_sent_a_byte_at_a_time() -> None:
-    """httpx's timeouts bound each read alone: an endpoint trickling its answer must not hold the worker past the
-    claim's lease (service/outbound/backchannel.py)."""
-    with trickling_endpoint() as uri:
-        poster = LogoutPoster(timeout=0.3, loopback=True)
-        with pytest.raises(TimeoutError):
-            asyncio.run(poster.post(LogoutPost(uri, "a.logout.token")))
-
-
-@contextmanager
-def trickling_endpoint() -> Iterator[str]:
-    """An HTTP endpoint on loopback that reads the request, then sends its answer's head one byte every 50 ms."""
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        connection, _ = server.accept()
-        with connection:
-            connection.recv(65536)
-            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
-                if stop.wait(0.05):
-                    return
-                connection.sendall(bytes([byte]))
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}/logout"
-    finally:
-        stop.set()
-        server.close()
-        thread.join(timeout=5)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -505,9 +504,10 @@ def shared_database(either_database: str) -> str:
 
 def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_database: str) -> None:
     settings = Settings(database_url=shared_database, validate_responses=True, purge_interval=0)
+    clock_b = MovableClock()  # node B's time, moved past the revocation bound below
     node_a, node_b = (
         create_app(settings, password_hashing=FAST_HASHING),
-        create_app(settings, password_hashing=FAST_HASHING),
+        create_app(settings, clock=clock_b, password_hashing=FAST_HASHING),
     )  # both register the console: one client
     engine = make_engine(shared_database, POOL)
     try:
@@ -526,7 +526,7 @@ def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_data
             done = on_a.post(f"/console/keys/{key_id.group(1)}/revoke", {"csrf_token": on_a.csrf()})
             assert done.status_code == 303
             assert menus(node_a, key) == 401  # refused at once by the node that revoked it
-            time.sleep(KEY_REVOCATION_BOUND)
+            clock_b.advance(KEY_REVOCATION_BOUND)
             assert menus(node_b, key) == 401  # and by the other within the revocation bound
     finally:
         engine.dispose()

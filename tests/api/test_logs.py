@@ -8,12 +8,9 @@ import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import pytest
-import requests
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
@@ -21,8 +18,7 @@ from starlette.testclient import TestClient
 from identity.users import User
 from service.ops.logs import JsonFormatter
 from service.ops.observe import request_id
-from tests.support.form_browser import Browser, Callback, Page
-from tests.support.identity_fixtures import CALLBACK, PASSWORD, Registered
+from tests.support.identity_fixtures import PASSWORD, Registered
 from tests.support.identity_pages import (
     VERIFIER,
     authorize,
@@ -35,8 +31,6 @@ from tests.support.identity_pages import (
     to_page,
     tokens,
 )
-from tests.support.live import live_service
-from tests.support.pkce_pairs import pkce_pair
 
 REQUEST_FIELDS = {"ts", "level", "logger", "event", "method", "route", "path", "status", "duration_ms", "request_id"}
 
@@ -197,55 +191,6 @@ def test_no_password_secret_key_token_or_code_reaches_any_log_in_process(
         leaked = [name for name, secret in secrets.items() if secret in text]
         assert not leaked, f"{leaked} in the {where}"
     assert len(logged.requests()) >= 10
-
-
-def test_serve_logs_only_json_lines_and_never_a_secret(tmp_path: Path) -> None:
-    """As operators see it: the server's output and the commands' audit lines, after a whole sign-in."""
-    with live_service(tmp_path) as service:
-        key = service.api_key("logs")
-        org = service.cli_json("orgs", "create", "--name", "Log Kitchen")
-        service.create_user("log@example.com", "Log", PASSWORD, org["id"])
-        client = service.cli_json(
-            "clients", "create", "--name", "Logs", "--org", org["id"], "--redirect-uri", CALLBACK,
-            "--auth-method", "client_secret_basic", "--first-party",
-            "--scope", "openid", "--scope", "offline_access",
-        )  # fmt: skip
-        auth = (client["client_id"], client["client_secret"])
-        verifier, challenge = pkce_pair()
-        browser = Browser(service.url)
-        query = urlencode({"response_type": "code", "client_id": client["client_id"], "redirect_uri": CALLBACK,
-                           "scope": "openid offline_access", "state": "s", "code_challenge": challenge,
-                           "code_challenge_method": "S256"})  # fmt: skip
-        page = browser.go(f"{service.url}/oauth2/authorize?{query}")
-        assert isinstance(page, Page), page
-        callback = browser.submit(page, email="log@example.com", password=PASSWORD)
-        assert isinstance(callback, Callback), callback
-        code = callback.params["code"]
-        token_url = f"{service.url}/oauth2/token"
-        exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": CALLBACK}
-        issued = requests.post(token_url, data={**exchange, "code_verifier": verifier}, auth=auth, timeout=10).json()
-        again = {"grant_type": "refresh_token", "refresh_token": issued["refresh_token"]}
-        renewed = requests.post(token_url, data=again, auth=auth, timeout=10).json()
-        requests.post(f"{service.url}/oauth2/revoke", data={"token": renewed["refresh_token"]}, auth=auth, timeout=10)
-        requests.get(f"{service.url}/v1/menus/regions", headers=bearer(key), timeout=10)
-        commands = "".join(service.command_errors)
-    served = (tmp_path / "server.log").read_text()
-    lines = [json.loads(line) for line in served.splitlines()]  # every line is JSON
-    assert not [line for line in lines if line["logger"] == "uvicorn.access"]
-    events = {line["event"] for line in lines if line["logger"] == "regional_menus.audit"}
-    assert {"sign_in", "token_issued", "token_revoked"} <= events
-    assert {json.loads(line)["event"] for line in commands.splitlines()} == {"api_key_created"}
-    secrets = {
-        "password": PASSWORD,
-        "client secret": client["client_secret"],
-        "API key": key,
-        "authorization code": code,
-        "PKCE verifier": verifier,
-        **{name: issued[name] for name in ("access_token", "refresh_token", "id_token")},
-        **{f"renewed {name}": renewed[name] for name in ("access_token", "refresh_token")},
-    }
-    leaked = [name for name, secret in secrets.items() if secret in served + commands]
-    assert not leaked
 
 
 def test_a_database_error_never_shows_the_statement_s_values(engine: Engine) -> None:

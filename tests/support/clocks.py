@@ -34,6 +34,9 @@ class FixedClock:
     def now(self) -> datetime:
         return self._moment
 
+    def monotonic(self) -> float:
+        return self._moment.timestamp()
+
 
 class MovableTimer:
     """A ``Timer`` of the background jobs (service/ops/periodic.py) whose time moves only by ``advance``: a job's

@@ -187,12 +187,15 @@ def assert_oauth_error(response: httpx.Response, status: int, error: str) -> Non
     assert isinstance(body["error_description"], str) and body["error_description"]
 
 
-def verified(http: TestClient, token: str, audience: str) -> dict[str, Any]:
-    """Check a JWT as a relying party would: RS256, a key from /jwks, our issuer, the audience."""
+def verified(http: TestClient, token: str, audience: str, *, leeway: float = 0) -> dict[str, Any]:
+    """Check a JWT as a relying party would: RS256, a key from /jwks, our issuer, the audience. ``leeway``: how many
+    seconds the provider's clock runs ahead of the relying party's (a test that moved the app's clock forward)."""
     keys = jwt.PyJWKSet.from_dict(http.get("/jwks").json())
     header = jwt.get_unverified_header(token)
     assert header["alg"] == "RS256"
-    return jwt.decode(token, key=keys[header["kid"]], algorithms=["RS256"], audience=audience, issuer=ISSUER)
+    return jwt.decode(
+        token, key=keys[header["kid"]], algorithms=["RS256"], audience=audience, issuer=ISSUER, leeway=leeway
+    )
 
 
 def bearer(token: str) -> dict[str, str]:

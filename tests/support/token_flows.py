@@ -247,12 +247,15 @@ def userinfo_status(http: TestClient, access_token: str) -> int:
     return http.get("/oauth2/userinfo", headers={"Authorization": f"Bearer {access_token}"}).status_code
 
 
-def verified(http: TestClient, token: str, audience: str) -> dict[str, Any]:
-    """A JWT of the provider, checked against its published JWKS."""
+def verified(http: TestClient, token: str, audience: str, *, leeway: float = 0) -> dict[str, Any]:
+    """A JWT of the provider, checked against its published JWKS. ``leeway``: how many seconds the provider's clock
+    runs ahead of the relying party's (a test that moved the app's clock forward)."""
     kid = jwt.get_unverified_header(token)["kid"]
     jwks = jwt.PyJWKSet.from_dict(http.get("/jwks").json())
     key = next(k for k in jwks.keys if k.key_id == kid)
-    claims: dict[str, Any] = jwt.decode(token, key=key, algorithms=["RS256"], audience=audience, issuer=ISSUER)
+    claims: dict[str, Any] = jwt.decode(
+        token, key=key, algorithms=["RS256"], audience=audience, issuer=ISSUER, leeway=leeway
+    )
     return claims
 
 

@@ -6,7 +6,12 @@ tests/api/test_backchannel_logout.py."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +23,7 @@ from starlette.testclient import TestClient
 
 from data.catalog import Catalog
 from identity.backchannel_logout import CHANNEL, KIND
+from identity.logout_tokens import LogoutPost
 from identity.organizations import OrganizationStore
 from identity.outbox import Mail, Outbox
 from identity.password_reset import replace_password
@@ -25,6 +31,7 @@ from identity.revoked_grants import Revoker
 from identity.tables import mail_outbox
 from identity.users import UserStore
 from service.app import create_app
+from service.outbound.backchannel import LogoutPoster
 from service.settings import Settings
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.logout_rp import RelyingParty, the_token, verified
@@ -170,3 +177,37 @@ def test_an_endpoint_that_never_answers_holds_up_no_other_clients_logout_token(
 
 def claims_of(browser: TestClient, post: Any, client: Any) -> dict[str, Any]:
     return verified(browser, the_token(post), client)
+
+
+def test_a_logout_post_has_one_deadline_even_for_an_answer_sent_a_byte_at_a_time() -> None:
+    """httpx's timeouts bound each read alone: an endpoint trickling its answer must not hold the worker past the
+    claim's lease (service/outbound/backchannel.py)."""
+    with trickling_endpoint() as uri:
+        poster = LogoutPoster(timeout=0.3, loopback=True)
+        with pytest.raises(TimeoutError):
+            asyncio.run(poster.post(LogoutPost(uri, "a.logout.token")))
+
+
+@contextmanager
+def trickling_endpoint() -> Iterator[str]:
+    """An HTTP endpoint on loopback that reads the request, then sends its answer's head one byte every 50 ms."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
+                if stop.wait(0.05):
+                    return
+                connection.sendall(bytes([byte]))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/logout"
+    finally:
+        stop.set()
+        server.close()
+        thread.join(timeout=5)
