@@ -36,6 +36,7 @@ from identity.issuer import Issuer
 from identity.organizations import Organization
 from identity.sessions import BrowserSession
 from identity.users import Membership, User
+from tests.support.loops import each
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 ACME = Organization("org_acme", "Acme", "acme")
@@ -254,7 +255,7 @@ ERRORS: list[tuple[str, type[OAuthError], str]] = [
 def test_each_prompts_checks_give_its_error_under_prompt_none(
     prompt: str, kind: type[OAuthError], description: str
 ) -> None:
-    for check in SIGN_IN_POLICY.get(prompt).checks:
+    for check in each(SIGN_IN_POLICY.get(prompt).checks):
         error = check.error()
         assert type(error) is kind and error.description == description
 
