@@ -11,11 +11,13 @@ from service.web.request_reading import browser, form_pairs, query_pairs
 
 async def start() -> Response:
     identity, request = provider(), current()
-    result = await run_in_threadpool(identity.flow.start, query_pairs(request), browser(request))
+    result = await run_in_threadpool(identity.sign_in_pages.authorization.start, query_pairs(request), browser(request))
     return outcome(result, identity.issuer)
 
 
 async def start_post() -> Response:
     identity, request = provider(), current()
     pairs = await form_pairs(request)
-    return outcome(await run_in_threadpool(identity.flow.start, pairs, browser(request)), identity.issuer)
+    return outcome(
+        await run_in_threadpool(identity.sign_in_pages.authorization.start, pairs, browser(request)), identity.issuer
+    )

@@ -20,10 +20,10 @@ from identity.device_cookies import DeviceCookiePolicy, DeviceCookies
 from identity.discovery import metadata
 from identity.email_links import EmailLinks
 from identity.email_verification import EmailVerification
-from identity.flow import SignInFlow
 from identity.grants.authorization_code import AuthorizationCodeGrant
 from identity.grants.client_credentials import ClientCredentialsGrant
 from identity.grants.refresh_token import RefreshTokenGrant
+from identity.interaction.sign_in_pages import SignInPages
 from identity.interactions import InteractionStore
 from identity.introspection import TokenIntrospection
 from identity.issuer import Issuer
@@ -155,7 +155,7 @@ class Provider:
         )
         self.logout_tokens = LogoutTokens(self.clients, self.minter)
         self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
-        self.flow = SignInFlow(
+        self.sign_in_pages = SignInPages.build(
             issuer=issuer,
             clients=self.clients,
             users=self.users,

@@ -20,7 +20,7 @@ from identity import audit
 from identity.authorization import redirect_with
 from identity.clients import Client, ClientStore
 from identity.errors import ErrorPage, InvalidToken, UnknownRecord
-from identity.flow import EXPIRED, SESSION_COOKIE, Browser, Outcome, SetCookie
+from identity.interaction.browser import EXPIRED, SESSION_COOKIE, Browser, Outcome, SetCookie
 from identity.issuer import END_SESSION_PATH, Issuer
 from identity.page_data import Page, message
 from identity.revoked_grants import Revoker

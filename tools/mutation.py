@@ -75,7 +75,11 @@ TARGETS = (
         "identity/interactions.py",
         ("identity.interactions.xǁInteractionǁcsrf_matches__*",),
     ),
-    Target("CSRF of the sign-in pages", "identity/flow.py", ("identity.flow.xǁSignInFlowǁ_posted__*",)),
+    Target(
+        "CSRF of the sign-in pages",
+        "identity/interaction/pending.py",
+        ("identity.interaction.pending.xǁPendingǁposted__*",),
+    ),
     Target(
         "CSRF of the console",
         "service/console_api/cookies.py",

@@ -12,7 +12,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive
 
 from identity.device_cookies import DEVICE_COOKIE
-from identity.flow import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser
+from identity.interaction.browser import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser
 from identity.text import has_control
 from service.web.request_state import Slot
 

@@ -18,7 +18,8 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.consents import ConsentStore
-from identity.flow import INTERACTION_COOKIE_PREFIX, Browser, SignInFlow
+from identity.interaction.browser import INTERACTION_COOKIE_PREFIX, Browser
+from identity.interaction.sign_in_pages import SignInPages
 from identity.interactions import InteractionStore
 from identity.issuer import Issuer
 from identity.password_reset import replace_password
@@ -173,21 +174,22 @@ def test_a_sign_in_whose_password_is_reset_while_it_is_checked_is_refused_and_st
     engine: Engine, user: User, web: Registered, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = Provider(engine, Issuer(ISSUER), LIFETIMES, TUNING, b"c" * 32, Sealer([new_key()]), b"d" * 32)
-    flow = SignInFlow(
+    pages = SignInPages.build(
         issuer=provider.issuer, clients=provider.clients, users=ResetWhileChecking(engine), sessions=provider.sessions,
         consents=ConsentStore(engine), codes=provider.codes, interactions=InteractionStore(engine),
-        throttle=provider.flow.throttle, devices=provider.flow.devices, interaction_ttl=LIFETIMES.interaction,
+        throttle=provider.sign_in_pages.sign_in.throttle, devices=provider.sign_in_pages.sign_in.devices,
+        interaction_ttl=LIFETIMES.interaction,
         outbox=provider.outbox, verification=provider.email_verification, password_reset=provider.password_reset,
     )  # fmt: skip
-    started = flow.start(authorization(web.id), Browser())
+    started = pages.authorization.start(authorization(web.id), Browser())
     assert started.location is not None and started.location.startswith("/sign-in?interaction=")
     [binding] = started.cookies
     browser = Browser(bindings={binding.name: binding.value}, address="192.0.2.1")
     interaction_id = binding.name.removeprefix(INTERACTION_COOKIE_PREFIX)
-    shown = flow.sign_in_form(interaction_id, browser).page
+    shown = pages.sign_in.show(interaction_id, browser).page
     assert shown is not None
     caplog.set_level(logging.INFO, logger="regional_menus.audit")
-    answered = flow.sign_in(
+    answered = pages.sign_in.post(
         [("interaction", interaction_id), ("csrf_token", shown.data["csrf_token"]), ("email", user.email),
          ("password", PASSWORD)],
         browser,

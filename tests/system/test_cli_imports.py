@@ -1,5 +1,5 @@
 """What the command line loads: its command tree and every ``--help`` load click and the settings only; SQLAlchemy,
-Alembic, Connexion, Jinja and the app are imported by the command that uses them (service/cli/commands.py)."""
+Alembic, Connexion, Jinja and the app are imported by the command that uses them (service/cli/)."""
 
 from __future__ import annotations
 

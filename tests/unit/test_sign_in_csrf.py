@@ -1,6 +1,6 @@
-"""The sign-in pages' CSRF check in the domain (identity/flow.py, identity/interactions.py): a form post without
-its interaction's token, or with an empty one, is refused by the flow itself, whatever the contract in front of
-it (which today also requires a token of at least one character: the two checks guard the rule apart)."""
+"""The sign-in pages' CSRF check in the domain (identity/interaction/pending.py, identity/interactions.py): a form
+post without its interaction's token, or with an empty one, is refused by the pages themselves, whatever the contract
+in front of it (which today also requires a token of at least one character: the two checks guard the rule apart)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 
 from identity.clients import ClientStore
 from identity.errors import ErrorPage
-from identity.flow import Browser, interaction_cookie
+from identity.interaction.browser import Browser, interaction_cookie
 from identity.issuer import Issuer
 from identity.organizations import OrganizationStore
 from identity.pkce import challenge_of
@@ -54,12 +54,12 @@ def started(engine: Engine) -> tuple[Provider, Browser, str, str]:
         ("code_challenge", challenge_of("v" * 43)),
         ("code_challenge_method", "S256"),
     ]
-    outcome = provider.flow.start(request, Browser())
+    outcome = provider.sign_in_pages.authorization.start(request, Browser())
     assert outcome.location is not None
     interaction = parse_qs(urlsplit(outcome.location).query)["interaction"][0]
     browser = Browser(bindings={cookie.name: cookie.value for cookie in outcome.cookies})
     assert interaction_cookie(interaction) in browser.bindings
-    page = provider.flow.sign_in_form(interaction, browser).page
+    page = provider.sign_in_pages.sign_in.show(interaction, browser).page
     assert page is not None
     return provider, browser, interaction, page.data["csrf_token"]
 
@@ -73,7 +73,7 @@ def test_sign_in_post_without_its_csrf_token_is_refused_by_the_flow(
     if csrf is not None:
         form.append(("csrf_token", csrf))
     with pytest.raises(ErrorPage) as page:
-        provider.flow.sign_in(form, browser)
+        provider.sign_in_pages.sign_in.post(form, browser)
     assert page.value.title == "Form expired"
     assert page.value.description == "This form has expired. Go back to the application and sign in again."
 
@@ -82,5 +82,5 @@ def test_sign_in_post_with_its_csrf_token_signs_in(started: tuple[Provider, Brow
     """The refusals above are of the token, not of the form: the same post with the page's token signs in."""
     provider, browser, interaction, csrf = started
     form = [("interaction", interaction), ("csrf_token", csrf), ("email", EMAIL), ("password", PASSWORD)]
-    outcome = provider.flow.sign_in(form, browser)
+    outcome = provider.sign_in_pages.sign_in.post(form, browser)
     assert outcome.location is not None and outcome.location.startswith(CALLBACK + "?code=")

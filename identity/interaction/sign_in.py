@@ -1,0 +1,100 @@
+"""The sign-in page: email and password, throttled per account and per network (identity/throttle.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from identity import audit
+from identity.clients import Client
+from identity.device_cookies import DeviceCookies
+from identity.errors import Throttled
+from identity.interaction.browser import Browser, Form, Outcome, throttled
+from identity.interaction.pending import Pending
+from identity.interaction.signed_in import SignedIn
+from identity.interactions import Interaction
+from identity.issuer import Issuer
+from identity.page_data import Page
+from identity.throttle import SignInThrottle
+from identity.users import CredentialMoved, UserStore
+
+DISABLED = "This account is disabled. Contact your organization's administrator."
+
+
+class SignInPage:
+    def __init__(
+        self,
+        issuer: Issuer,
+        pending: Pending,
+        users: UserStore,
+        throttle: SignInThrottle,
+        devices: DeviceCookies,
+        signed_in: SignedIn,
+    ) -> None:
+        self.issuer = issuer
+        self.pending = pending
+        self.users = users
+        self.throttle = throttle
+        self.devices = devices
+        self.signed_in = signed_in
+
+    def show(self, interaction_id: str | None, browser: Browser) -> Outcome:
+        interaction, client = self.pending.get(interaction_id, browser)
+        return Outcome(page=self._page(interaction, client, email=interaction.request.login_hint or ""))
+
+    def post(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        form = Form.parse(pairs)
+        interaction, client = self.pending.posted(form, browser)
+        email, password = form.get("email").strip(), form.get("password")
+        if not email or not password:
+            return Outcome(page=self._page(interaction, client, email=email, error="Enter your email and password."))
+        known_device = self._known_device(email, browser)
+        try:
+            self.throttle.attempt(email, browser.address, known_device=known_device)
+        except Throttled as error:
+            audit.record(audit.SIGN_IN, audit.FAILURE, reason="throttled", client_id=client.id)
+            return Outcome(page=throttled(error))
+        user = self.users.authenticate(email, password)  # an unknown email pays for an Argon2 check too
+        if user is None:
+            self.throttle.failed(email)
+            account = self.users.account_id(email)
+            reason = "wrong_password" if account else "unknown_account"
+            audit.record(audit.SIGN_IN, audit.FAILURE, reason=reason, user_id=account, client_id=client.id)
+            return Outcome(page=self._page(interaction, client, email=email, error="Invalid email or password."))
+        if user.disabled:
+            # Said only to whoever gave the right password (a wrong one gets the answer above, whether or not
+            # the account is disabled): the account's state is not told to someone guessing.
+            audit.record(audit.SIGN_IN, audit.FAILURE, reason="disabled", user_id=user.id, client_id=client.id)
+            return Outcome(page=self._page(interaction, client, email=email, error=DISABLED))
+        try:
+            started = self.signed_in.start_session(interaction, browser, user, org_id=None)
+        except CredentialMoved:
+            # The password was replaced (or the user disabled) while it was being checked: it is wrong now.
+            audit.record(
+                audit.SIGN_IN, audit.FAILURE, reason="credential_changed", user_id=user.id, client_id=client.id
+            )
+            return Outcome(page=self._page(interaction, client, email=email, error="Invalid email or password."))
+        audit.record(audit.SIGN_IN, user_id=user.id, client_id=client.id)
+        self.throttle.succeeded(email, browser.address, known_device=known_device)
+        return self.signed_in.go_on(started, client, browser, user)
+
+    def _known_device(self, email: str, browser: Browser) -> bool:
+        """Whether the browser holds a device cookie for the account of ``email`` (no query without a cookie)."""
+        if not browser.device:
+            return False
+        account = self.users.account_id(email)
+        return account is not None and self.devices.knows(browser.device, account)
+
+    def _page(self, interaction: Interaction, client: Client, *, email: str, error: str | None = None) -> Page:
+        return Page(
+            "sign_in",
+            {
+                "client_name": client.name,
+                "action": self.issuer.page("sign-in"),
+                "sign_up_url": f"{self.issuer.page('sign-up')}?interaction={interaction.id}",
+                "forgot_password_url": f"{self.issuer.page('forgot-password')}?interaction={interaction.id}",
+                "interaction": interaction.id,
+                "csrf_token": interaction.csrf_token,
+                "email": email,
+                "error": error,
+            },
+        )

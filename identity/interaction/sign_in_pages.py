@@ -1,0 +1,93 @@
+"""The pages of the browser sign-in, one handler each, built from the stores they share.
+
+The authorization request (``authorization.start``) validates the request and asks the interaction policy
+(identity/interaction/policy.py) for the page it needs: sign in (or sign up for ``prompt=create``), choose an
+organization, verify the email address, consent, or none, and finishes with a code. Each page's form post
+records its step on the interaction and asks the policy again, until the request finishes with a redirect to
+the client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from identity.clients import ClientStore
+from identity.clock import SYSTEM_CLOCK, Clock
+from identity.consents import ConsentStore
+from identity.device_cookies import DeviceCookies
+from identity.email_verification import EmailVerification
+from identity.interaction.authorize import Authorization
+from identity.interaction.check_email import CheckEmailPage
+from identity.interaction.consent import ConsentPage
+from identity.interaction.forgot_password import ForgotPasswordPage
+from identity.interaction.pending import Pending
+from identity.interaction.select_organization import SelectOrganizationPage
+from identity.interaction.sign_in import SignInPage
+from identity.interaction.sign_up import SignUpPage
+from identity.interaction.signed_in import SignedIn
+from identity.interaction.steps import Steps, VerificationMail
+from identity.interaction.verify_email import VerifyEmailLink
+from identity.interactions import InteractionStore
+from identity.issuer import Issuer
+from identity.outbox import Outbox
+from identity.password_reset import PasswordReset
+from identity.sessions import SessionStore
+from identity.store_protocols import AuthorizationCodes
+from identity.throttle import SignInThrottle
+from identity.users import UserStore
+
+
+@dataclass(frozen=True, slots=True)
+class SignInPages:
+    authorization: Authorization
+    sign_in: SignInPage
+    sign_up: SignUpPage
+    forgot_password: ForgotPasswordPage
+    check_email: CheckEmailPage
+    verify_email: VerifyEmailLink
+    select_organization: SelectOrganizationPage
+    consent: ConsentPage
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        issuer: Issuer,
+        clients: ClientStore,
+        users: UserStore,
+        sessions: SessionStore,
+        consents: ConsentStore,
+        codes: AuthorizationCodes,
+        interactions: InteractionStore,
+        throttle: SignInThrottle,
+        devices: DeviceCookies,
+        interaction_ttl: timedelta,
+        outbox: Outbox,
+        verification: EmailVerification,
+        password_reset: PasswordReset,
+        clock: Clock = SYSTEM_CLOCK,
+        public_clients: bool = False,  # MENUS_PUBLIC_CLIENTS: whether public clients may sign users in here
+    ) -> SignInPages:
+        pending = Pending(interactions, clients, users, sessions)
+        mail = VerificationMail(issuer, users, throttle, verification)
+        steps = Steps(
+            issuer=issuer,
+            pending=pending,
+            interactions=interactions,
+            consents=consents,
+            codes=codes,
+            mail=mail,
+            clock=clock,
+        )
+        signed_in = SignedIn(sessions, devices, steps)
+        return cls(
+            authorization=Authorization(clients, sessions, steps, interaction_ttl, clock, public_clients),
+            sign_in=SignInPage(issuer, pending, users, throttle, devices, signed_in),
+            sign_up=SignUpPage(issuer, pending, users, throttle, outbox, mail, signed_in),
+            forgot_password=ForgotPasswordPage(issuer, pending, password_reset),
+            check_email=CheckEmailPage(issuer, pending, throttle, verification, mail, steps),
+            verify_email=VerifyEmailLink(verification, interactions, clients, steps),
+            select_organization=SelectOrganizationPage(issuer, pending, sessions, steps),
+            consent=ConsentPage(issuer, pending, consents, interactions, steps),
+        )

@@ -1,0 +1,116 @@
+"""The sign-up page: a new user and a new organization they own, then the sign-in goes on signed in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from identity import audit
+from identity.clients import Client
+from identity.errors import InvalidInput, Throttled
+from identity.interaction.browser import Browser, Form, Outcome, throttled
+from identity.interaction.pending import Pending
+from identity.interaction.signed_in import SignedIn
+from identity.interaction.steps import VerificationMail
+from identity.interactions import Interaction
+from identity.issuer import Issuer
+from identity.organizations import check_name as check_organization_name
+from identity.outbox import Mail, Outbox
+from identity.page_data import Page
+from identity.passwords import WeakPassword, check_strength
+from identity.throttle import SignInThrottle
+from identity.users import CredentialMoved, UserStore, check_email, check_name
+
+
+class SignUpPage:
+    def __init__(
+        self,
+        issuer: Issuer,
+        pending: Pending,
+        users: UserStore,
+        throttle: SignInThrottle,
+        outbox: Outbox,
+        mail: VerificationMail,
+        signed_in: SignedIn,
+    ) -> None:
+        self.issuer = issuer
+        self.pending = pending
+        self.users = users
+        self.throttle = throttle
+        self.outbox = outbox
+        self.mail = mail
+        self.signed_in = signed_in
+
+    def show(self, interaction_id: str | None, browser: Browser) -> Outcome:
+        interaction, client = self.pending.get(interaction_id, browser)
+        return Outcome(page=self._page(interaction, client, Form({"email": interaction.request.login_hint or ""}), {}))
+
+    def post(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
+        """Create the user and a new organization they own, then continue signed in."""
+        form = Form.parse(pairs)
+        interaction, client = self.pending.posted(form, browser)
+        errors = _sign_up_errors(form)
+        if errors:
+            return Outcome(page=self._page(interaction, client, form, errors))
+        try:
+            self.throttle.signing_up(browser.address)  # never charges the account of an existing email
+        except Throttled as error:
+            audit.record(audit.SIGN_UP, audit.FAILURE, reason="throttled", client_id=client.id)
+            return Outcome(page=throttled(error))
+        try:
+            user = self.users.sign_up(
+                form.get("email"), form.get("name"), form.get("password"), form.get("organization")
+            )
+        except InvalidInput as error:
+            audit.record(audit.SIGN_UP, audit.FAILURE, reason="account_exists", client_id=client.id)
+            self._tell_owner(form.get("email"))
+            return Outcome(page=self._page(interaction, client, form, {"email": str(error).capitalize() + "."}))
+        audit.record(audit.SIGN_UP, user_id=user.id, org_id=user.memberships[0].org.id, client_id=client.id)
+        self.throttle.signed_up(form.get("email"))
+        # A mail in the outbox; the authorization goes on as before. Its link also resumes this sign-in, should
+        # the client require a verified address (it then pauses on the check-your-email page). A new account
+        # always gets it, and it counts against the account's bound of verification mails like any other (5 in
+        # the window in all: docs/identity.md).
+        self.throttle.verification_mail(user.email)
+        self.mail.send(user, interaction)
+        interaction = interaction.changed(verification_sent=True)
+        try:
+            started = self.signed_in.start_session(interaction, browser, user, org_id=user.memberships[0].org.id)
+        except CredentialMoved:  # disabled (or its password reset) in the instant after it was created
+            return Outcome(location=f"{self.issuer.page('sign-in')}?interaction={interaction.id}")
+        return self.signed_in.go_on(started, client, browser, user)
+
+    def _tell_owner(self, email: str) -> None:
+        """The owner of a taken address learns that someone tried to sign up with it (by mail, through the
+        outbox: the answer on the page stays the one it was)."""
+        account = self.users.account_id(email)
+        if account is not None and self.throttle.account_exists_mail(email):  # within the account's bound
+            self.outbox.enqueue(Mail("account_exists", self.users.get(account).email, {}))
+
+    def _page(self, interaction: Interaction, client: Client, form: Form, errors: dict[str, str]) -> Page:
+        """``values``: what the person typed, shown again (never the password); ``errors`` by field."""
+        return Page(
+            "sign_up",
+            {
+                "client_name": client.name,
+                "action": self.issuer.page("sign-up"),
+                "sign_in_url": f"{self.issuer.page('sign-in')}?interaction={interaction.id}",
+                "interaction": interaction.id,
+                "csrf_token": interaction.csrf_token,
+                "values": {name: form.get(name) for name in ("name", "email", "organization")},
+                "errors": errors,
+            },
+        )
+
+
+def _sign_up_errors(form: Form) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    for name, check in (("name", check_name), ("email", check_email), ("organization", check_organization_name)):
+        try:
+            check(form.get(name))
+        except InvalidInput as error:
+            errors[name] = str(error).capitalize() + "."
+    try:
+        check_strength(form.get("password"))
+    except WeakPassword as error:
+        errors["password"] = str(error).capitalize() + "."
+    return errors
