@@ -1,4 +1,4 @@
-"""A response leaves the server in one write (``service/ops/bounded_http.py``, ``HeadHeld``): its head is held
+"""A response leaves the server in one write (``service/server/bounded_http.py``, ``HeadHeld``): its head is held
 until its first body bytes, never past the connection's close, and an interim 100 Continue is never held."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from service.ops.bounded_http import HeadLimits, bounded_protocol
+from service.server.bounded_http import HeadLimits, bounded_protocol
 
 LIMITS = HeadLimits(line_limit=16_384, head_limit=65_536, fields_limit=100, head_timeout=10.0)
 
