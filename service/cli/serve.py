@@ -48,16 +48,14 @@ def _check_port_free(host: str, port: int) -> None:
 @database_url_option
 def serve(host: str, port: int, workers: int | None, demo: bool, database_url: str) -> None:
     """Run the service (on a database at the current schema: see `db upgrade`)."""
-    from service.ops.deferred_imports import defer
-    from service.ops.memory import pause_collection
+    from service.server.collection import pause_collection
 
-    defer()  # what Connexion and uvicorn import for features serve never uses, until first used
-    pause_collection()  # until the app is built and frozen (service.ops.memory)
+    pause_collection()  # until the app is built and frozen (service.server.collection)
     from service.database.schema import require_current
     from service.ops import multiprocess
-    from service.ops.bounded_http import HeadLimits
     from service.ops.logs import configure as configure_logging
-    from service.ops.server import Listen, run_single, run_workers
+    from service.server.bounded_http import HeadLimits
+    from service.server.runner import Listen, run_single, run_workers
 
     _check_port_free(host, port)  # before anything is written: a second demo must not replace the first one's key
     with opened(database_url, schema_current=False, create=demo) as engine:
@@ -80,7 +78,7 @@ def serve(host: str, port: int, workers: int | None, demo: bool, database_url: s
             settings.head_line_limit, settings.head_limit, settings.head_fields_limit, settings.head_timeout
         )
         listen = Listen(host, port, settings.keep_alive, settings.graceful_timeout, head)
-        configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.ops.server)
+        configure_logging()  # JSON lines; gunicorn's master and workers get the same set-up (service.server.runner)
         if workers is None:
             if multiprocess.ENV in os.environ:  # an operator's metrics directory: start it empty
                 multiprocess.prepare_directory()

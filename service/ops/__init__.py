@@ -1,1 +1,1 @@
-"""Operations: health, metrics, logs, memory, the multi-process server and the operations API."""
+"""Operations: health, metrics, logs and the operations API (serving them is ``service.server``)."""

@@ -8,7 +8,7 @@ one worker, the p99 was near a second and some requests waited past five (docs/p
   call, or from the arrival of its body for a request that has one, to its last byte: a body still on the way
   holds no place, ``service/web/body_arrival.py``), or
 - the request has already waited ``max_queue_wait`` seconds: between its head being read (stamped in the scope
-  as ``ARRIVED`` by the server's protocol, ``service/ops/bounded_http.py``) and the edge's first call, plus the
+  as ``ARRIVED`` by the server's protocol, ``service/server/bounded_http.py``) and the edge's first call, plus the
   event loop's lag (``watch_loop``: how late a timer last ran). The lag stands for the wait before the head was
   read, which no stamp can see: bytes that arrive while the loop works through a turn wait in the kernel's socket
   buffer until the next turn reads them, a turn's length later. A loop that far behind answers the request late

@@ -25,19 +25,28 @@ found by operationId, response validation when asked for. What it changes, and w
   ...)``); the tests check them end to end. No Connexion class is changed for it, and Connexion never
   serves its copy (``Documentation`` answers the document paths with the document as written).
 - **No second validation of the document at start.** Connexion checks every document it is given against the
-  OpenAPI 3.0 schema (``Specification._validate_spec``, with jsonschema): a fifth of a worker's start-up. The
-  documents are checked before they ship (``openapi-spec-validator`` and ``redocly lint`` in CI, and
-  tests/api/test_contract.py runs Connexion's own check on each), and a worker reads them from its package,
-  never from a user; so ``connexion_app`` builds Connexion's specification without it
-  (``_validated_before_shipping``).
+  OpenAPI 3.0 schema (``Specification._validate_spec``, with jsonschema): about 0.3 s of a worker's start-up
+  for the four documents, more than half of it. The documents are checked before they ship
+  (``openapi-spec-validator`` and ``redocly lint`` in CI, and tests/unit/test_web_contracts.py runs Connexion's
+  own check on each), and a worker reads them from its package, never from a user; so ``connexion_app`` gives
+  Connexion a specification of a subclass that skips it (``_CheckedBeforeShipping``), through
+  ``_ContractMiddleware.add_api``.
 - **The contract's form rules** (``service.web.validation.body_errors``) in place of Connexion's form
   validation: a missing body names its required fields, every refused field is named, in words, and no
   value or validator text is repeated (Connexion answers ``RequestBody is required`` and jsonschema's
   message, which quotes the value). Connexion's form parsing is kept.
 
-Each hook into a private part of Connexion below says why, and what upstream change would remove it.
-Checked against Connexion 3.3.0 (``uv.lock``); a new release means re-reading ``connexion/apps/
-asynchronous.py``, ``connexion/decorators/main.py`` and ``connexion/middleware/request_validation.py``.
+Nothing here assigns to an attribute of a Connexion module or class: each change is a subclass of a class Connexion
+exports from its packages (``connexion``: ``AsyncApi``, ``ConnexionMiddleware``; ``connexion.middleware``:
+``SpecMiddleware``; ``connexion.decorators``: ``StarletteDecorator``; ``connexion.validators``:
+``FormDataValidator``), an object given through a documented option (``middlewares``, ``validator_map``,
+``resolver``), or, for the document check alone, a subclass of the specification class Connexion builds
+(``connexion.spec.OpenAPISpecification``, which no package exports). Each hook into a private part of Connexion
+below says why, and names the upstream issue whose fix would remove it. Checked against Connexion 3.3.0
+(``uv.lock``); a new release means re-reading ``connexion/apps/asynchronous.py``, ``connexion/middleware/main.py``,
+``connexion/middleware/abstract.py``, ``connexion/decorators/main.py`` and
+``connexion/middleware/request_validation.py``; tests/unit/test_connexion_adapter.py checks what each hook
+relies on.
 """
 
 from __future__ import annotations
@@ -45,18 +54,19 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connexion.apps.asynchronous import AsyncApi, AsyncASGIApp, AsyncOperation
+from connexion import AsyncApi
 from connexion.context import receive, scope
 from connexion.datastructures import MediaTypeDict
 from connexion.decorators import StarletteDecorator
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
-from connexion.middleware import ConnexionMiddleware
+from connexion.middleware import ConnexionMiddleware, SpecMiddleware
 from connexion.middleware.abstract import ROUTING_CONTEXT
+from connexion.middleware.main import API
 from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.operations import AbstractOperation
@@ -66,6 +76,7 @@ from connexion.uri_parsing import AbstractURIParser
 from connexion.validators import VALIDATOR_MAP, FormDataValidator
 from starlette.datastructures import Headers
 from starlette.responses import Response as StarletteResponse
+from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
 
 from service.web.contracts import Contract
@@ -103,42 +114,62 @@ def connexion_app(
     ``contract_parameters``: validate parameters with the contract's rules (the menus API's voice) instead
     of Connexion's; ``without_response_headers`` (lower case): response headers that a layer outside
     Connexion adds, left out of response validation."""
-    app = ConnexionMiddleware(_OnceASGIApp(), import_name=__name__, middlewares=list(MIDDLEWARES))
+    app = _ContractMiddleware(_OnceOperations(), import_name=__name__, middlewares=list(MIDDLEWARES))
     validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS}
     if contract_parameters:
         validator_map["parameter"] = ContractParameters()
-    with _validated_before_shipping():
-        app.add_api(
-            contract.specification(without_response_headers=without_response_headers),
-            base_path=base_path,
-            strict_validation=strict_validation,
-            validate_responses=validate_responses,
-            validator_map=validator_map,
-            resolver=resolver,
-        )
+    app.add_api(
+        contract.specification(without_response_headers=without_response_headers),
+        base_path=base_path,
+        strict_validation=strict_validation,
+        validate_responses=validate_responses,
+        validator_map=validator_map,
+        resolver=resolver,
+    )
     for error, handler in errors:
         app.add_error_handler(error, handler)
     return app
 
 
-@contextmanager
-def _validated_before_shipping() -> Iterator[None]:
-    """Within: Connexion makes its specification of a document without checking it against the OpenAPI schema.
+class _CheckedBeforeShipping(OpenAPISpecification):  # type: ignore[misc]  # connexion ships without type hints
+    """Connexion's specification of an OpenAPI 3 document, made without checking it against the OpenAPI schema.
 
-    Private hook: ``OpenAPISpecification._validate_spec``, the class method ``Specification.__init__`` calls
-    (Connexion 3.3 has no option to skip it; upstream, an ``add_api`` argument to skip it, or accepting a
-    ready ``Specification``, would remove this; the start-up cost of Connexion 3 is spec-first/connexion#1801,
-    closed without one). Changed for the duration of one ``add_api`` on the event loop's thread, at app
-    building, and put back even if it raises; tests/api/test_contract.py runs the check on every document."""
-    own = OpenAPISpecification.__dict__.get("_validate_spec")  # None: it inherits Specification's
-    OpenAPISpecification._validate_spec = classmethod(lambda cls, spec: None)
-    try:
-        yield
-    finally:
-        if own is None:
-            del OpenAPISpecification._validate_spec
-        else:
-            OpenAPISpecification._validate_spec = own
+    Private hook: ``_validate_spec``, the class method ``Specification.__init__`` calls, overridden in this
+    subclass alone (Connexion's own class is left as it is). Connexion 3.3 has no option to skip the check:
+    spec-first/connexion#306 asked for one (a document that does not change in production need not be checked
+    at every start; closed without it), and spec-first/connexion#1801 reports Connexion 3's slower cold start
+    (closed). An ``add_api`` option to skip it, or ``add_api`` accepting a ready ``Specification``, would
+    remove this class and ``_ContractMiddleware``."""
+
+    @classmethod
+    def _validate_spec(cls, spec: Mapping[str, Any]) -> None:
+        return None  # checked before shipping: tests/unit/test_web_contracts.py runs Connexion's own check
+
+
+class _ContractMiddleware(ConnexionMiddleware):  # type: ignore[misc]
+    """``ConnexionMiddleware`` whose ``add_api`` takes a document as a mapping and builds its specification as
+    ``_CheckedBeforeShipping``.
+
+    Connexion's ``add_api`` loads every document through ``Specification.load``, which picks the specification
+    class itself; this override does what it does for a mapping, with the other class. Private hooks:
+    ``middleware_stack`` (None until the first request), ``options`` (the app's defaults, with ``replace``),
+    ``apis`` and ``connexion.middleware.main.API`` (the list of documents the middleware stack is built from).
+    Removed by the upstream change ``_CheckedBeforeShipping`` names."""
+
+    def add_api(self, specification: Mapping[str, Any], *, base_path: str, **options: Any) -> None:
+        if self.middleware_stack is not None:
+            raise RuntimeError("Cannot add api after an application has started")
+        checked = _CheckedBeforeShipping(_string_keys(specification))
+        self.apis.append(API(checked, base_path=base_path, name=None, **self.options.replace(**options).__dict__))
+
+
+def _string_keys(value: Any) -> Any:
+    """``value`` with every mapping key a string (YAML's ``200:`` is an integer), as Connexion's ``from_dict``."""
+    if isinstance(value, Mapping):
+        return {str(key): _string_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_string_keys(item) for item in value]
+    return value
 
 
 class ContractParameters:
@@ -263,15 +294,22 @@ def _takes_arguments(function: Callable[..., Any]) -> bool:
     return bool(inspect.signature(inspect.unwrap(function)).parameters)
 
 
-class _OnceOperation(AsyncOperation):  # type: ignore[misc]
-    """``AsyncOperation`` whose ``fn`` is decorated once (a cached property instead of Connexion's property).
+class _OnceOperation:
+    """One operation of an API: its handler, decorated once (on the first request) instead of on every request as
+    Connexion's ``AsyncOperation.fn`` does. What Connexion's routed middleware needs of an operation: its
+    ``operation_id`` and to be called with the request. Removed by the same upstream change as
+    ``_OnceDecorator``."""
 
-    Private hook: ``_fn``, the resolved handler ``AsyncOperation.__init__`` keeps. Removed by the same upstream
-    change as ``_OnceDecorator``."""
+    def __init__(self, function: Callable[..., Any], operation_id: str, *, pythonic_params: bool, jsonifier: Any):
+        self._function = function
+        self.operation_id = operation_id
+        self._pythonic_params = pythonic_params
+        self._jsonifier = jsonifier
+        functools.update_wrapper(self, function)
 
     @functools.cached_property
     def fn(self) -> Callable[..., Awaitable[StarletteResponse]]:
-        return _OnceDecorator(pythonic_params=self.pythonic_params, jsonifier=self.jsonifier)(self._fn)
+        return _OnceDecorator(pythonic_params=self._pythonic_params, jsonifier=self._jsonifier)(self._function)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self.fn()
@@ -279,18 +317,53 @@ class _OnceOperation(AsyncOperation):  # type: ignore[misc]
 
 
 class _OnceApi(AsyncApi):  # type: ignore[misc]
-    def make_operation(self, operation: AbstractOperation) -> AsyncOperation:
-        return _OnceOperation.from_operation(operation, pythonic_params=self.pythonic_params, jsonifier=self.jsonifier)
+    """Connexion's ``AsyncApi`` (exported by ``connexion``), making ``_OnceOperation``s: ``make_operation`` is
+    the method its base class declares for subclasses to make their operations."""
+
+    def make_operation(self, operation: AbstractOperation) -> _OnceOperation:
+        return _OnceOperation(
+            operation.function,
+            operation.operation_id,
+            pythonic_params=self.pythonic_params,
+            jsonifier=self.jsonifier,
+        )
 
 
-class _OnceASGIApp(AsyncASGIApp):  # type: ignore[misc]
-    """Connexion's AsyncApp's inner app, making ``_OnceOperation``s.
+class _OnceOperations(SpecMiddleware):  # type: ignore[misc]
+    """The innermost app of ``ConnexionMiddleware``, as ``connexion.AsyncApp`` has its own: each document's
+    ``_OnceApi``, and each request handed to the operation Connexion's routing found for it.
 
-    Hook: ``api_cls``, the class attribute of Connexion's routed middlewares naming the API class they build
-    (public, but ``AsyncASGIApp`` is not exported). Given to ``ConnexionMiddleware`` directly, which is
-    what ``connexion.AsyncApp`` does with its own (in its private ``_middleware_app``)."""
+    A ``SpecMiddleware`` (``connexion.middleware``'s base class for what takes the documents): the middleware
+    stack calls ``add_api`` with each document at the first request. Routing is Connexion's (its routing
+    middleware, earlier in the stack, puts the document's base path and the operationId in the scope under
+    ``ROUTING_CONTEXT``, a constant of ``connexion.middleware.abstract``); this dispatches on them as
+    Connexion's ``RoutedMiddleware`` does. A request no operation matched goes to a router of each document's
+    (empty) routes, as in ``connexion.AsyncApp``: Starlette's 404."""
 
-    api_cls = _OnceApi
+    def __init__(self) -> None:
+        self.apis: dict[str, list[_OnceApi]] = defaultdict(list)
+        self.router = Router()
+
+    def add_api(self, specification: Any, **kwargs: Any) -> _OnceApi:
+        kwargs.pop("name", None)  # the APIs are mounted by base path alone
+        api = _OnceApi(specification, next_app=self.router, **kwargs)
+        self.apis[api.base_path].append(api)
+        self.router.mount(api.base_path, api.router)
+        return api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            context = scope["extensions"][ROUTING_CONTEXT]
+            operation_id = context.get("operation_id")
+            apis = self.apis.get(context.get("api_base_path"), ())
+            for api in apis:
+                operation = api.operations.get(operation_id)
+                if operation is not None:
+                    await operation(scope, receive, send)
+                    return
+            if apis and operation_id is not None:
+                raise LookupError(f"no operation {operation_id!r}")  # as Connexion's MissingOperation
+        await self.router(scope, receive, send)
 
 
 def as_connexion(response: StarletteResponse) -> ConnexionResponse:

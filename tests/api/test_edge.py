@@ -108,7 +108,7 @@ def test_request_that_waited_past_max_queue_wait_is_refused_and_a_fresh_one_take
     waited = {"seconds": app.admission.max_queue_wait + 1}
 
     async def stamped(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":  # as service/ops/bounded_http.py stamps a head's arrival
+        if scope["type"] == "http":  # as service/server/bounded_http.py stamps a head's arrival
             scope[ARRIVED] = time.monotonic() - waited["seconds"]
         await app(scope, receive, send)
 

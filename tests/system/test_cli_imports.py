@@ -69,7 +69,7 @@ def test_one_worker_loads_neither_gunicorn_nor_the_demo_nor_an_unused_database_d
     dialect only on PostgreSQL, redis-py only for limits kept in Redis (start-up time and memory)."""
     lazy = ("gunicorn", "uvicorn_worker", "service.cli.demo", "alembic", "sqlalchemy.dialects.postgresql", "redis")
     probe = (
-        "import json, sys, service.ops.server, service.app\n"
+        "import json, sys, service.server.runner, service.app\n"
         f"print(json.dumps(sorted({{h for h in {lazy!r} for n in sys.modules if n == h or n.startswith(h + '.')}})))"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)

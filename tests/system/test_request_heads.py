@@ -1,4 +1,4 @@
-"""Bounded request heads (service/ops/bounded_http.py), against ``regional-menus serve`` on real sockets.
+"""Bounded request heads (service/server/bounded_http.py), against ``regional-menus serve`` on real sockets.
 
 A header line over 16 KiB, a request line or a head over 64 KiB, or a head with more than 100 header lines is
 refused before any app sees it (414 or 431, RFC 6585 §5, and the connection is closed); a connection that does not
@@ -190,7 +190,7 @@ def test_pipelined_requests_are_answered_in_order(live: LiveService) -> None:
 def test_a_websocket_handshake_is_answered_as_plain_http_never_switched(
     server: str, request: pytest.FixtureRequest
 ) -> None:
-    """The service has no WebSocket route, and its uvicorn loads no WebSocket protocol (service/ops/server.py)."""
+    """The service has no WebSocket route, and its uvicorn loads no WebSocket protocol (service/server/runner.py)."""
     service: LiveService = request.getfixturevalue(server)
     handshake = head_with(
         b"Upgrade: websocket\r\n", b"Sec-WebSocket-Version: 13\r\n", b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"

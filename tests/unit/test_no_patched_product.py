@@ -131,7 +131,7 @@ def test_no_test_replaces_an_attribute_of_a_product_module_or_class() -> None:
         "from unittest import mock\nfrom identity.users import UserStore\n"
         "def test():\n    with mock.patch.object(UserStore, 'create'):\n        pass\n",
         "from unittest.mock import patch\ndef test():\n    with patch('service.app.create_app'):\n        pass\n",
-        "import service.ops.accepting as accepting\ndef test():\n    accepting.ACCEPT_RETRY = 0.1\n",
+        "import service.server.bounded_http as bounded_http\ndef test():\n    bounded_http._INTERIM = b''\n",
         "from data.catalog import Catalog\ndef test():\n    setattr(Catalog, 'regions', None)\n",
         "import identity.email_links\ndef test(monkeypatch):\n    monkeypatch.delattr(identity.email_links, 'X')\n",
         "import sys\ndef test(monkeypatch):\n    monkeypatch.setattr(sys, 'stderr', None)\n",
@@ -161,7 +161,7 @@ def test_the_scan_finds_each_way_of_patching_the_product(source: str) -> None:
     [
         "import sys\ndef test(monkeypatch):\n    monkeypatch.setenv('MENUS_X', '1')\n",
         "from tests.support.clocks import MovableClock\ndef test():\n    clock = MovableClock()\n    clock.x = 1\n",
-        "from service.ops.accepting import Listener\ndef test(server: Listener):\n    server.clock = 1\n",
+        "from service.server.bounded_http import HeadHeld\ndef test(held: HeadHeld):\n    held.clock = 1\n",
         "def test(monkeypatch):\n    monkeypatch.setenv('MENUS_X', '1')\n    monkeypatch.chdir('/')\n",
     ],
     ids=["environment", "test-object", "instance-of-the-product", "working-directory"],

@@ -1,5 +1,6 @@
-"""A response leaves the server in one write (``service/ops/bounded_http.py``, ``HeadHeld``): its head is held
-until its first body bytes, never past the connection's close, and an interim 100 Continue is never held."""
+"""A response leaves the server in one write (``service/server/bounded_http.py``, ``HeadHeld``): its head is held
+until its first body bytes, never past the connection's close, and an interim 100 Continue or the answer to a HEAD
+request is never held, pipelined requests included."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from service.ops.bounded_http import HeadLimits, bounded_protocol
+from service.server.bounded_http import HeadLimits, bounded_protocol
 
 LIMITS = HeadLimits(line_limit=16_384, head_limit=65_536, fields_limit=100, head_timeout=10.0)
 
@@ -106,3 +107,24 @@ def test_a_held_head_is_written_before_the_connection_closes() -> None:
     calls = asyncio.run(exchange(fails_after_the_start, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"))
     assert [kind for kind, _ in calls][:2] == ["write", "close"]
     assert calls[0][1].startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_pipelined_requests_each_answer_in_order_a_head_request_s_at_once_the_others_in_one_write() -> None:
+    get = b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"
+    calls = writes(hello, get + b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n" + get)
+    assert [kind for kind, _ in calls] == ["writelines", "write", "writelines"]
+    assert calls[0][1].startswith(b"HTTP/1.1 200 OK\r\n") and calls[0][1].endswith(b"\r\n\r\nhello")
+    assert calls[1][1].startswith(b"HTTP/1.1 200 OK\r\n") and calls[1][1].endswith(b"\r\n\r\n")
+    assert calls[2][1].startswith(b"HTTP/1.1 200 OK\r\n") and calls[2][1].endswith(b"\r\n\r\nhello")
+
+
+def test_a_chunked_answer_s_head_leaves_with_its_first_chunk_and_the_rest_as_sent() -> None:
+    async def streams(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"one", "more_body": True})
+        await send({"type": "http.response.body", "body": b"two"})
+
+    calls = writes(streams, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+    assert [kind for kind, _ in calls] == ["writelines", "write"]
+    assert calls[0][1].startswith(b"HTTP/1.1 200 OK\r\n") and calls[0][1].endswith(b"\r\n\r\n3\r\none\r\n")
+    assert calls[1][1] == b"3\r\ntwo\r\n0\r\n\r\n"

@@ -7,9 +7,14 @@ accepting and gives each worker ``graceful_timeout`` seconds to finish what it
 is answering. Each worker builds its own app (and its own database pool) after
 the fork, so nothing that holds a connection is ever shared between processes.
 
-Both run uvicorn's httptools protocol with bounded request heads (``service.ops.bounded_http``), and without
-uvicorn's own handling of ``X-Forwarded-For`` (which trusts 127.0.0.1 by default): the app believes forwarded
-headers only from ``MENUS_TRUSTED_PROXIES`` (``service.web.forwarded``).
+Both run uvicorn's httptools protocol with bounded request heads (``service.server.bounded_http``) on the event
+loop uvicorn picks itself (``loop="auto"``: uvloop where it is installed, as it is with this package, else
+asyncio's), and without uvicorn's own handling of ``X-Forwarded-For`` (which trusts 127.0.0.1 by default): the app
+believes forwarded headers only from ``MENUS_TRUSTED_PROXIES`` (``service.web.forwarded``).
+
+Connections the process has not accepted yet wait in the kernel's accept queue, ``backlog`` long: uvicorn's and
+gunicorn's default, 2,048, capped by the kernel's ``net.core.somaxconn``. A worker cannot refuse what it has not
+read; in front of the nodes, the proxy bounds the connections each worker is given (docs/nodes.md, Overload).
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp
 
 from service.ops import logs, multiprocess
-from service.ops.bounded_http import HeadLimits, bounded_protocol
-from service.ops.memory import freeze_startup_objects, pause_collection, resume_collection, return_large_blocks
+from service.server.bounded_http import HeadLimits, bounded_protocol
+from service.server.collection import freeze_startup_objects, pause_collection, resume_collection
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +48,12 @@ class Listen:
 if TYPE_CHECKING:
     from uvicorn_worker import UvicornWorker
 
-# uvicorn's loop: uvloop, serving the listening socket itself (service.ops.accepting; imported as uvicorn starts).
-LOOP = "service.ops.accepting:new_event_loop"
 # uvicorn's settings, for gunicorn's workers and for one process alike. access_log off: service.ops.observe
 # writes one JSON line per request. No WebSocket protocol: the service has no WebSocket route, and uvicorn would
 # import the websockets package for it. proxy_headers off: service.web.forwarded reads them, from
 # MENUS_TRUSTED_PROXIES only.
 WORKER_CONFIG: dict[str, Any] = {
-    "loop": LOOP,
+    "loop": "auto",
     "ws": "none",
     "lifespan": "on",
     "access_log": False,
@@ -89,7 +92,6 @@ def run_single(app: ASGIApp, listen: Listen) -> None:
 
     # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: make that an exit 0.
     signal.signal(signal.SIGTERM, _stopped)
-    return_large_blocks()
     freeze_startup_objects()
     uvicorn.run(
         app,
@@ -113,7 +115,6 @@ def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -
     The metrics directory is prepared first, before anything imports prometheus_client (service.ops.multiprocess).
     """
     multiprocess.prepare_directory()
-    return_large_blocks()  # before the fork: the workers inherit it
     resume_collection()  # the master builds no app; each worker pauses it while it builds its own
     logs.lean_records()  # the workers inherit it
     _gunicorn_app(make_app, listen, workers).run()

@@ -26,8 +26,18 @@ left to httptools (a pipelined head that starts inside a read is bounded by that
 
 A response leaves in one write: uvicorn writes a response's head as the app starts it and its body as the app
 sends it, two system calls for every small answer (a quarter of a prepared document's time on the event loop).
-Each request's cycle writes through ``HeadHeld``, which keeps the head until the first body bytes and writes both
-together (as ``MSG_MORE`` or ``TCP_CORK`` would), or writes it alone when the cycle closes the connection.
+The protocol hands uvicorn the connection's transport wrapped in ``HeadHeld`` (``connection_made``, asyncio's
+protocol interface), which keeps a response's head until its first body bytes and writes both together (as
+``MSG_MORE`` or ``TCP_CORK`` would), or writes it alone when the connection closes; the answer to a HEAD request,
+which has no body, is written at once.
+
+What this relies on in uvicorn's ``HttpToolsProtocol`` (checked by tests/unit/test_uvicorn_protocol.py, which
+fails on an upgrade that changes it): the protocol methods overridden here, with their signatures; ``scope``,
+``cycle`` (its ``response_complete``), ``transport``, ``loop`` and ``logger``, which ``HttpToolsProtocol`` keeps
+on itself; ``on_response_complete``, which its cycle calls once a response has been written whole; and that it
+writes a response's head in one write, before its body. Upstream: the missing bound is uvicorn issue #157
+(closed in 2026 with the bound left to h11); for the one write we found no uvicorn issue (aiohttp coalesces a small
+answer's head and body since aio-libs/aiohttp#10991).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import http
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -58,6 +69,7 @@ def bounded_protocol(limits: HeadLimits) -> type[HttpToolsProtocol]:
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     limits: HeadLimits  # set by bounded_protocol()
+    _held: HeadHeld  # the connection's transport as uvicorn writes to it (connection_made)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -68,7 +80,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self._held = HeadHeld(transport)
+        super().connection_made(cast(asyncio.Transport, self._held))  # uvicorn writes through it
         self._arm_head_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -88,11 +101,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = False
         self._disarm_head_deadline()
         self.scope[ARRIVED] = time.monotonic()  # type: ignore[literal-required]
-        cycle = self.cycle
-        super().on_headers_complete()
-        # A new cycle (not an upgrade) whose response has a body to carry its head: HEAD's has none.
-        if self.cycle is not cycle and self.cycle is not None and self.scope["method"] != "HEAD":
-            self.cycle.transport = cast(asyncio.Transport, HeadHeld(self.transport))
+        super().on_headers_complete()  # the method is in the scope from here; the app runs later, as a task
+        # Its response will carry its head with its body; HEAD's has none. Responses leave in the requests' order.
+        self._held.expect(hold=self.scope["method"] != "HEAD")
+
+    def on_response_complete(self) -> None:
+        self._held.response_complete()
+        super().on_response_complete()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
@@ -169,28 +184,43 @@ _INTERIM = b"HTTP/1.1 1"  # an interim response (100 Continue), written at once:
 
 
 class HeadHeld:
-    """The transport one request's cycle writes through: its response's head is held until the next write (the
-    first body bytes), and both leave in one write; an interim response (1xx) is not held. Closing writes a head
-    still held first. Everything else is the connection's transport."""
+    """The transport uvicorn writes a connection's responses through: a response's head is held until the next write
+    (its first body bytes), and both leave in one write; a head expected without a body (HEAD's answer) and an
+    interim response (1xx) are not held. Closing writes a head still held first. Everything else is the
+    connection's transport.
 
-    __slots__ = ("_transport", "_head", "_passed")
+    The protocol says, for each request read, whether its response's head is to be held (``expect``), in the
+    order the responses will be written, and when a response has been written whole (``response_complete``):
+    between the two, every write is that response's body."""
+
+    __slots__ = ("_transport", "_head", "_holds", "_in_body")
 
     def __init__(self, transport: asyncio.Transport) -> None:
         self._transport = transport
         self._head: bytes | None = None
-        self._passed = False  # the head has been written: the rest goes straight through
+        self._holds: deque[bool] = deque()  # of the requests read and not yet answered, in order
+        self._in_body = False  # the current response's head has been written: the rest goes straight through
+
+    def expect(self, *, hold: bool) -> None:
+        self._holds.append(hold)
+
+    def response_complete(self) -> None:
+        self._in_body = False
 
     def write(self, data: bytes) -> None:
-        if self._passed:
+        if self._in_body:
             self._transport.write(data)
         elif self._head is not None:
-            self._passed = True
             head, self._head = self._head, None
+            self._in_body = True
             self._transport.writelines((head, data))  # one system call (uvloop gathers them; asyncio joins them)
         elif data.startswith(_INTERIM):
             self._transport.write(data)
-        else:
+        elif self._holds.popleft() if self._holds else False:
             self._head = data
+        else:  # a HEAD answer, or a refusal of the protocol's own before any request was read: then it closes
+            self._in_body = True
+            self._transport.write(data)
 
     def close(self) -> None:
         if self._head is not None:

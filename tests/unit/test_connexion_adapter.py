@@ -1,0 +1,88 @@
+"""What service/web/connexion_adapter.py relies on in Connexion 3.3, and what it does with it. Each hook into a
+private part of Connexion is checked here by name, so that an upgrade that moves one fails here first (then re-read
+the module's docstring and the upstream issue it names); and no hook changes a class of Connexion's."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any
+
+import pytest
+from connexion import AsyncApi
+from connexion.decorators import StarletteDecorator
+from connexion.exceptions import InvalidSpecification
+from connexion.middleware import ConnexionMiddleware, SpecMiddleware
+from connexion.middleware.abstract import ROUTING_CONTEXT
+from connexion.middleware.main import API
+from connexion.spec import OpenAPISpecification, Specification
+from connexion.validators import FormDataValidator
+from starlette.testclient import TestClient
+
+from service.web import connexion_adapter
+from service.web.contracts import contract
+
+
+def test_connexion_s_add_api_and_its_middleware_state_are_what_the_override_replaces() -> None:
+    """``_ContractMiddleware.add_api`` does what Connexion's does for a mapping: the state it writes must be there."""
+    middleware = ConnexionMiddleware(lambda *_: None, import_name=__name__)
+    assert middleware.middleware_stack is None
+    assert middleware.apis == []
+    options = middleware.options.replace(strict_validation=True, validator_map=None)
+    assert options.strict_validation is True
+    api = API({"a": 1}, base_path="/b", name=None, **options.__dict__)
+    assert (api.specification, api.base_path) == ({"a": 1}, "/b")
+    assert api.kwargs["strict_validation"] is True
+    source = inspect.getsource(ConnexionMiddleware.add_api)
+    assert "Specification.load(" in source and "self.apis.append(" in source
+
+
+def test_connexion_checks_a_document_in_the_specification_s_constructor_through_validate_spec() -> None:
+    assert "self._validate_spec(raw_spec)" in inspect.getsource(Specification.__init__)
+    broken = {"openapi": "3.0.3", "info": {"title": "t"}, "paths": {}}  # info without a version
+    with pytest.raises(InvalidSpecification):
+        OpenAPISpecification(copy.deepcopy(broken))
+    assert connexion_adapter._CheckedBeforeShipping(copy.deepcopy(broken))["info"] == {"title": "t"}
+
+
+def test_building_an_app_changes_no_class_of_connexion_s() -> None:
+    before = {cls: dict(vars(cls)) for cls in (OpenAPISpecification, Specification, ConnexionMiddleware, AsyncApi)}
+    app = connexion_adapter.connexion_app(contract("operations.yaml"), base_path="", strict_validation=True)
+    with TestClient(app) as client:
+        assert client.get("/healthz").status_code == 200
+    assert {cls: dict(vars(cls)) for cls in before} == before
+
+
+def test_the_decorator_hooks_are_where_starlette_decorator_keeps_them() -> None:
+    """``_OnceDecorator`` uses the two halves of ``StarletteDecorator.decorate`` and its ``uri_parser``."""
+    for name in ("_sync_async_decorator", "_response_decorator_cls", "uri_parser", "decorate", "framework"):
+        assert hasattr(StarletteDecorator, name), f"connexion's StarletteDecorator has no {name} now"
+    decorator = StarletteDecorator(pythonic_params=False, jsonifier=None)
+    assert callable(decorator._sync_async_decorator)
+
+
+def test_an_api_makes_its_operations_through_make_operation_and_keeps_them_by_operation_id() -> None:
+    assert "make_operation" in vars(AsyncApi)
+    assert "self.operations[operation.operation_id] = routed_operation" in inspect.getsource(
+        AsyncApi.__mro__[1].add_operation
+    )
+    assert ROUTING_CONTEXT == "connexion_routing"
+    assert issubclass(connexion_adapter._OnceOperations, SpecMiddleware)
+
+
+def test_the_form_validator_keeps_its_arguments_where_contract_form_reads_them() -> None:
+    validator: Any = FormDataValidator(
+        schema={"type": "object"}, required=True, encoding="utf-8", strict_validation=True
+    )
+    assert (validator._schema, validator._required, validator._strict_validation) == ({"type": "object"}, True, True)
+    assert "_validate" in vars(FormDataValidator.__mro__[1]) or "_validate" in vars(FormDataValidator)
+    assert inspect.iscoroutinefunction(FormDataValidator.wrap_receive)
+
+
+def test_a_handler_is_decorated_once_not_on_every_request() -> None:
+    def handler() -> str:
+        return "ok"
+
+    operation = connexion_adapter._OnceOperation(handler, "handler", pythonic_params=False, jsonifier=None)
+    assert operation.operation_id == "handler"
+    assert operation.fn is operation.fn
