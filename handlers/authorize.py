@@ -2,20 +2,20 @@
 
 Browser endpoints run the flow in a worker thread (see ``service.identity_api.identity_app``)."""
 
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from service.identity_api.handler_support import current, outcome, provider
+from service.web.offload import in_thread
 from service.web.request_reading import browser, form_pairs, query_pairs
 
 
 async def start() -> Response:
     identity, request = provider(), current()
-    result = await run_in_threadpool(identity.flow.start, query_pairs(request), browser(request))
+    result = await in_thread(identity.flow.start, query_pairs(request), browser(request))
     return outcome(result, identity.issuer)
 
 
 async def start_post() -> Response:
     identity, request = provider(), current()
     pairs = await form_pairs(request)
-    return outcome(await run_in_threadpool(identity.flow.start, pairs, browser(request)), identity.issuer)
+    return outcome(await in_thread(identity.flow.start, pairs, browser(request)), identity.issuer)

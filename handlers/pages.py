@@ -5,11 +5,11 @@ milliseconds, which must not hold up the event loop (argon2-cffi releases the GI
 
 from collections.abc import Callable, Sequence
 
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from identity.flow import Browser, Outcome, SignInFlow
 from service.identity_api.handler_support import current, outcome, provider
+from service.web.offload import in_thread
 from service.web.request_reading import browser, form_pairs, query_pairs
 
 Show = Callable[[SignInFlow, str | None, Browser], Outcome]  # a page's form: SignInFlow.sign_in_form, …
@@ -19,14 +19,14 @@ Act = Callable[[SignInFlow, Sequence[tuple[str, str]], Browser], Outcome]  # its
 async def _show(show: Show) -> Response:
     identity, request = provider(), current()
     interaction = dict(query_pairs(request)).get("interaction")  # query_pairs refuses control characters
-    result = await run_in_threadpool(show, identity.flow, interaction, browser(request))
+    result = await in_thread(show, identity.flow, interaction, browser(request))
     return outcome(result, identity.issuer)
 
 
 async def _act(act: Act) -> Response:
     identity, request = provider(), current()
     pairs = await form_pairs(request)
-    return outcome(await run_in_threadpool(act, identity.flow, pairs, browser(request)), identity.issuer)
+    return outcome(await in_thread(act, identity.flow, pairs, browser(request)), identity.issuer)
 
 
 async def sign_in_form() -> Response:
@@ -66,7 +66,7 @@ async def verify_email() -> Response:
     sign-in goes on (identity/flow.py)."""
     identity, request = provider(), current()
     token = dict(query_pairs(request)).get("token")
-    return outcome(await run_in_threadpool(identity.flow.verify_email, token, browser(request)), identity.issuer)
+    return outcome(await in_thread(identity.flow.verify_email, token, browser(request)), identity.issuer)
 
 
 async def check_email_form() -> Response:
@@ -95,4 +95,4 @@ async def reset_password_form() -> Response:
 async def reset_password() -> Response:
     identity, request = provider(), current()
     pairs = await form_pairs(request)
-    return outcome(Outcome(page=await run_in_threadpool(identity.password_reset.submit, pairs)), identity.issuer)
+    return outcome(Outcome(page=await in_thread(identity.password_reset.submit, pairs)), identity.issuer)

@@ -159,7 +159,7 @@ class AccessTokenStore(TokenTable):
     def read_together(self, jtis: Collection[str]) -> Iterator[None]:
         """The records of ``jtis`` read in one statement; within the block, ``get`` of any of them in this
         thread answers from that read. For the introspections of requests that came in together, none answered
-        before the block ends (``service/identity_api/client_threads.py``): each record is read after its
+        before the block ends (``service/web/offload.py``): each record is read after its
         request arrived and before it is answered, as ``get`` alone would read it (RFC 7009 §2.2)."""
         records: dict[str, AccessTokenRecord | None] = dict.fromkeys(jtis)
         if len(records) > MAX_READ_TOGETHER:

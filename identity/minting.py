@@ -214,7 +214,7 @@ class TokenMinter:
 
 class IssuedTogether:
     """The access tokens one thread issues in a row (the ``client_credentials`` exchanges a client thread runs
-    one after the other, ``service/identity_api/client_threads.py``): their records written in one transaction
+    one after the other, ``service/web/offload.py``): their records written in one transaction
     with one commit after the last, rather than a commit each (each commit costs about as much as the token's
     signature), and their ``token_issued`` events written once their records are.
 

@@ -67,6 +67,7 @@ from service.web.contracts import contract
 from service.web.cors import CrossOrigin, cross_origin_paths
 from service.web.edge import Api, Bodies, Observer, Step, Stepped, answer
 from service.web.forwarded import TrustedProxies
+from service.web.offload import in_background
 from service.web.problems import (
     MEDIA_TYPE,
     content_too_large,
@@ -191,7 +192,7 @@ async def _every(
 
 async def _attempt(work: Callable[[], object], what: str, interval: float | None = None) -> None:
     try:
-        await asyncio.to_thread(work)
+        await in_background(work)
     except Exception as error:  # the database may be down: the next round tries again
         retry = f"; retrying in {interval} s" if interval else ""
         logger.warning("%s failed (%s)%s", what, type(error).__name__, retry)

@@ -38,11 +38,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from identity.issuer import INTROSPECTION_PATH, TOKEN_PATH
 from identity.provider import Provider
 from identity.text import has_control
-from service.identity_api.client_threads import ClientThreads
 from service.identity_api.handler_support import NO_STORE, json
 from service.identity_api.http_errors import IdentityErrors
 from service.web.body_limit import replay
 from service.web.contracts import Contract, contract
+from service.web.offload import Workers
 
 FORM = b"application/x-www-form-urlencoded"
 Pairs = list[tuple[str, str]]
@@ -142,7 +142,7 @@ class ClientForms:
         provider: Provider,
         identity: Contract,
         errors: IdentityErrors,
-        client_threads: ClientThreads,
+        client_threads: Workers,
         form_limit: int,
         validate_responses: bool = False,
     ) -> None:

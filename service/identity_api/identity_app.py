@@ -8,10 +8,10 @@ leaves in the form its operation declares (``http_errors.py``).
 
 Handlers are coroutines on the server's event loop. The client endpoints (token, introspection, revocation,
 userinfo, directory) hand their SQL (commits that wait for the disk included) and RSA signing to worker threads,
-at most as many as the database pool has connections (``client_threads.py``); the browser pages hand theirs to a
-thread too, since signing in and up hashes a password with Argon2 for tens of milliseconds. A well-formed token
-or introspection form skips Connexion (``client_forms.py``); discovery and the JWKS are answered before this app,
-from memory (``published.py``).
+at most as many as the database pool has connections (``service/web/offload.py``); the browser pages hand
+theirs to the shared worker threads, since signing in and up hashes a password with Argon2 for tens of
+milliseconds. A well-formed token or introspection form skips Connexion (``client_forms.py``); discovery and
+the JWKS are answered before this app, from memory (``published.py``).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.provider import Provider
 from service.identity_api.client_forms import ClientForms
-from service.identity_api.client_threads import ClientThreads
 from service.identity_api.handler_support import CLIENT_THREADS, PROVIDER
 from service.identity_api.http_errors import HANDLED, IdentityErrors
 from service.web.body_limit import BodyLimit
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import contract
+from service.web.offload import Workers
 from service.web.problems import connexion_handler
 from service.web.request_reading import BODY, BodyRecorder
 
@@ -62,7 +62,7 @@ def create_identity_app(
     errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))
     for error in HANDLED:
         app.add_error_handler(error, errors.handle)
-    threads = ClientThreads(client_threads)
+    threads = Workers(client_threads, "client-worker")
     forms = ClientForms(provider, identity, errors, threads, form_limit, validate_responses=validate_responses)
 
     async def overloaded(scope: Scope, send: Send, retry_after: int) -> None:
@@ -86,7 +86,7 @@ class IdentityEntry:
     RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
     validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
 
-    def __init__(self, app: ASGIApp, provider: Provider, client_threads: ClientThreads, forms: ClientForms) -> None:
+    def __init__(self, app: ASGIApp, provider: Provider, client_threads: Workers, forms: ClientForms) -> None:
         self.app = app
         self.provider = provider
         self.client_threads = client_threads

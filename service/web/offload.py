@@ -1,13 +1,23 @@
-"""The worker threads of the client endpoints (token, introspection, revocation, userinfo, directory).
+"""One way off the event loop: worker threads that run the blocking work (SQL, commits that wait for the disk,
+RSA signing, Argon2 hashing) of requests and background jobs, so that one slow call never holds the event loop.
 
-Their domain work (SQL, commits that wait for the disk, RSA signing) runs off the event loop, on at most as many
-threads as the database pool has connections (``service/database/db.py``: one on SQLite). Handing each call to a
-thread through ``anyio.to_thread`` wakes a sleeping thread every time and takes a capacity token; under load that
-hand-off cost more than an introspection's own work (docs/performance.md). Here the threads are kept, and a call
-that arrives while they are busy waits in a queue that the next free thread drains, without waking anybody; the
-answers of the calls a thread ran in a row go back to the event loop together. Each call runs in the context of
-the request that made it (its request id is on the log lines it writes), and its exception is raised in the
-request, as ``anyio.to_thread.run_sync`` would.
+Two calls make the whole API:
+
+- ``Workers(threads).run(call, *args)``: ``call(*args)`` on one of at most ``threads`` threads, its result or its
+  exception. The client endpoints (token, introspection, revocation, userinfo, directory) have a pool of their
+  own, as many threads as the database pool has connections (``service/database/db.py``: one on SQLite);
+- ``in_thread(call, *args)``: the same on the shared pool (``SHARED``) of the other requests: pages, the
+  console, health checks, the API key cache and the browsers' CORS checks;
+- ``in_background(call, *args)``: the same on the pool of the background rounds (``BACKGROUND``: the purge, the
+  key refresh, the mail and back-channel workers…), whose threads are named for it (``background-worker``).
+
+Handing each call to a thread through ``anyio.to_thread`` wakes a sleeping thread every time and takes a
+capacity token; under load that hand-off cost more than an introspection's own work (docs/performance.md). Here
+the threads are kept, and a call that arrives while they are busy waits in a queue that the next free thread
+drains, without waking anybody; the answers of the calls a thread ran in a row go back to the event loop
+together. Each call runs in the context of the request that made it (its request id is on the log lines it
+writes), and its exception is raised in the request, as ``anyio.to_thread.run_sync`` would. A request cancelled
+while its call runs leaves the call to finish (as ``asyncio.to_thread``); its answer is dropped.
 
 A call may name what it will read (``together``: a function and an item): a thread about to run several calls
 that name the same function gives it all their items first, and runs the calls inside what it returns, e.g. one
@@ -56,11 +66,15 @@ _Job = tuple[
 ]
 BATCH = 32  # calls a thread runs before it hands their answers back, when that many wait
 IDLE = 10.0  # seconds a thread waits for a call before it ends (the next call starts one again)
+SHARED_THREADS = 40  # the shared pool's bound: anyio's default thread limit, which pages and jobs had before
 
 
-class ClientThreads:
-    def __init__(self, threads: int) -> None:
+class Workers:
+    """At most ``threads`` worker threads, started when calls wait and ended after ``IDLE`` seconds without one."""
+
+    def __init__(self, threads: int, name: str = "worker") -> None:
         self._size = max(1, threads)
+        self._name = name
         self._jobs: deque[_Job] = deque()
         self._ready = threading.Condition(threading.Lock())
         self._idle = 0  # threads waiting for a call
@@ -82,7 +96,7 @@ class ClientThreads:
                 self._ready.notify()
             elif self._started < self._size:
                 self._started += 1
-                threading.Thread(target=self._work, name="client-thread", daemon=True).start()
+                threading.Thread(target=self._work, name=self._name, daemon=True).start()
         return await future
 
     def _work(self) -> None:
@@ -156,3 +170,18 @@ def _settle(done: list[_Done]) -> None:
             future.set_exception(error)
         else:
             future.set_result(result)
+
+
+BACKGROUND_THREADS = 8  # the background pool's bound: every periodic round and both outbound workers at once
+SHARED = Workers(SHARED_THREADS, "shared-worker")  # no thread runs until a call comes
+BACKGROUND = Workers(BACKGROUND_THREADS, "background-worker")
+
+
+async def in_thread(call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` on the shared worker threads (see above): its result, or its exception."""
+    return await SHARED.run(call, *args)
+
+
+async def in_background(call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` on the background rounds' worker threads (see above): its result, or its exception."""
+    return await BACKGROUND.run(call, *args)
