@@ -70,11 +70,14 @@ SHARED_THREADS = 40  # the shared pool's bound: anyio's default thread limit, wh
 
 
 class Workers:
-    """At most ``threads`` worker threads, started when calls wait and ended after ``IDLE`` seconds without one."""
+    """At most ``threads`` worker threads, started when calls wait and ended after ``IDLE`` seconds without one;
+    a thread runs at most ``batch`` waiting calls in a row before their answers go back (1: each call's answer goes
+    back as soon as it is done, for calls of unequal length: pages that hash passwords, background rounds)."""
 
-    def __init__(self, threads: int, name: str = "worker") -> None:
+    def __init__(self, threads: int, name: str = "worker", *, batch: int = BATCH) -> None:
         self._size = max(1, threads)
         self._name = name
+        self._batch = max(1, batch)
         self._jobs: deque[_Job] = deque()
         self._ready = threading.Condition(threading.Lock())
         self._idle = 0  # threads waiting for a call
@@ -109,7 +112,7 @@ class Workers:
                     if not called and not self._jobs:
                         self._started -= 1
                         return
-                batch = [self._jobs.popleft() for _ in range(min(BATCH, len(self._jobs)))]
+                batch = [self._jobs.popleft() for _ in range(min(self._batch, len(self._jobs)))]
             outcomes = _run(batch)
             done: dict[asyncio.AbstractEventLoop, list[_Done]] = {}
             for outcome in outcomes:
@@ -173,8 +176,8 @@ def _settle(done: list[_Done]) -> None:
 
 
 BACKGROUND_THREADS = 8  # the background pool's bound: every periodic round and both outbound workers at once
-SHARED = Workers(SHARED_THREADS, "shared-worker")  # no thread runs until a call comes
-BACKGROUND = Workers(BACKGROUND_THREADS, "background-worker")
+SHARED = Workers(SHARED_THREADS, "shared-worker", batch=1)  # no thread runs until a call comes
+BACKGROUND = Workers(BACKGROUND_THREADS, "background-worker", batch=1)
 
 
 async def in_thread(call: Callable[..., T], *args: Any) -> T:
