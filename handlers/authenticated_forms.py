@@ -2,31 +2,22 @@
 ``Authorization`` and ``Origin`` headers go to the domain's method, run off the event loop on the client workers."""
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from service.identity_api.handler_support import current, off_the_loop
-from service.web.offload import Together, WritesTogether
+from service.web.offload import Units
 from service.web.request_reading import form_pairs
 
 T = TypeVar("T")
 Pairs = Sequence[tuple[str, str]]
 
 
-async def answer_form(
-    method: Callable[[Pairs, str | None, str | None], T],
-    *,
-    together: Callable[[Pairs], Together | None] = lambda _: None,
-    writes: Callable[[Pairs], WritesTogether | None] = lambda _: None,
-) -> T:
-    """The domain's answer to the form of the request being served; ``together``, ``writes``: what the call reads
-    or writes with the others a worker runs in a row, by the form (service/web/offload.py)."""
+async def answer_form(method: Callable[..., T], *, units: Units | None = None, hint: Callable[[Pairs], Any] = len) -> T:
+    """The domain's answer to the form of the request being served; with ``units``, the method takes its unit of
+    work last, opened with ``hint(pairs)`` among the calls a worker runs in a row (service/web/offload.py)."""
     request = current()
     pairs = await form_pairs(request)
-    return await off_the_loop(
-        method,
-        pairs,
-        request.headers.get("Authorization"),
-        request.headers.get("Origin"),
-        together=together(pairs),
-        writes=writes(pairs),
-    )
+    authorization, origin = request.headers.get("Authorization"), request.headers.get("Origin")
+    if units is None:
+        return await off_the_loop(method, pairs, authorization, origin)
+    return await off_the_loop(method, pairs, authorization, origin, units=units, hint=hint(pairs))

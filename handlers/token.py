@@ -1,17 +1,14 @@
-"""The token endpoint: the raw form (repeats included) and the Authorization header go to the domain."""
+"""The token endpoint: the raw form (repeats included) and the Authorization header go to the domain, with the
+request's unit of work (identity/unit_of_work.py: a client_credentials token's record is written at its commit,
+with those of the others a worker runs in a row)."""
 
 from starlette.responses import Response
 
-from handlers.authenticated_forms import Pairs, answer_form
-from identity.minting import IssuedTogether
+from handlers.authenticated_forms import answer_form
 from service.identity_api.handler_support import NO_STORE, json, provider
 
 
 async def exchange() -> Response:
     identity = provider()
-
-    def writes(pairs: Pairs) -> IssuedTogether | None:
-        """A client_credentials exchange writes its token's record with the others run in a row."""
-        return identity.issued_together if ("grant_type", "client_credentials") in pairs else None
-
-    return json(await answer_form(identity.token_endpoint.exchange, writes=writes), headers=NO_STORE)
+    answer = await answer_form(identity.token_endpoint.exchange, units=identity.token_work, hint=lambda _: None)
+    return json(answer, headers=NO_STORE)

@@ -24,7 +24,7 @@ from service.identity_api.page_rendering import page_response
 from service.web.request_state import Slot
 
 if TYPE_CHECKING:
-    from service.web.offload import Together, Workers, WritesTogether
+    from service.web.offload import Units, Workers
 
 T = TypeVar("T")
 
@@ -40,13 +40,11 @@ def provider() -> Provider:
     return PROVIDER.get(context.scope)
 
 
-async def off_the_loop(
-    call: Callable[..., T], *args: Any, together: Together | None = None, writes: WritesTogether | None = None
-) -> T:
+async def off_the_loop(call: Callable[..., T], *args: Any, units: Units | None = None, hint: Any = None) -> T:
     """Run the domain's blocking work (its SQL, commits that wait for the disk, RSA signing) in a worker thread,
     so that one slow commit never holds every request of the worker. At most as many at once as the database
     pool has connections (the request's ``client_threads``, ``service/web/offload.py``): more would only wait there."""
-    return await CLIENT_THREADS.get(context.scope).run(call, *args, together=together, writes=writes)
+    return await CLIENT_THREADS.get(context.scope).run(call, *args, units=units, hint=hint)
 
 
 def current() -> Request:

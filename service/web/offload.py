@@ -19,17 +19,12 @@ together. Each call runs in the context of the request that made it (its request
 writes), and its exception is raised in the request, as ``anyio.to_thread.run_sync`` would. A request cancelled
 while its call runs leaves the call to finish (as ``asyncio.to_thread``); its answer is dropped.
 
-A call may name what it will read (``together``: a function and an item): a thread about to run several calls
-that name the same function gives it all their items first, and runs the calls inside what it returns, e.g. one
-SQL statement reading the records of every token being introspected (``TokenVerifier.read_together``). Each
-read still starts after its request was queued. If that read fails, each call reads on its own, and meets the
-error in its own request's form.
-
-A call may name what writes together (``writes``, e.g. ``identity.minting.IssuedTogether``): the calls of a
-thread's run that name it have their writes kept from ``begin`` and made at ``end``, after the last call of
-the run and before any answer goes back; ``call(key)`` before each call says whose writes follow (None for a
-call that does not name it, whose writes are made at once). A call whose write ``end`` refuses answers that
-error instead of its result.
+A call may name its units of work (``units``, e.g. ``identity.unit_of_work.TokenWork``, with a ``hint``): the
+calls of a thread's run that name the same ``units`` get one unit each from one ``units.open(hints)`` (which may
+read what they will need in one statement: the records of every token being introspected), are called with it
+as their last argument, and have their units committed together by ``units.commit`` after the last call of the
+run and before any answer goes back. A call whose unit the commit refuses answers that error instead of its
+result; a call that raised has nothing committed.
 """
 
 from __future__ import annotations
@@ -38,35 +33,26 @@ import asyncio
 import contextvars
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable, Mapping
-from contextlib import AbstractContextManager, ExitStack
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 _Done = tuple[asyncio.Future[Any], Any, BaseException | None]
-ReadTogether = Callable[[list[Any]], AbstractContextManager[Any]]  # the items of several calls: a block to run them in
-Together = tuple[ReadTogether, Hashable]
 
 
-class WritesTogether(Protocol):
-    def begin(self) -> None: ...
+class Units(Protocol):
+    """Units of work for several calls run in a row (see above)."""
 
-    def call(self, key: Hashable) -> None: ...
+    def open(self, hints: Sequence[Any]) -> Sequence[Any]: ...
 
-    def end(self) -> Mapping[Hashable, BaseException]: ...
+    def commit(self, units: Sequence[Any]) -> Sequence[BaseException | None]: ...
 
 
-_Job = tuple[
-    contextvars.Context,
-    Callable[..., Any],
-    tuple[Any, ...],
-    asyncio.Future[Any],
-    Together | None,
-    WritesTogether | None,
-]
+_Job = tuple[contextvars.Context, Callable[..., Any], tuple[Any, ...], asyncio.Future[Any], Units | None, Any]
 BATCH = 32  # calls a thread runs before it hands their answers back, when that many wait
 IDLE = 10.0  # seconds a thread waits for a call before it ends (the next call starts one again)
 SHARED_THREADS = 40  # the shared pool's bound: anyio's default thread limit, which pages and jobs had before
+BACKGROUND_THREADS = 8  # the background pool's bound: every periodic round and both outbound workers at once
 
 
 class Workers:
@@ -87,14 +73,12 @@ class Workers:
     def size(self) -> int:
         return self._size
 
-    async def run(
-        self, call: Callable[..., T], *args: Any, together: Together | None = None, writes: WritesTogether | None = None
-    ) -> T:
-        """``call(*args)`` on one of the threads; its result, or its exception. ``together``, ``writes``: see
-        above."""
+    async def run(self, call: Callable[..., T], *args: Any, units: Units | None = None, hint: Any = None) -> T:
+        """``call(*args)`` on one of the threads (``call(*args, unit)`` with ``units``: see above); its result, or
+        its exception."""
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         with self._ready:
-            self._jobs.append((contextvars.copy_context(), call, args, future, together, writes))
+            self._jobs.append((contextvars.copy_context(), call, args, future, units, hint))
             if self._idle:
                 self._ready.notify()
             elif self._started < self._size:
@@ -123,46 +107,39 @@ class Workers:
 
 
 def _run(batch: list[_Job]) -> list[_Done]:
-    """Run the calls of ``batch`` in turn: each one's future and its result or its exception."""
-    writers = list(dict.fromkeys(job[5] for job in batch if job[5] is not None))
-    for writer in writers:
-        writer.begin()
+    """Run the calls of ``batch`` in turn, each with its unit of work if it names units, then commit the units:
+    each call's future and its result or its exception."""
+    named: dict[Units, list[int]] = {}
+    for index, job in enumerate(batch):
+        if job[4] is not None:
+            named.setdefault(job[4], []).append(index)
+    unit_of: dict[int, Any] = {}
+    failed: dict[int, BaseException] = {}
+    for units, indexes in named.items():
+        try:
+            unit_of.update(zip(indexes, units.open([batch[index][5] for index in indexes]), strict=True))
+        except Exception as failure:  # noqa: BLE001 - every call of those units answers the error
+            failed.update(dict.fromkeys(indexes, failure))
     outcomes: list[_Done] = []
-    try:
-        with _read_together(batch):
-            for index, (context, call, args, future, _, writes) in enumerate(batch):
-                for writer in writers:
-                    writer.call(index if writer is writes else None)
-                try:
-                    outcomes.append((future, context.run(call, *args), None))
-                except BaseException as error:  # handed to the request, which raises it
-                    outcomes.append((future, None, error))
-    finally:
-        for writer in writers:
-            try:
-                refused: dict[Hashable, BaseException] = dict(writer.end())
-            except Exception as failure:  # noqa: BLE001 - every call that wrote through it answers the error
-                refused = {index: failure for index, job in enumerate(batch) if job[5] is writer}
-            for key, refusal in refused.items():
-                if isinstance(key, int) and key < len(outcomes):
-                    outcomes[key] = (outcomes[key][0], None, refusal)
+    for index, (context, call, args, future, named_units, _) in enumerate(batch):
+        if index in failed:
+            outcomes.append((future, None, failed[index]))
+            continue
+        try:
+            result = context.run(call, *args, unit_of[index]) if named_units is not None else context.run(call, *args)
+            outcomes.append((future, result, None))
+        except BaseException as error:  # handed to the request, which raises it
+            outcomes.append((future, None, error))
+    for units, indexes in named.items():  # noqa: B007 - its own loop
+        done = [index for index in indexes if outcomes[index][2] is None and index not in failed]
+        try:
+            refusals = list(units.commit([unit_of[index] for index in done]))
+        except Exception as failure:  # noqa: BLE001 - every call whose unit it was answers the error
+            refusals = [failure] * len(done)
+        for index, refusal in zip(done, refusals, strict=True):
+            if refusal is not None:
+                outcomes[index] = (outcomes[index][0], None, refusal)
     return outcomes
-
-
-def _read_together(batch: list[_Job]) -> ExitStack:
-    """The blocks of the calls of ``batch`` that read together, entered (only where two or more calls do)."""
-    stack = ExitStack()
-    items: dict[ReadTogether, list[Any]] = {}
-    for *_, together, _writes in batch:
-        if together is not None:
-            items.setdefault(together[0], []).append(together[1])
-    for read, named in items.items():
-        if len(named) > 1:
-            try:
-                stack.enter_context(read(named))
-            except Exception:  # noqa: BLE001 - each call then reads on its own, and answers its own error
-                continue
-    return stack
 
 
 def _settle(done: list[_Done]) -> None:

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-from collections.abc import Iterator
 
 from service.web.offload import Workers, in_thread
 
@@ -37,9 +36,26 @@ def test_workers_run_each_call_off_the_loop_in_its_requests_context() -> None:
     assert threads.size == 2
 
 
-def _queued_behind_a_busy_thread(read: object, items: int) -> tuple[list[object], list[str]]:
-    """Calls queued while the only thread is busy, each naming ``read`` with its item; their answers, and what
-    happened in order."""
+class Reads:
+    """Units of work that record how they were opened and committed; ``fail``: opening raises."""
+
+    def __init__(self, happened: list[str], fail: bool = False) -> None:
+        self.happened, self.fail = happened, fail
+
+    def open(self, hints: list[str]) -> list[str]:
+        if self.fail:
+            raise OSError("the database is away")
+        self.happened.append("read " + " ".join(hints))
+        return [f"unit of {hint}" for hint in hints]
+
+    def commit(self, units: list[str]) -> list[BaseException | None]:
+        self.happened.append("commit " + ", ".join(units))
+        return [LookupError(unit) if unit.endswith("t1") else None for unit in units]
+
+
+def _queued_behind_a_busy_thread(units: Reads, items: int) -> tuple[list[object], list[str]]:
+    """Calls queued while the only thread is busy, each naming ``units`` with its item; their answers, and the
+    calls in order."""
     threads = Workers(1)
     busy, happened = threading.Event(), []
     loop: asyncio.AbstractEventLoop
@@ -50,8 +66,8 @@ def _queued_behind_a_busy_thread(read: object, items: int) -> tuple[list[object]
         busy.wait(5)
         return "first"
 
-    def call(item: str) -> str:
-        happened.append(f"call {item}")
+    def call(item: str, unit: str) -> str:
+        happened.append(f"call {item} with {unit}")
         return item.upper()
 
     async def main() -> list[object]:
@@ -59,7 +75,7 @@ def _queued_behind_a_busy_thread(read: object, items: int) -> tuple[list[object]
         loop, running = asyncio.get_running_loop(), asyncio.Event()
         blocker = asyncio.ensure_future(threads.run(first))
         await running.wait()  # not a turn of the loop: the thread may start after more calls were queued
-        queued = [asyncio.ensure_future(threads.run(call, f"t{n}", together=(read, f"t{n}"))) for n in range(items)]
+        queued = [asyncio.ensure_future(threads.run(call, f"t{n}", units=units, hint=f"t{n}")) for n in range(items)]
         await asyncio.sleep(0)  # every call is in the queue now
         busy.set()
         return await asyncio.gather(blocker, *queued, return_exceptions=True)
@@ -67,28 +83,19 @@ def _queued_behind_a_busy_thread(read: object, items: int) -> tuple[list[object]
     return asyncio.run(main()), happened
 
 
-def test_calls_queued_together_read_together_once_before_they_run() -> None:
+def test_calls_queued_together_open_their_units_once_before_they_run_and_commit_them_after() -> None:
     happened: list[str] = []
-
-    @contextlib.contextmanager
-    def read(items: list[str]) -> Iterator[None]:
-        happened.append("read " + " ".join(items))
-        yield
-        happened.append("done")
-
-    answers, calls = _queued_behind_a_busy_thread(read, 3)
-    assert answers == ["first", "T0", "T1", "T2"]
-    assert happened == ["read t0 t1 t2", "done"]
-    assert calls == ["call t0", "call t1", "call t2"]
+    answers, calls = _queued_behind_a_busy_thread(Reads(happened), 3)
+    assert answers[:2] == ["first", "T0"] and answers[3] == "T2"
+    assert isinstance(answers[2], LookupError)  # its unit was refused at commit: its answer is the refusal
+    assert happened == ["read t0 t1 t2", "commit unit of t0, unit of t1, unit of t2"]
+    assert calls == ["call t0 with unit of t0", "call t1 with unit of t1", "call t2 with unit of t2"]
 
 
-def test_a_failed_read_together_leaves_each_call_to_read_on_its_own() -> None:
-    def read(items: list[str]) -> contextlib.AbstractContextManager[None]:
-        raise OSError("the database is away")
-
-    answers, calls = _queued_behind_a_busy_thread(read, 2)
-    assert answers == ["first", "T0", "T1"]
-    assert calls == ["call t0", "call t1"]
+def test_units_that_cannot_be_opened_leave_their_calls_to_answer_the_error() -> None:
+    answers, calls = _queued_behind_a_busy_thread(Reads([], fail=True), 2)
+    assert answers[0] == "first" and all(isinstance(answer, OSError) for answer in answers[1:])
+    assert calls == []
 
 
 def test_the_shared_workers_run_a_call_off_the_loop_and_raise_its_exception_in_the_caller() -> None:
