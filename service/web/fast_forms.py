@@ -30,6 +30,9 @@ _UNBOUNDED = (0, 2**31)
 _RULES = frozenset({"minLength", "maxLength", "pattern"})
 _IGNORED = frozenset({"description", "example", "title"})
 _OBJECT = frozenset({"type", "properties", "required"})
+# Connexion hands its validators the schema with the document's components beside it (``with_definitions`` in
+# connexion/operations/openapi.py), for references it has already resolved in the properties: not a rule.
+_ATTACHED = frozenset({"components"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +49,7 @@ class FormRules:
     def of(cls, schema: Mapping[str, Any], *, strict: bool) -> FormRules | None:
         """The rules of the form ``schema`` (its references resolved, as Connexion hands it to its validators);
         None when a field is not a bounded string, or the schema has other rules."""
-        if schema.get("type", "object") != "object" or not set(schema) <= _OBJECT | _IGNORED:
+        if schema.get("type", "object") != "object" or not set(schema) <= _OBJECT | _IGNORED | _ATTACHED:
             return None
         bounds, patterns = {}, {}
         for name, field in schema.get("properties", {}).items():

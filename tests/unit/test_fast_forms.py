@@ -19,12 +19,13 @@ GOOD = b"grant_type=client_credentials&scope=members%3Aread"
 
 
 def form_schema(template: str) -> dict[str, Any]:
-    """The operation's form schema with its references resolved, as Connexion hands it to its validators."""
+    """The operation's form schema with its references resolved and the document's components beside it, as
+    Connexion hands it to its validators (``OpenAPIOperation.with_definitions``)."""
     document = resolve_refs(copy.deepcopy(dict(contract("identity.yaml").document)))
     schema: dict[str, Any] = document["paths"][template]["post"]["requestBody"]["content"][
         "application/x-www-form-urlencoded"
     ]["schema"]
-    return schema
+    return {**schema, "components": document["components"]}
 
 
 def rules_of(template: str, *, strict: bool = False) -> FormRules:
