@@ -56,10 +56,11 @@ class TokenWork:
 
     def open(self, tokens: Sequence[str | None]) -> list[UnitOfWork]:
         """One unit per call; the records of the access tokens among ``tokens`` (the introspected ones) read
-        together when two or more are. If that read fails, each call reads on its own."""
+        together when two or more calls introspect one (a client introspecting one token again and again is one
+        record read once for the row). If that read fails, each call reads on its own."""
         jtis = {jti for jti in map(self._jti, tokens) if jti is not None}
         read: Mapping[str, AccessTokenRecord | None] = {}
-        if len(jtis) > 1:
+        if jtis and len(tokens) > 1:
             try:
                 read = self._access_tokens.read(jtis)
             except Exception:  # noqa: BLE001 - each call then reads on its own, and meets the error in its form

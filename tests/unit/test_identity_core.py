@@ -217,6 +217,23 @@ def test_records_read_together_answer_the_verifications_of_their_units_of_work_f
         tokens.verifier.verify_access_token(live)
 
 
+def test_one_token_introspected_by_several_calls_of_a_row_is_read_once_for_all(  # type: ignore[no-untyped-def]
+    engine: Engine, org
+) -> None:
+    client, _ = ClientStore(engine).create(
+        name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
+    )
+    tokens = token_services(engine, _keys_ensured(engine))
+    live = tokens.minter.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None).token
+    reads: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *call: reads.append(call[2]))
+
+    units = tokens.token_work.open([live] * 3)
+    for unit in units:
+        assert tokens.verifier.verify_access_token(live, unit).client_id == client.id
+    assert sum("FROM access_tokens" in statement for statement in reads) == 1
+
+
 def _keys_ensured(engine: Engine) -> SigningKeys:
     keys = SigningKeys(
         engine, timedelta(0), timedelta(minutes=10), sealer=Sealer([new_key()]), max_age=SIGNING_KEYS_MAX_AGE
