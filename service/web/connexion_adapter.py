@@ -7,6 +7,8 @@ found by operationId, response validation when asked for. What it changes, and w
 - **No security middleware.** The menus gate authenticates before routing (``service.menus_api.gate``);
   the identity handlers authenticate clients and tokens themselves (an optional security alternative
   would let wrong credentials through as anonymous); the operations and console documents declare none.
+- **No response validation middleware in production.** Without ``validate_responses`` it would only route each
+  request once more; the tests build the apps with it (``middlewares``, as below: a documented option).
 - **No Swagger UI middleware.** The documentation step at the edge serves each API's documents and Swagger UI
   (``service.web.api_docs``, ``service.web.swagger_ui``) before Connexion sees the request; Connexion's
   middleware would route every request through a router of its own first, and build a Jinja environment.
@@ -59,6 +61,7 @@ from connexion.decorators import StarletteDecorator
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware import ConnexionMiddleware
 from connexion.middleware.abstract import ROUTING_CONTEXT
+from connexion.middleware.response_validation import ResponseValidationMiddleware
 from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.operations import AbstractOperation
@@ -108,7 +111,9 @@ def connexion_app(
     of Connexion's; ``without_response_headers`` (lower case): response headers that a layer outside
     Connexion adds, left out of response validation; ``fast_forms``: plain forms the contract's rules prove
     valid skip Connexion's parse (``ContractForm``; False: every form takes Connexion's way)."""
-    app = ConnexionMiddleware(_OnceASGIApp(), import_name=__name__, middlewares=list(MIDDLEWARES))
+    # Without response validation (production), its middleware would only route each request once more.
+    middlewares = [m for m in MIDDLEWARES if validate_responses or m is not ResponseValidationMiddleware]
+    app = ConnexionMiddleware(_OnceASGIApp(), import_name=__name__, middlewares=middlewares)
     validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS if fast_forms else _REFERENCE_BODY_VALIDATORS}
     if contract_parameters:
         validator_map["parameter"] = ContractParameters()
@@ -185,6 +190,9 @@ class _ParameterValidation:
     strict: bool
 
     def validate(self, scope: Scope) -> None:
+        if not self.parameters and not self.strict:  # nothing to check (the token and introspection endpoints)
+            ARGUMENTS.put(scope, {})
+            return
         rules = self.factory.rules(scope["extensions"][ROUTING_CONTEXT]["operation_id"], self.parameters)
         request = ConnexionRequest(scope, uri_parser=self.uri_parser)
         arguments = rules.validate(
