@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import orjson
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding
+import jwt
 
 from identity.access_tokens import AccessTokenRecord, not_recorded
 from identity.clock import SYSTEM_CLOCK, Clock, epoch, new_id
@@ -81,7 +79,6 @@ class TokenMinter:
         self.refresh_ttl = refresh_ttl
         self.public_refresh_ttl = public_refresh_ttl or refresh_ttl
         self._clock = clock
-        self._headers: dict[tuple[str, str], bytes] = {}  # (kid, typ): the JWS header, base64url-encoded once
 
     def access_token(
         self,
@@ -200,20 +197,9 @@ class TokenMinter:
         return token
 
     def _sign(self, claims: dict[str, Any], typ: str) -> str:
-        """RFC 7515 §7.1 compact serialization, RS256 (RFC 7518 §3.3: RSASSA-PKCS1-v1_5 with SHA-256).
-
-        The protected header is the same for every token of a key and type: encoded once. The claims are
-        serialised with orjson; the signature is the one ``cryptography`` call PyJWT would make."""
+        """RFC 7515 §7.1 compact serialization, RS256 (RFC 7518 §3.3), by PyJWT with the key object, ``kid`` and
+        ``typ`` in the protected header. (A hand-written serialization beside it saved about 30 µs of CPU per
+        token, 288 against 317 µs with the signature, some 3% of a token request: under issue 36's 15%.)"""
         kid, private = self._keys.signing_key()
         self._public_keys.signing_with(kid, private)
-        header = self._headers.get((kid, typ))
-        if header is None:
-            header = self._headers[(kid, typ)] = _b64(orjson.dumps({"alg": ALGORITHM, "kid": kid, "typ": typ}))
-        signing_input = header + b"." + _b64(orjson.dumps(claims))
-        signature = private.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
-        return (signing_input + b"." + _b64(signature)).decode("ascii")
-
-
-def _b64(data: bytes) -> bytes:
-    """base64url without padding (RFC 7515 §2)."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=")
+        return jwt.encode(claims, private, algorithm=ALGORITHM, headers={"kid": kid, "typ": typ})
