@@ -80,3 +80,10 @@ def test_a_schema_with_rules_other_than_bounded_strings_has_no_form_rules() -> N
         FormRules.of({"type": "object", "properties": {"s": {"type": "string", "enum": ["a"]}}}, strict=False) is None
     )
     assert FormRules.of({"type": "object", "additionalProperties": False}, strict=False) is None
+
+
+def test_the_documents_components_connexion_puts_beside_a_form_schema_are_no_rule_of_the_form() -> None:
+    schema = form_schema("/oauth2/introspect")
+    assert "components" in schema
+    rules = FormRules.of(schema, strict=False)
+    assert rules is not None and rules.pairs(b"token=x") == [("token", "x")]
