@@ -152,7 +152,6 @@ def _settle(done: list[_Done]) -> None:
             future.set_result(result)
 
 
-BACKGROUND_THREADS = 8  # the background pool's bound: every periodic round and both outbound workers at once
 SHARED = Workers(SHARED_THREADS, "shared-worker", batch=1)  # no thread runs until a call comes
 BACKGROUND = Workers(BACKGROUND_THREADS, "background-worker", batch=1)
 
