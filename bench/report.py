@@ -22,8 +22,8 @@ TITLES = {
 }
 
 
-# issue 29's targets against node-oidc-provider, one process each (we record every token; it does not)
-PEER_TARGETS = {"tokens": 0.8, "introspection": 0.8, "jwks": 1.0, "discovery": 1.0}
+# issue 36's floors against node-oidc-provider, one process each (we record every token; it does not)
+PEER_TARGETS = {"tokens": 0.8, "introspection": 1.0, "jwks": 0.9, "discovery": 0.9}
 
 
 def write(results: dict[str, Any], out: Path) -> tuple[Path, Path, Path]:

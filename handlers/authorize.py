@@ -2,16 +2,16 @@
 
 Browser endpoints run the flow in a worker thread (see ``service.identity_api.identity_app``)."""
 
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from service.identity_api.handler_support import current, outcome, provider
+from service.web.offload import in_thread
 from service.web.request_reading import browser, form_pairs, query_pairs
 
 
 async def start() -> Response:
     identity, request = provider(), current()
-    result = await run_in_threadpool(identity.sign_in_pages.authorization.start, query_pairs(request), browser(request))
+    result = await in_thread(identity.sign_in_pages.authorization.start, query_pairs(request), browser(request))
     return outcome(result, identity.issuer)
 
 
@@ -19,5 +19,5 @@ async def start_post() -> Response:
     identity, request = provider(), current()
     pairs = await form_pairs(request)
     return outcome(
-        await run_in_threadpool(identity.sign_in_pages.authorization.start, pairs, browser(request)), identity.issuer
+        await in_thread(identity.sign_in_pages.authorization.start, pairs, browser(request)), identity.issuer
     )

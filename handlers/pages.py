@@ -6,12 +6,12 @@ milliseconds, which must not hold up the event loop (argon2-cffi releases the GI
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from identity.interaction.browser import Browser, Outcome
 from identity.interaction.sign_in_pages import SignInPages
 from service.identity_api.handler_support import current, outcome, provider
+from service.web.offload import in_thread
 from service.web.request_reading import browser, form_pairs, query_pairs
 
 
@@ -29,7 +29,7 @@ Pick = Callable[[SignInPages], Page]  # which page: lambda pages: pages.sign_in,
 async def _show(pick: Pick) -> Response:
     identity, request = provider(), current()
     interaction = dict(query_pairs(request)).get("interaction")  # query_pairs refuses control characters
-    result = await run_in_threadpool(pick(identity.sign_in_pages).show, interaction, browser(request))
+    result = await in_thread(pick(identity.sign_in_pages).show, interaction, browser(request))
     return outcome(result, identity.issuer)
 
 
@@ -37,7 +37,7 @@ async def _act(pick: Pick) -> Response:
     identity, request = provider(), current()
     pairs = await form_pairs(request)
     act = pick(identity.sign_in_pages).post
-    return outcome(await run_in_threadpool(act, pairs, browser(request)), identity.issuer)
+    return outcome(await in_thread(act, pairs, browser(request)), identity.issuer)
 
 
 async def sign_in_form() -> Response:
@@ -78,7 +78,7 @@ async def verify_email() -> Response:
     identity, request = provider(), current()
     token = dict(query_pairs(request)).get("token")
     return outcome(
-        await run_in_threadpool(identity.sign_in_pages.verify_email.follow, token, browser(request)), identity.issuer
+        await in_thread(identity.sign_in_pages.verify_email.follow, token, browser(request)), identity.issuer
     )
 
 
@@ -108,4 +108,4 @@ async def reset_password_form() -> Response:
 async def reset_password() -> Response:
     identity, request = provider(), current()
     pairs = await form_pairs(request)
-    return outcome(Outcome(page=await run_in_threadpool(identity.password_reset.submit, pairs)), identity.issuer)
+    return outcome(Outcome(page=await in_thread(identity.password_reset.submit, pairs)), identity.issuer)

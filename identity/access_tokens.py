@@ -8,12 +8,10 @@ by client, and deleted once expired.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Collection, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -23,6 +21,9 @@ from identity.database import commit_without_waiting
 from identity.errors import InvalidClient
 from identity.tables import access_tokens, clients
 from identity.token_tables import TokenTable, revoke_live
+
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
 
 MAX_READ_TOGETHER = 64  # records read in one statement at most (a bound on its parameters)
 # The statements of every token issued and verified, built once (building one costs more than running it).
@@ -74,23 +75,12 @@ class AccessTokenRecord:
     credential_version: int = 0  # the user's, as its grant's session verified it (0 for application tokens)
 
 
-class _Read(threading.local):
-    records: dict[str, AccessTokenRecord | None] | None = None
-
-
-class _Later(threading.local):
-    rows: list[tuple[Hashable, dict[str, Any]]] | None = None  # (whose, the statement's values), in order
-    key: Hashable = None
-
-
 class AccessTokenStore(TokenTable):
     _table = access_tokens
 
     def __init__(self, engine: Engine, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
         self._clock = clock
-        self._read = _Read()  # per thread: the records read together for the calls it is running
-        self._later = _Later()  # per thread: the records to write together (``write_later``)
 
     def record(self, token: AccessTokenRecord, *, secret_hash: str | None = None) -> bool:
         """Record a token being issued, in one statement, only while its client is registered (and, with
@@ -98,80 +88,45 @@ class AccessTokenStore(TokenTable):
         another node, that this node still knows from its short client cache, so gets no token (its deletion
         revoked every token it had, in one transaction). Lost in a power cut, the record would only make the
         token inactive: its commit need not wait for the disk."""
-        values = {
-            "jti": token.jti,
-            "grant_id": token.grant_id,
-            "client_id": token.client_id,
-            "user_id": token.user_id,
-            "org_id": token.org_id,
-            "session_id": token.session_id,
-            "scope": " ".join(token.scope),
-            "issued_at": token.issued_at,
-            "expires_at": token.expires_at,
-            "credential_version": token.credential_version,
-            "secret_hash": secret_hash,
-        }
-        if self._later.rows is not None and self._later.key is not None:
-            self._later.rows.append((self._later.key, values))
-            return True  # for now: ``write_now`` says which were not
         with commit_without_waiting(self._engine) as connection:
-            return connection.execute(_RECORD, values).first() is not None
+            return connection.execute(_RECORD, _values(token, secret_hash)).first() is not None
 
-    # Records written together: for the tokens one thread issues in a row, one transaction and one commit, after
-    # the last (``identity.minting.IssuedTogether``). No token is handed out before ``write_now`` has said its
-    # record was written.
-
-    def write_later(self) -> None:
-        """From now on in this thread, ``record`` keeps the records for ``write_now`` and answers True."""
-        self._later.rows, self._later.key = [], None
-
-    def write_for(self, key: Hashable) -> None:
-        """The records kept from now on are ``key``'s (one call among those whose records are written together);
-        with None, ``record`` writes at once (a call that is not among them)."""
-        self._later.key = key
-
-    def write_now(self) -> dict[Hashable, Exception]:
-        """Write the records kept in this thread in one transaction, each only while its client is registered
-        and holds its secret (as ``record``); stop keeping them. The keys whose record was not written, with
-        why: ``InvalidClient``, or the database's error for all of them if the transaction failed."""
-        rows, self._later.rows = self._later.rows or [], None
-        refused: dict[Hashable, Exception] = {}
-        if not rows:
+    def commit(self, issued: Sequence[Sequence[tuple[AccessTokenRecord, str | None]]]) -> list[Exception | None]:
+        """The records of several units of work (``identity.unit_of_work``), each a list of (record, secret hash),
+        written in one transaction with one commit, each only while its client is registered and holds that
+        secret (as ``record``): for each unit, None, or why its records were not all written (``InvalidClient``;
+        the database's error for every unit if the transaction failed: then none was written)."""
+        refused: list[Exception | None] = [None] * len(issued)
+        if not any(issued):
             return refused
         try:
             with commit_without_waiting(self._engine) as connection:
-                for key, values in rows:
-                    if connection.execute(_RECORD, values).first() is None:
-                        refused[key] = not_recorded(values["client_id"])
-        except Exception as error:  # noqa: BLE001 - nothing was written: each key's caller meets the error
-            return {key: error for key, _ in rows}
+                for index, records in enumerate(issued):
+                    for token, secret_hash in records:
+                        if connection.execute(_RECORD, _values(token, secret_hash)).first() is None:
+                            refused[index] = not_recorded(token.client_id)
+        except Exception as error:  # noqa: BLE001 - nothing was written: each unit's caller meets the error
+            return [error if records else None for records in issued]
         return refused
 
-    def get(self, jti: str) -> AccessTokenRecord | None:
-        read = self._read.records
-        if read is not None and jti in read:
-            return read[jti]  # read after the request of this use came in (``read_together``)
+    def get(self, jti: str, work: UnitOfWork | None = None) -> AccessTokenRecord | None:
+        """The record of ``jti``: from ``work``'s records read together when it is among them (each read after
+        its request came in, as this read would be: RFC 7009 §2.2), else read now."""
+        if work is not None and jti in work.read:
+            return work.read[jti]
         with self._engine.connect() as connection:
             row = connection.execute(_BY_JTI, {"jti": jti}).first()
         return None if row is None else _record(row)
 
-    @contextmanager
-    def read_together(self, jtis: Collection[str]) -> Iterator[None]:
-        """The records of ``jtis`` read in one statement; within the block, ``get`` of any of them in this
-        thread answers from that read. For the introspections of requests that came in together, none answered
-        before the block ends (``service/identity_api/client_threads.py``): each record is read after its
-        request arrived and before it is answered, as ``get`` alone would read it (RFC 7009 §2.2)."""
+    def read(self, jtis: Collection[str]) -> dict[str, AccessTokenRecord | None]:
+        """The records of ``jtis`` (None for an unknown one), read in one statement."""
         records: dict[str, AccessTokenRecord | None] = dict.fromkeys(jtis)
         if len(records) > MAX_READ_TOGETHER:
             raise ValueError(f"at most {MAX_READ_TOGETHER} records are read together")
         with self._engine.connect() as connection:
             for row in connection.execute(_BY_JTIS, {"jtis": list(records)}):
                 records[row.jti] = _record(row)
-        self._read.records = records
-        try:
-            yield
-        finally:
-            self._read.records = None
+        return records
 
     def revoke(self, jti: str) -> None:
         """RFC 7009 §2.2: the token is invalid from now on (revoking it again changes nothing)."""
@@ -195,6 +150,22 @@ class AccessTokenStore(TokenTable):
             sa.or_(issued_here, access_tokens.c.grant_id.in_(grant_ids)) if grant_ids else issued_here,
             at,
         )
+
+
+def _values(token: AccessTokenRecord, secret_hash: str | None) -> dict[str, Any]:
+    return {
+        "jti": token.jti,
+        "grant_id": token.grant_id,
+        "client_id": token.client_id,
+        "user_id": token.user_id,
+        "org_id": token.org_id,
+        "session_id": token.session_id,
+        "scope": " ".join(token.scope),
+        "issued_at": token.issued_at,
+        "expires_at": token.expires_at,
+        "credential_version": token.credential_version,
+        "secret_hash": secret_hash,
+    }
 
 
 def not_recorded(client_id: str) -> InvalidClient:

@@ -14,10 +14,8 @@ throttle already counts attempts per address.
 
 from __future__ import annotations
 
-import contextvars
 import logging
-import threading
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Callable, Mapping
 
 log = logging.getLogger("regional_menus.audit")
 
@@ -85,55 +83,23 @@ def listen(listener: Listener) -> None:
 
 
 def record(event: str, outcome: str = SUCCESS, **fields: str | None) -> None:
-    """Log ``event`` with its ``outcome`` and the ``fields`` that are set; tell the listeners. In this thread,
-    while ``hold`` holds the event, it waits for ``release`` instead."""
+    """Log ``event`` with its ``outcome`` and the ``fields`` that are set; tell the listeners. (An event that
+    waits for a transaction is kept by its unit of work instead: ``identity.unit_of_work.UnitOfWork.record``.)"""
+    write(event, outcome, checked(event, fields))
+
+
+def checked(event: str, fields: Mapping[str, str | None]) -> Mapping[str, str]:
+    """The fields of ``event`` that are set; ValueError for an unknown event or a field that is not an id."""
     if event not in EVENTS:
         raise ValueError(f"unknown audit event {event!r}")
     unknown = set(fields) - FIELDS
     if unknown:
         raise ValueError(f"audit events carry ids only, not {sorted(unknown)}")
-    present = {name: value for name, value in fields.items() if value is not None}
-    held = _held.lines
-    if held is not None and _held.key is not None and event in _held.events:
-        held.append((_held.key, contextvars.copy_context(), event, outcome, present))
-        return
-    _write(event, outcome, present)
+    return {name: value for name, value in fields.items() if value is not None}
 
 
-def _write(event: str, outcome: str, present: Mapping[str, str]) -> None:
+def write(event: str, outcome: str, present: Mapping[str, str]) -> None:
+    """Log one checked event and tell the listeners."""
     log.info("%s %s", event, outcome, extra={"fields": {"event": event, "outcome": outcome, **present}})
     for listener in _listeners:
         listener(event, outcome, present)
-
-
-_Held = tuple[Hashable, contextvars.Context, str, str, Mapping[str, str]]
-
-
-class _Holding(threading.local):
-    events: Collection[str] = ()
-    key: Hashable = None  # whose events these are (``hold_for``)
-    lines: list[_Held] | None = None
-
-
-_held = _Holding()
-
-
-def hold(events: Collection[str]) -> None:
-    """From now on in this thread, ``events`` wait for ``release``: the events of an act that is not done until
-    something after it is (``identity.minting.IssuedTogether``: a token is issued once its row is written)."""
-    _held.events, _held.key, _held.lines = events, None, []
-
-
-def hold_for(key: Hashable) -> None:
-    """The events held from now on are ``key``'s (one call among those whose events are held together); with
-    None, none is held (a call that is not among them)."""
-    _held.key = key
-
-
-def release(dropped: Collection[Hashable] = ()) -> None:
-    """Write the events held in this thread, each in the context it was recorded in (its request's id), except
-    those of the keys ``dropped`` (their act did not happen after all); stop holding."""
-    lines, _held.lines, _held.events = _held.lines, None, ()
-    for key, context, event, outcome, present in lines or ():
-        if key not in dropped:
-            context.run(_write, event, outcome, present)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from identity.client_auth import ClientAuthenticator
 from identity.clients import Client, ClientStore
@@ -24,6 +24,9 @@ from identity.token_endpoint import single_values
 from identity.users import UserStore
 from identity.verification import TokenVerifier
 from identity.web_origins import WebOrigins
+
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
 
 INACTIVE = {"active": False}
 
@@ -42,10 +45,15 @@ class TokenIntrospection:
     clock: Clock = SYSTEM_CLOCK
 
     def introspect(
-        self, pairs: Sequence[tuple[str, str]], authorization: str | None, origin: str | None = None
+        self,
+        pairs: Sequence[tuple[str, str]],
+        authorization: str | None,
+        origin: str | None = None,
+        work: UnitOfWork | None = None,
     ) -> dict[str, Any]:
         """RFC 7662 §2.2: the token's metadata when active, else only ``active: false``. Never for a page of
-        another origin: introspection answers no CORS, and no client registers an origin for it."""
+        another origin: introspection answers no CORS, and no client registers an origin for it. ``work``: the
+        request's unit of work, whose records read together the verification uses (``identity.unit_of_work``)."""
         params = single_values(pairs)
         caller = self.authenticator.authenticate(params, authorization, public=False)
         self.origins.check_own(caller, origin)
@@ -54,14 +62,14 @@ class TokenIntrospection:
         if params.get("token_type_hint") == "refresh_token":
             lookups.reverse()
         for lookup in lookups:
-            found = lookup(token, caller)
+            found = lookup(token, caller, work)
             if found is not None:
                 return found
         return INACTIVE
 
-    def _access(self, token: str, caller: Client) -> dict[str, Any] | None:
+    def _access(self, token: str, caller: Client, work: UnitOfWork | None) -> dict[str, Any] | None:
         try:
-            access = self.verifier.verify_access_token(token)
+            access = self.verifier.verify_access_token(token, work)
         except InvalidToken:
             return None
         if not self.clients.same_organization(access.client_id, caller):
@@ -82,7 +90,7 @@ class TokenIntrospection:
         }
         return self._with_user(answer, access.user_id, access.session_id, access.credential_version)
 
-    def _refresh(self, token: str, caller: Client) -> dict[str, Any] | None:
+    def _refresh(self, token: str, caller: Client, _work: UnitOfWork | None) -> dict[str, Any] | None:
         refresh = self.refresh_tokens.find(token)
         if refresh is None:
             return None

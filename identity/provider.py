@@ -29,7 +29,7 @@ from identity.introspection import TokenIntrospection
 from identity.issuer import Issuer
 from identity.logout_tokens import LogoutTokens
 from identity.member_directory import Directory
-from identity.minting import IssuedTogether, TokenMinter
+from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
 from identity.outbound_uris import OutboundRule
 from identity.outbox import DeliveryPolicy, Doorbell, Outbox
@@ -46,6 +46,7 @@ from identity.sessions import SessionStore
 from identity.signing_keys import SigningKeys
 from identity.throttle import SignInThrottle, SqlCounters, ThrottlePolicy
 from identity.token_endpoint import TokenEndpoint
+from identity.unit_of_work import TokenWork
 from identity.userinfo_claims import UserInfo
 from identity.users import UserStore
 from identity.verification import PublicKeys, TokenVerifier
@@ -147,7 +148,6 @@ class Provider:
             clock,
             public_refresh_ttl=lifetimes.public_refresh_token,
         )
-        self.issued_together = IssuedTogether(access_tokens)  # client_credentials exchanges run in a row
         # Back-Channel Logout 1.0: revocations write logout tokens to their own outbox channel (Revoker); the
         # service's worker posts them, signed at delivery (identity/backchannel_logout.py)
         self.logout_outbox = Outbox(
@@ -155,6 +155,8 @@ class Provider:
         )
         self.logout_tokens = LogoutTokens(self.clients, self.minter)
         self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
+        # the units of work of the token and introspection requests a worker runs in a row
+        self.token_work = TokenWork(access_tokens, self.verifier.jti_of)
         self.sign_in_pages = SignInPages.build(
             issuer=issuer,
             clients=self.clients,

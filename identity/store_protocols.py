@@ -7,13 +7,15 @@ every write to its table.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable
-from contextlib import AbstractContextManager
-from typing import Protocol
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from identity.access_tokens import AccessTokenRecord
 from identity.codes import CodeGrant, Consumed
 from identity.refresh_tokens import RefreshToken, RefreshTokenRecord
+
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
 
 
 class AuthorizationCodes(Protocol):
@@ -36,15 +38,11 @@ class AccessTokens(Protocol):
 
     def record(self, token: AccessTokenRecord, *, secret_hash: str | None = None) -> bool: ...
 
-    def get(self, jti: str) -> AccessTokenRecord | None: ...
+    def commit(self, issued: Sequence[Sequence[tuple[AccessTokenRecord, str | None]]]) -> list[Exception | None]: ...
 
-    def read_together(self, jtis: Collection[str]) -> AbstractContextManager[None]: ...
+    def get(self, jti: str, work: UnitOfWork | None = None) -> AccessTokenRecord | None: ...
 
-    def write_later(self) -> None: ...
-
-    def write_for(self, key: Hashable) -> None: ...
-
-    def write_now(self) -> dict[Hashable, Exception]: ...
+    def read(self, jtis: Collection[str]) -> dict[str, AccessTokenRecord | None]: ...
 
     def revoke(self, jti: str) -> None: ...
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from identity.client_auth import ClientAuthenticator
 from identity.errors import InvalidRequest, UnauthorizedClient, UnsupportedGrantType
 from identity.fields import RepeatedField, once_each
 from identity.grants import Grant, required
 from identity.web_origins import WebOrigins
+
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
 
 
 def single_values(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -31,10 +34,15 @@ class TokenEndpoint:
         return list(self._grants)
 
     def exchange(
-        self, pairs: Sequence[tuple[str, str]], authorization: str | None, origin: str | None = None
+        self,
+        pairs: Sequence[tuple[str, str]],
+        authorization: str | None,
+        origin: str | None = None,
+        work: UnitOfWork | None = None,
     ) -> dict[str, Any]:
         """``origin``: the request's ``Origin`` header; a page of an origin the client did not register is
-        refused here, after client authentication and before the grant spends a code or a refresh token."""
+        refused here, after client authentication and before the grant spends a code or a refresh token.
+        ``work``: the request's unit of work, handed to the grant (``identity.unit_of_work``)."""
         params = single_values(pairs)
         client = self._authenticator.authenticate(params, authorization)
         self._origins.check(client, origin)
@@ -46,4 +54,4 @@ class TokenEndpoint:
         if grant_type not in client.grants or client.public and grant_type == "client_credentials":
             # RFC 6749 §4.4: client_credentials "MUST only be used by confidential clients".
             raise UnauthorizedClient(f"This client may not use the {grant_type} grant.")
-        return grant.exchange(client, params)
+        return grant.exchange(client, params, work)

@@ -6,13 +6,11 @@ access token's bytes prove is remembered, and its expiry and revocation are chec
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
 from time import monotonic
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -23,6 +21,9 @@ from identity.errors import InvalidToken
 from identity.issuer import Issuer
 from identity.signing_keys import ALGORITHM, SigningKeys
 from identity.store_protocols import AccessTokens
+
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
 
 ACCESS_TOKEN_TYPE = "at+jwt"  # RFC 9068 §2.1
 
@@ -91,25 +92,22 @@ class TokenVerifier:
         # and revocation (in the database) are checked at every use; a token that fails is never memoised.
         self._verified_access_claims = lru_cache(maxsize=verified_tokens)(self._check_access_claims)
 
-    def read_together(self, tokens: Iterable[str]) -> AbstractContextManager[None]:
-        """The records of the access tokens among ``tokens`` read in one statement, for the verifications of
-        them that follow in this thread (``AccessTokenStore.read_together``). What is not an access token of
-        ours is left to its own verification."""
-        jtis = set()
-        for token in tokens:
-            try:
-                jtis.add(self._verified_access_claims(token)["jti"])
-            except InvalidToken:
-                continue
-        return self._access_tokens.read_together(jtis)
+    def jti_of(self, token: str) -> str | None:
+        """The ``jti`` an access token of ours proves (its signature and claims checked), or None: what the units
+        of work of introspections read together (``identity.unit_of_work.TokenWork.open``)."""
+        try:
+            return str(self._verified_access_claims(token)["jti"])
+        except InvalidToken:
+            return None
 
-    def verify_access_token(self, token: str) -> AccessToken:
-        """The live access token ``token`` is, or ``InvalidToken`` (bad signature, expired, revoked, not ours)."""
+    def verify_access_token(self, token: str, work: UnitOfWork | None = None) -> AccessToken:
+        """The live access token ``token`` is, or ``InvalidToken`` (bad signature, expired, revoked, not ours);
+        its record from ``work``'s records read together, when it is among them."""
         claims = self._verified_access_claims(token)
         at = self._clock.now()
         if claims["exp"] <= epoch(at):  # checked at every use: the memo outlives no token
             raise InvalidToken("The access token has expired.")
-        record = self._access_tokens.get(claims["jti"])
+        record = self._access_tokens.get(claims["jti"], work)
         if record is None or record.revoked:
             raise InvalidToken("The access token was revoked.")
         if record.expires_at <= at:

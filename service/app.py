@@ -154,12 +154,14 @@ def create_app(
     catalog: Catalog | None = None,
     clock: Clock | None = None,
     password_hashing: PasswordHashing = OWASP_ARGON2ID,
+    fast_forms: bool = True,
 ) -> Dispatcher:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. ``clock``: the time every object of the
     identity domain reads (the system's by default; tests move it). ``password_hashing``: Argon2id at OWASP's
     parameters, always, in the service; the tests hand in a cheaper one (``tests/support/passwords.py``). The
-    contracts are parsed once per process (``service.web.contracts.contract``)."""
+    contracts are parsed once per process (``service.web.contracts.contract``). ``fast_forms``: False leaves every
+    identity form to Connexion's parser (the differential test's reference: service/web/connexion_adapter.py)."""
     settings = settings or Settings.from_env()
     clock = clock or SYSTEM_CLOCK
     audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
@@ -221,6 +223,7 @@ def create_app(
         client_threads=client_threads(engine, pool),
         form_limit=settings.identity_form_limit,
         validate_responses=settings.validate_responses,
+        fast_forms=fast_forms,
     )
     web = console_web(settings, engine, sealer, provider, keys, clock)
     console = None

@@ -7,7 +7,7 @@ response (RFC 6749 §5.1) or raises an ``OAuthError`` (§5.2).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from identity import audit
 from identity.clients import Client
@@ -18,11 +18,18 @@ from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
 from identity.users import Membership, User, UserStore
 
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
+
 
 class Grant(Protocol):
     grant_type: str
 
-    def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]: ...
+    def exchange(self, client: Client, params: Mapping[str, str], work: UnitOfWork | None = None) -> dict[str, Any]:
+        """The token response; ``work``: the request's unit of work (``identity.unit_of_work``), which a grant
+        may have write its tokens' records at its commit (``client_credentials``). The grants of a user's
+        authorization write theirs at once: ``revoke_if_raced`` must see them."""
+        ...
 
 
 def required(params: Mapping[str, str], name: str) -> str:
@@ -58,9 +65,17 @@ def token_response(access: Issued, scope: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def issued(grant_type: str, client: Client, user_id: str | None, org_id: str, grant_id: str | None) -> None:
-    """The audit line of a successful exchange (and the tokens-issued metric): ids, never the tokens."""
-    audit.record(
+def issued(
+    grant_type: str,
+    client: Client,
+    user_id: str | None,
+    org_id: str,
+    grant_id: str | None,
+    work: UnitOfWork | None = None,
+) -> None:
+    """The audit line of a successful exchange (and the tokens-issued metric): ids, never the tokens; with
+    ``work``, written once its records are."""
+    (work.record if work is not None else audit.record)(
         audit.TOKEN_ISSUED,
         grant_type=grant_type,
         client_id=client.id,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from identity import audit
 from identity.clients import Client
@@ -15,6 +15,9 @@ from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
 from identity.store_protocols import AuthorizationCodes
 from identity.users import UserStore
+
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
 
 
 class AuthorizationCodeGrant:
@@ -29,7 +32,8 @@ class AuthorizationCodeGrant:
         self._users = users
         self._sessions = sessions
 
-    def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]:
+    def exchange(self, client: Client, params: Mapping[str, str], work: UnitOfWork | None = None) -> dict[str, Any]:
+        """``work`` is not used: the tokens of a user's authorization are recorded at once (``revoke_if_raced``)."""
         """RFC 6749 §4.1.2: the code is single-use; a replay is refused and revokes its tokens."""
         code = required(params, "code")
         redirect_uri = required(params, "redirect_uri")

@@ -8,13 +8,16 @@ the client is allowed (``members:read``); unknown scopes are ignored.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from identity.clients import APPLICATION_SCOPES, SCOPES, Client
 from identity.errors import InvalidScope, UnknownRecord
 from identity.grants import issued, token_response
 from identity.minting import TokenMinter
 from identity.organizations import OrganizationStore
+
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
 
 
 class ClientCredentialsGrant:
@@ -24,7 +27,8 @@ class ClientCredentialsGrant:
         self._minter = minter
         self._organizations = organizations
 
-    def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]:
+    def exchange(self, client: Client, params: Mapping[str, str], work: UnitOfWork | None = None) -> dict[str, Any]:
+        """With ``work``, the token's record and its audit line are written when the unit commits."""
         allowed = [s for s in client.scopes if s in APPLICATION_SCOPES]
         if "scope" in params:
             asked = [s for s in dict.fromkeys(params["scope"].split()) if s in SCOPES]
@@ -40,7 +44,7 @@ class ClientCredentialsGrant:
         if org is None:
             raise UnknownRecord(client.org_id)
         access = self._minter.access_token(
-            client_id=client.id, org=org, scope=scope, user_id=None, secret_hash=client.secret_hash
+            client_id=client.id, org=org, scope=scope, user_id=None, secret_hash=client.secret_hash, work=work
         )
-        issued(self.grant_type, client, None, org.id, None)
+        issued(self.grant_type, client, None, org.id, None, work)
         return token_response(access, scope)

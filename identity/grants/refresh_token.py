@@ -8,7 +8,7 @@ revokes the whole family, whoever presents it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from identity import audit
 from identity.clients import SCOPES, Client
@@ -19,6 +19,9 @@ from identity.revoked_grants import Revoker
 from identity.sessions import SessionStore
 from identity.store_protocols import RefreshTokens
 from identity.users import UserStore
+
+if TYPE_CHECKING:
+    from identity.unit_of_work import UnitOfWork
 
 
 class RefreshTokenGrant:
@@ -38,7 +41,8 @@ class RefreshTokenGrant:
         self._users = users
         self._sessions = sessions
 
-    def exchange(self, client: Client, params: Mapping[str, str]) -> dict[str, Any]:
+    def exchange(self, client: Client, params: Mapping[str, str], work: UnitOfWork | None = None) -> dict[str, Any]:
+        """``work`` is not used: the tokens of a user's authorization are recorded at once (``revoke_if_raced``)."""
         presented = self._refresh_tokens.find(required(params, "refresh_token"))
         if presented is None or presented.client_id != client.id:
             raise InvalidGrant("The refresh token is invalid.")

@@ -12,7 +12,6 @@ import logging
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from werkzeug.http import dump_cookie
@@ -35,6 +34,7 @@ from service.console_api.cookies import (
     NewKey,
 )
 from service.console_api.relying_party import ConsoleClient, PendingSignIn, SignInFailed
+from service.web.offload import in_thread
 from service.web.problems import Problem
 from service.web.request_reading import browser, form_pairs
 from service.web.request_state import Slot
@@ -82,13 +82,13 @@ class ConsoleWeb:
     # Pages
 
     async def home_page(self, request: Request) -> Response:
-        visitor = await run_in_threadpool(self._visitor, request)
+        visitor = await in_thread(self._visitor, request)
         if visitor is None:
             response = self._page("welcome.html", "Developer console")
             if SESSION_COOKIE in request.cookies:
                 self._forget(response, SESSION_COOKIE)
             return response
-        view = await run_in_threadpool(self.console.keys, visitor.member)
+        view = await in_thread(self.console.keys, visitor.member)
         return self._page("keys.html", "API keys", visitor, view=view, chart=pages.chart(view.daily))
 
     async def sign_in(self, request: Request) -> Response:
@@ -110,12 +110,12 @@ class ConsoleWeb:
         try:
             if params is None:
                 raise SignInFailed("The answer repeats a parameter.")
-            signed_in = await run_in_threadpool(self.client.finish, params, pending)
+            signed_in = await in_thread(self.client.finish, params, pending)
         except SignInFailed as failure:
             response = self._message("Sign-in failed", f"{failure} Please sign in again.", status=400)
             self._forget(response, SIGN_IN_COOKIE, self.path + "/callback")
             return response
-        console_id = await run_in_threadpool(self.console_sessions.start, signed_in.user_id)
+        console_id = await in_thread(self.console_sessions.start, signed_in.user_id)
         _, value = self.cookies.new_session(
             signed_in.user_id, signed_in.org_id, signed_in.session_id, signed_in.id_token, console_id
         )
@@ -130,7 +130,7 @@ class ConsoleWeb:
             return refused
         assert visitor is not None
         try:
-            record, key = await run_in_threadpool(self.console.create_key, visitor.member, form.get("name", ""))
+            record, key = await in_thread(self.console.create_key, visitor.member, form.get("name", ""))
         except NotAllowed as error:
             return self._message("Not allowed", str(error), visitor, status=403)
         except KeyLimitReached as error:
@@ -146,7 +146,7 @@ class ConsoleWeb:
 
     async def new_key_page(self, request: Request) -> Response:
         """The key just created, shown once: the cookie that carries it is cleared by this very answer."""
-        visitor = await run_in_threadpool(self._visitor, request)
+        visitor = await in_thread(self._visitor, request)
         new = NewKey.open(self.cookies, request.cookies.get(NEW_KEY_COOKIE))
         if visitor is None:
             response = self.redirect(self.home)
@@ -154,7 +154,7 @@ class ConsoleWeb:
             response = self._page("key_gone.html", "This key is no longer shown", visitor)
         else:
             try:
-                record = await run_in_threadpool(self.console.key, visitor.member, new.key_id)
+                record = await in_thread(self.console.key, visitor.member, new.key_id)
             except UnknownApiKey:  # the organization was switched in between
                 record = None
             if record is None or record.revoked_at is not None:
@@ -166,14 +166,14 @@ class ConsoleWeb:
         return response
 
     async def revoke_form(self, request: Request, key_id: str) -> Response:
-        visitor = await run_in_threadpool(self._visitor, request)
+        visitor = await in_thread(self._visitor, request)
         if visitor is None:
             return self.redirect(self.home)
         if not visitor.member.manages_keys:
             text = f"Only an owner or an admin of {visitor.member.org_name} may revoke API keys."
             return self._message("Not allowed", text, visitor, status=403)
         try:
-            record = await run_in_threadpool(self.console.key, visitor.member, key_id)
+            record = await in_thread(self.console.key, visitor.member, key_id)
         except UnknownApiKey:
             return self._message("No such key", "Your organization has no API key with this id.", visitor, status=404)
         if record.revoked_at is not None:
@@ -186,7 +186,7 @@ class ConsoleWeb:
             return refused
         assert visitor is not None
         try:
-            await run_in_threadpool(self.console.revoke_key, visitor.member, key_id)
+            await in_thread(self.console.revoke_key, visitor.member, key_id)
         except NotAllowed as error:
             return self._message("Not allowed", str(error), visitor, status=403)
         except UnknownApiKey:
@@ -194,7 +194,7 @@ class ConsoleWeb:
         return self.redirect(self.home)
 
     async def account_page(self, request: Request) -> Response:
-        visitor = await run_in_threadpool(self._visitor, request)
+        visitor = await in_thread(self._visitor, request)
         if visitor is None or self.own_account is None:
             return self.redirect(self.home)
         return await self._account(visitor)
@@ -209,7 +209,7 @@ class ConsoleWeb:
         change = self.own_account.change_password
         current, new = form.get("current_password", ""), form.get("new_password", "")
         try:
-            await run_in_threadpool(change, visitor.member.user_id, current, new, browser(request).address)
+            await in_thread(change, visitor.member.user_id, current, new, browser(request).address)
         except WeakPassword as error:
             return await self._account(visitor, error=f"The new password is refused: {error}.", status=400)
         except WrongPassword:
@@ -220,7 +220,7 @@ class ConsoleWeb:
             response = self._message("Too many attempts", text, visitor, status=429)
             response.headers["Retry-After"] = str(error.retry_after)
             return response
-        await run_in_threadpool(self.console_sessions.end, visitor.session.console_id)
+        await in_thread(self.console_sessions.end, visitor.session.console_id)
         text = "Your password is changed, and you are signed out everywhere. Sign in again with the new one."
         response = self._message("Password changed", text)
         self._forget(response, SESSION_COOKIE)
@@ -233,14 +233,14 @@ class ConsoleWeb:
         assert visitor is not None and self.own_account is not None
         account = urljoin(self.base_url, self.account_path)  # the "verified" page links back here
         send = self.own_account.send_verification
-        await run_in_threadpool(send, visitor.member.user_id, browser(request).address, account)
+        await in_thread(send, visitor.member.user_id, browser(request).address, account)
         return await self._account(visitor, note="If your address still needs it, a new link is on its way.")
 
     async def _account(
         self, visitor: Visitor, *, error: str | None = None, note: str | None = None, status: int = 200
     ) -> Response:
         assert self.own_account is not None
-        user = await run_in_threadpool(self.own_account.user, visitor.member.user_id)
+        user = await in_thread(self.own_account.user, visitor.member.user_id)
         return self._page("account.html", "Your account", visitor, status=status, user=user, error=error, note=note)
 
     async def sign_out(self, request: Request) -> Response:
@@ -250,7 +250,7 @@ class ConsoleWeb:
         if refused is not None:
             return refused
         assert visitor is not None
-        await run_in_threadpool(self.console_sessions.end, visitor.session.console_id)
+        await in_thread(self.console_sessions.end, visitor.session.console_id)
         response = self.redirect(self.client.end_session_url(visitor.session.id_token))
         self._forget(response, SESSION_COOKIE)
         return response
@@ -304,7 +304,7 @@ class ConsoleWeb:
     ) -> tuple[Visitor | None, dict[str, str], Response | None]:
         """The visitor and the form of a POST, or the answer that refuses it (not signed in, CSRF, repeats)."""
         pairs = await form_pairs(request)
-        visitor = await run_in_threadpool(self._visitor, request)
+        visitor = await in_thread(self._visitor, request)
         if visitor is None:
             if not member_needed and SESSION_COOKIE in request.cookies:
                 return None, {}, self._signed_out_anyway()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import anyio.to_thread
 import orjson
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
@@ -31,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from identity.issuer import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
 from identity.web_origins import WebOrigins
 from service.web.cors import EXPOSE_HEADERS
+from service.web.offload import in_thread
 
 # RFC 9449 §5: a server that does not do DPoP may ignore the DPoP header, and issues Bearer tokens; a browser app
 # that sends one (oidc-client-ts with ``dpop`` set) must pass the preflight to get them.
@@ -91,7 +91,7 @@ class ClientCrossOrigin:
         if origin == self.origins.issuer_origin:
             return None  # the provider's own pages need no CORS
         # The registered origins are read from the database now and then: off the event loop.
-        return origin if await anyio.to_thread.run_sync(self.origins.registered, origin) else None
+        return origin if await in_thread(self.origins.registered, origin) else None
 
     def _preflight(self, allowed: str | None, origin: str, methods: str) -> Response:
         if allowed is None:

@@ -24,12 +24,12 @@ from service.identity_api.page_rendering import page_response
 from service.web.request_state import Slot
 
 if TYPE_CHECKING:
-    from service.identity_api.client_threads import ClientThreads
+    from service.web.offload import Units, Workers
 
 T = TypeVar("T")
 
 PROVIDER: Slot[Provider] = Slot("provider")  # the identity API's entry: the OpenID provider
-CLIENT_THREADS: Slot[ClientThreads] = Slot("client_threads")  # the identity API: worker threads it may use
+CLIENT_THREADS: Slot[Workers] = Slot("client_threads")  # the identity API: worker threads it may use
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 PUBLIC_CACHE = {"Cache-Control": "public, max-age=300"}  # discovery and JWKS: safe to cache briefly
@@ -40,11 +40,11 @@ def provider() -> Provider:
     return PROVIDER.get(context.scope)
 
 
-async def off_the_loop(call: Callable[..., T], *args: Any) -> T:
+async def off_the_loop(call: Callable[..., T], *args: Any, units: Units | None = None, hint: Any = None) -> T:
     """Run the domain's blocking work (its SQL, commits that wait for the disk, RSA signing) in a worker thread,
     so that one slow commit never holds every request of the worker. At most as many at once as the database
-    pool has connections (the request's ``client_threads``, ``client_threads.py``): more would only wait there."""
-    return await CLIENT_THREADS.get(context.scope).run(call, *args)
+    pool has connections (the request's ``client_threads``, ``service/web/offload.py``): more would only wait there."""
+    return await CLIENT_THREADS.get(context.scope).run(call, *args, units=units, hint=hint)
 
 
 def current() -> Request:

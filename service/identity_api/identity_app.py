@@ -8,10 +8,11 @@ leaves in the form its operation declares (``http_errors.py``).
 
 Handlers are coroutines on the server's event loop. The client endpoints (token, introspection, revocation,
 userinfo, directory) hand their SQL (commits that wait for the disk included) and RSA signing to worker threads,
-at most as many as the database pool has connections (``client_threads.py``); the browser pages hand theirs to a
-thread too, since signing in and up hashes a password with Argon2 for tens of milliseconds. A well-formed token
-or introspection form skips Connexion (``client_forms.py``); discovery and the JWKS are answered before this app,
-from memory (``published.py``).
+at most as many as the database pool has connections (``service/web/offload.py``); the browser pages hand
+theirs to the shared worker threads, since signing in and up hashes a password with Argon2 for tens of
+milliseconds. Every request to an operation takes Connexion's route; a plain token or introspection form the
+contract's rules prove valid is read once, without Connexion's form parser (``service/web/fast_forms.py``);
+discovery and the JWKS are answered before this app, from memory (``published.py``).
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ from connexion.resolver import RelativeResolver
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from identity.provider import Provider
-from service.identity_api.client_forms import ClientForms
-from service.identity_api.client_threads import ClientThreads
 from service.identity_api.handler_support import CLIENT_THREADS, PROVIDER
 from service.identity_api.http_errors import HANDLED, IdentityErrors
 from service.web.body_limit import BodyLimit
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import contract
+from service.web.offload import Workers
 from service.web.problems import connexion_handler
 from service.web.request_reading import BODY, BodyRecorder
 
@@ -44,10 +44,15 @@ class IdentityApp:
 
 
 def create_identity_app(
-    provider: Provider, *, client_threads: int, form_limit: int, validate_responses: bool = False
+    provider: Provider,
+    *,
+    client_threads: int,
+    form_limit: int,
+    validate_responses: bool = False,
+    fast_forms: bool = True,
 ) -> IdentityApp:
     """The identity API; ``client_threads`` run the client endpoints' work at once, ``form_limit``: the largest
-    form taken (bytes; a larger one is 413)."""
+    form taken (bytes; a larger one is 413); ``fast_forms``: see ``service.web.connexion_adapter.ContractForm``."""
     issuer = provider.issuer
     identity = contract("identity.yaml")
     app = connexion_app(
@@ -57,13 +62,13 @@ def create_identity_app(
         contract_parameters=True,  # every parameter error names the parameter, in the service's words
         validate_responses=validate_responses,
         resolver=RelativeResolver("handlers"),
+        fast_forms=fast_forms,
     )
 
     errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))
     for error in HANDLED:
         app.add_error_handler(error, errors.handle)
-    threads = ClientThreads(client_threads)
-    forms = ClientForms(provider, identity, errors, threads, form_limit, validate_responses=validate_responses)
+    threads = Workers(client_threads, "client-worker")
 
     async def overloaded(scope: Scope, send: Send, retry_after: int) -> None:
         await errors.overloaded(scope, retry_after)(scope, _nothing_to_receive, send)
@@ -71,7 +76,7 @@ def create_identity_app(
     async def too_slow(scope: Scope, send: Send) -> None:
         await errors.too_slow(scope)(scope, _nothing_to_receive, send)
 
-    entry = IdentityEntry(app, provider, threads, forms)
+    entry = IdentityEntry(app, provider, threads)
     return IdentityApp(BodyLimit(entry, form_limit, errors.too_large), overloaded, too_slow)
 
 
@@ -80,25 +85,18 @@ async def _nothing_to_receive() -> Message:
 
 
 class IdentityEntry:
-    """Puts the provider (and a POST's body recorder) in each request's state for the handlers, and answers HEAD.
-    A well-formed request to the token or introspection endpoint is answered by ``forms`` (``client_forms.py``).
+    """Puts the provider, the client workers (and a POST's body recorder) in each request's state for the
+    handlers, and answers HEAD.
 
     RFC 9110 §9.3.2: HEAD is GET without the body. Answered here, so that Connexion routes and
     validates it as the GET it stands for (an empty body would fail the GET's response validation)."""
 
-    def __init__(self, app: ASGIApp, provider: Provider, client_threads: ClientThreads, forms: ClientForms) -> None:
+    def __init__(self, app: ASGIApp, provider: Provider, client_threads: Workers) -> None:
         self.app = app
         self.provider = provider
         self.client_threads = client_threads
-        self.forms = forms
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.forms:
-            await self.forms(scope, receive, send, self._connexion)
-        else:
-            await self._connexion(scope, receive, send)
-
-    async def _connexion(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             PROVIDER.put(scope, self.provider)
             CLIENT_THREADS.put(scope, self.client_threads)

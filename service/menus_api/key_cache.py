@@ -27,9 +27,8 @@ import threading
 import time
 from collections.abc import Callable
 
-import anyio.to_thread
-
 from identity.api_keys import KEY_FORMAT, ApiKeyStore, hash_key
+from service.web.offload import in_thread
 
 
 class KeyCache:
@@ -76,7 +75,7 @@ class KeyCache:
         if key_id is not None:
             return key_id
         epoch = self._epoch
-        key_id = await anyio.to_thread.run_sync(self._keys.authenticate, token)
+        key_id = await in_thread(self._keys.authenticate, token)
         if key_id is not None:
             self._remember(digest, key_id, epoch)
         return key_id
@@ -104,7 +103,7 @@ class KeyCache:
         """Read the revocation generation in a worker thread; forget every key when it grew."""
         started = self._clock()
         try:
-            generation = await anyio.to_thread.run_sync(self._keys.revocations)
+            generation = await in_thread(self._keys.revocations)
             if generation != self._generation:
                 if self._generation is not None:
                     self.forget_all()

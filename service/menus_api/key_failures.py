@@ -20,11 +20,10 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-import anyio.to_thread
-
 from identity.api_keys import KEY_FORMAT, ApiKeyStore, hash_key
 from identity.throttle import network
 from service.menus_api.rate_limiter import Decision, RateLimiter
+from service.web.offload import in_thread
 
 PREFIX = "unknown-key:"  # the failure windows' keys, apart from the per-key windows
 
@@ -64,7 +63,7 @@ class KeyFailures:
         if not KEY_FORMAT.fullmatch(token):
             return True
         if time.monotonic() - self._live_read_at > self._max_age:
-            self._live = await anyio.to_thread.run_sync(self._keys.live_digests)
+            self._live = await in_thread(self._keys.live_digests)
             self._live_read_at = time.monotonic()
         return hash_key(token) in self._live
 

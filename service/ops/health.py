@@ -10,6 +10,7 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from service.web.offload import in_thread
 from service.web.problems import unavailable
 from service.web.request_state import Slot
 
@@ -42,7 +43,7 @@ class Readiness:
         """``ready``, or ``degraded`` when the rate-limit Redis does not answer (the node still serves: the
         menus API fails open); raise the 503 problem when ``SELECT 1`` does not succeed within ``timeout``."""
         try:
-            await asyncio.wait_for(asyncio.to_thread(self._ping), self.timeout)
+            await asyncio.wait_for(in_thread(self._ping), self.timeout)
         except (TimeoutError, sa.exc.SQLAlchemyError) as error:
             log.warning("not ready: the database cannot be reached (%s)", type(error).__name__)
             raise unavailable() from None

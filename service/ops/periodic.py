@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from service.web.offload import in_background
+
 logger = logging.getLogger(__name__)
 
 
@@ -127,7 +129,7 @@ class RunningJobs:
 
 async def _attempt(work: Callable[[], object], what: str, interval: float | None = None) -> None:
     try:
-        await asyncio.to_thread(work)
+        await in_background(work)  # the one way off the event loop (service/web/offload.py)
     except Exception as error:  # the database may be down: the next round tries again
         retry = f"; retrying in {interval} s" if interval else ""
         logger.warning("%s failed (%s)%s", what, type(error).__name__, retry)

@@ -33,6 +33,7 @@ import logging
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
+from functools import partial
 from urllib.parse import urlsplit
 
 import httpx
@@ -40,6 +41,7 @@ import httpx
 from identity.logout_tokens import LogoutPost, LogoutTokens
 from identity.outbound_uris import Address, OutboundRule, RefusedAddress
 from identity.outbox import PENDING, Claimed, Outbox, Undeliverable
+from service.web.offload import in_background
 
 logger = logging.getLogger(__name__)
 SUCCESS = frozenset({200, 204})
@@ -181,7 +183,7 @@ class _Worker:
         outbox = self.courier.outbox
         while len(self.posting) < self.courier.at_once:
             try:
-                claimed = await asyncio.to_thread(outbox.claim)
+                claimed = await in_background(outbox.claim)
             except Exception as error:  # the database may be down: the next look tries again
                 what, interval = type(error).__name__, self.courier.poll_interval
                 logger.warning("posting logout tokens failed (%s); retrying in %s s", what, interval)
@@ -199,7 +201,7 @@ class _Worker:
     async def _deliver(self, claimed: Claimed) -> None:
         courier = self.courier
         try:
-            logout = await asyncio.to_thread(courier.tokens.prepare, claimed)  # the client's URI now, a token now
+            logout = await in_background(courier.tokens.prepare, claimed)  # the client's URI now, a token now
         except Undeliverable as error:
             await self._failed(claimed, str(error), for_good=True)
             return
@@ -208,7 +210,7 @@ class _Worker:
             return
         host = _host(logout.uri)
         if self.hosts.get(host, 0) >= courier.per_host:
-            await asyncio.to_thread(courier.outbox.defer, claimed, courier.poster.timeout)  # its turn after one post
+            await in_background(courier.outbox.defer, claimed, courier.poster.timeout)  # its turn after one post
             return
         self.hosts[host] = self.hosts.get(host, 0) + 1
         try:
@@ -219,7 +221,7 @@ class _Worker:
             await self._failed(claimed, f"{host}: {type(error).__name__}")
         else:
             if status in SUCCESS:
-                await asyncio.to_thread(courier.outbox.sent, claimed)
+                await in_background(courier.outbox.sent, claimed)
             else:
                 await self._failed(claimed, f"{host} answered {status}")
         finally:
@@ -230,7 +232,7 @@ class _Worker:
     async def _failed(self, claimed: Claimed, reason: str, *, for_good: bool = False) -> None:
         """Put the token back for a retry, or give it up; one log line with the host and why, never a token."""
         try:
-            status = await asyncio.to_thread(self.courier.outbox.failed, claimed, reason, for_good=for_good)
+            status = await in_background(partial(self.courier.outbox.failed, claimed, reason, for_good=for_good))
         except Exception as error:  # the database may be down: the claim's lease runs out and it is tried again
             logger.warning("a logout token could not be marked (%s)", type(error).__name__)
             return

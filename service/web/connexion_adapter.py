@@ -7,6 +7,8 @@ found by operationId, response validation when asked for. What it changes, and w
 - **No security middleware.** The menus gate authenticates before routing (``service.menus_api.gate``);
   the identity handlers authenticate clients and tokens themselves (an optional security alternative
   would let wrong credentials through as anonymous); the operations and console documents declare none.
+- **No response validation middleware in production.** Without ``validate_responses`` it would only route each
+  request once more; the tests build the apps with it (``middlewares``, as below: a documented option).
 - **No Swagger UI middleware.** The documentation step at the edge serves each API's documents and Swagger UI
   (``service.web.api_docs``, ``service.web.swagger_ui``) before Connexion sees the request; Connexion's
   middleware would route every request through a router of its own first, and build a Jinja environment.
@@ -34,7 +36,9 @@ found by operationId, response validation when asked for. What it changes, and w
 - **The contract's form rules** (``service.web.validation.body_errors``) in place of Connexion's form
   validation: a missing body names its required fields, every refused field is named, in words, and no
   value or validator text is repeated (Connexion answers ``RequestBody is required`` and jsonschema's
-  message, which quotes the value). Connexion's form parsing is kept.
+  message, which quotes the value). Connexion's form parsing is kept, except for a body that the form's
+  ``FormRules`` (``service.web.fast_forms``, derived from the same schema) proves valid: its pairs go to the
+  handler as read (``request_state.FORM``), neither parsed again nor checked by jsonschema.
 
 Nothing here assigns to an attribute of a Connexion module or class: each change is a subclass of a class Connexion
 exports from its packages (``connexion``: ``AsyncApi``, ``ConnexionMiddleware``; ``connexion.middleware``:
@@ -55,7 +59,7 @@ import functools
 import inspect
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +71,7 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware import ConnexionMiddleware, SpecMiddleware
 from connexion.middleware.abstract import ROUTING_CONTEXT
 from connexion.middleware.main import API
+from connexion.middleware.response_validation import ResponseValidationMiddleware
 from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
 from connexion.operations import AbstractOperation
@@ -80,8 +85,9 @@ from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
 
 from service.web.contracts import Contract
+from service.web.fast_forms import FormRules
 from service.web.problems import invalid_parameters
-from service.web.request_state import ARGUMENTS
+from service.web.request_state import ARGUMENTS, FORM
 from service.web.validation import ParameterRules, body_errors, missing_body
 
 ErrorHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse | Awaitable[ConnexionResponse]]
@@ -106,6 +112,7 @@ def connexion_app(
     contract_parameters: bool = False,
     without_response_headers: Collection[str] = (),
     resolver: Resolver | None = None,
+    fast_forms: bool = True,
 ) -> ConnexionMiddleware:
     """The Connexion app of ``contract`` at ``base_path`` ("" for the root: "/" breaks every operation).
 
@@ -113,9 +120,12 @@ def connexion_app(
     added with the app's ``add_error_handler`` until its first request);
     ``contract_parameters``: validate parameters with the contract's rules (the menus API's voice) instead
     of Connexion's; ``without_response_headers`` (lower case): response headers that a layer outside
-    Connexion adds, left out of response validation."""
-    app = _ContractMiddleware(_OnceOperations(), import_name=__name__, middlewares=list(MIDDLEWARES))
-    validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS}
+    Connexion adds, left out of response validation; ``fast_forms``: plain forms the contract's rules prove
+    valid skip Connexion's parse (``ContractForm``; False: every form takes Connexion's way)."""
+    # Without response validation (production), its middleware would only route each request once more.
+    middlewares = [m for m in MIDDLEWARES if validate_responses or m is not ResponseValidationMiddleware]
+    app = _ContractMiddleware(_OnceOperations(), import_name=__name__, middlewares=middlewares)
+    validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS if fast_forms else _REFERENCE_BODY_VALIDATORS}
     if contract_parameters:
         validator_map["parameter"] = ContractParameters()
     app.add_api(
@@ -211,6 +221,9 @@ class _ParameterValidation:
     strict: bool
 
     def validate(self, scope: Scope) -> None:
+        if not self.parameters and not self.strict:  # nothing to check (the token and introspection endpoints)
+            ARGUMENTS.put(scope, {})
+            return
         rules = self.factory.rules(scope["extensions"][ROUTING_CONTEXT]["operation_id"], self.parameters)
         request = ConnexionRequest(scope, uri_parser=self.uri_parser)
         arguments = rules.validate(
@@ -228,11 +241,17 @@ class _ParameterValidation:
 class ContractForm(FormDataValidator):  # type: ignore[misc]  # connexion ships without type hints
     """Connexion's form validator with the contract's rules and words (``service.web.validation.body_errors``).
 
-    Connexion parses the form (``FormDataValidator._parse``, kept) and calls ``_validate(body)``, the method its
+    Connexion parses the form (``FormDataValidator._parse``) and calls ``_validate(body)``, the methods its
     ``AbstractRequestBodyValidator`` documents for subclasses to override; a missing body is refused in
     ``wrap_receive`` before that, in words of its own (``RequestBody is required``), so the check is made here
-    first. Hooks: ``_schema``, ``_required``, ``_strict_validation``, the attributes Connexion's base class keeps
-    its arguments in (stable since 3.0). Nothing upstream to remove: ``validator_map`` is the documented way."""
+    first. A plain form that the schema's ``FormRules`` proves valid (``service.web.fast_forms``) is read once,
+    by those rules, and its pairs put in the request's state for the handler (``FORM``); any other body takes
+    Connexion's parse and the contract's rules. ``fast = False`` (``WithoutFastForms``): every body takes
+    Connexion's way (tests/api/test_form_parsers.py compares the two). Hooks: ``_schema``, ``_required``,
+    ``_strict_validation``, the attributes Connexion's base class keeps its arguments in (stable since 3.0).
+    Nothing upstream to remove: ``validator_map`` is the documented way."""
+
+    fast = True
 
     async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
         length = Headers(scope=scope).get("content-length", "0").strip()
@@ -241,7 +260,20 @@ class ContractForm(FormDataValidator):  # type: ignore[misc]  # connexion ships 
         wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
         return wrapped
 
+    async def _parse(self, stream: AsyncIterator[bytes], scope: Scope) -> Any:
+        rules = _form_rules(self._schema, self._strict_validation) if self.fast else None
+        if rules is None or Headers(scope=scope).getlist("content-type") != [_FORM]:
+            return await super()._parse(stream, scope)
+        body = b"".join([chunk async for chunk in stream])
+        pairs = rules.pairs(body)
+        if pairs is None:
+            return await super()._parse(_once(body), scope)
+        FORM.put(scope, pairs)
+        return _PROVEN
+
     def _validate(self, body: Any) -> None:
+        if body is _PROVEN:
+            return
         if not isinstance(body, dict):
             raise invalid_parameters([("body", "must be a form of named fields")])
         errors = body_errors(self._schema, body, strict=self._strict_validation)
@@ -249,7 +281,32 @@ class ContractForm(FormDataValidator):  # type: ignore[misc]  # connexion ships 
             raise invalid_parameters(errors)
 
 
-_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], "application/x-www-form-urlencoded": ContractForm})
+class WithoutFastForms(ContractForm):
+    """``ContractForm`` that leaves every body to Connexion's parser (the reference of the differential test)."""
+
+    fast = False
+
+
+_FORM = "application/x-www-form-urlencoded"
+_PROVEN = object()  # the body ``FormRules`` proved valid: its pairs are in the request's state
+_RULES: dict[tuple[int, bool], tuple[Mapping[str, Any], FormRules | None]] = {}  # keeps each schema, so its id
+
+
+def _form_rules(schema: Mapping[str, Any], strict: bool) -> FormRules | None:
+    """The rules of one operation's form schema, worked out at its first request (Connexion makes a validator
+    for every request, from the same schema object)."""
+    kept = _RULES.get((id(schema), strict))
+    if kept is None:
+        kept = _RULES[(id(schema), strict)] = (schema, FormRules.of(schema, strict=strict))
+    return kept[1]
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    yield body
+
+
+_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], _FORM: ContractForm})
+_REFERENCE_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], _FORM: WithoutFastForms})
 
 
 class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion ships without type hints

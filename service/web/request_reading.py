@@ -14,7 +14,7 @@ from starlette.types import Message, Receive
 from identity.device_cookies import DEVICE_COOKIE
 from identity.interaction.browser import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser
 from identity.text import has_control
-from service.web.request_state import Slot
+from service.web.request_state import FORM, Slot
 
 
 class BodyRecorder:
@@ -44,7 +44,11 @@ class BodyRecorder:
 
 
 async def form_pairs(request: Request) -> list[tuple[str, str]]:
-    """Every name/value pair of the form, repeated names included, parsed as Connexion's validation parsed it."""
+    """Every name/value pair of the form, repeated names included, parsed as Connexion's validation parsed it
+    (or as the contract's form rules read it, ``FORM``: service/web/fast_forms.py)."""
+    read = FORM.find(request.scope)
+    if read is not None:
+        return read
     body = await BODY.get(request.scope).body()
 
     async def replay() -> Message:

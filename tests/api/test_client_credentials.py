@@ -86,7 +86,8 @@ def test_client_credentials_without_scope_gets_the_allowed_application_scopes(
 def test_a_token_request_in_chunks_or_with_a_charset_is_answered_like_any_other(
     http: TestClient, world: flows.World
 ) -> None:
-    """Both take Connexion's way, or the direct one (service/identity_api/client_forms.py): the same answer."""
+    """Connexion's form parser reads both (the contract's fast form rules take neither: service/web/fast_forms.py),
+    and they are answered as the plain form is."""
 
     def chunks() -> Iterator[bytes]:
         yield b"grant_type=client_credentials"

@@ -28,12 +28,12 @@ from service.settings import Settings
 @pytest.fixture
 def statements() -> Iterator[list[str]]:
     """Every statement any engine runs while the test runs, on any thread but the background rounds' (the purge and
-    the mail worker start with the app, in ``asyncio.to_thread``: service/app.py); requests run theirs on the event
-    loop or in AnyIO's worker threads."""
+    the mail worker start with the app, on the background worker threads: service/web/offload.py); requests run
+    theirs on the event loop or on the other worker threads."""
     seen: list[str] = []
 
     def spy(_connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if not threading.current_thread().name.startswith("asyncio_"):
+        if not threading.current_thread().name.startswith("background-worker"):
             seen.append(" ".join(statement.split())[:80])
 
     event.listen(Engine, "before_cursor_execute", spy)

@@ -12,9 +12,15 @@ class MovableClock:
 
     def __init__(self) -> None:
         self._offset = timedelta(0)
+        self._held: datetime | None = None  # the system's time where ``hold`` stopped it, or None
 
     def now(self) -> datetime:
-        return datetime.now(UTC) + self._offset
+        return (self._held or datetime.now(UTC)) + self._offset
+
+    def hold(self) -> None:
+        """Stop the wall clock where it is (``now`` moves only by ``advance`` from then on; ``monotonic`` runs on):
+        for a test whose answer depends on the second a token was issued in."""
+        self._held = datetime.now(UTC)
 
     def monotonic(self) -> float:
         """``time.monotonic()``, moved by ``advance`` as ``now`` is: for the objects that measure intervals."""

@@ -10,10 +10,11 @@ from sqlalchemy.engine import Engine
 from identity.access_tokens import AccessTokenStore
 from identity.clock import SYSTEM_CLOCK, Clock
 from identity.issuer import Issuer
-from identity.minting import IssuedTogether, TokenMinter
+from identity.minting import TokenMinter
 from identity.refresh_tokens import RefreshTokenStore
 from identity.revoked_grants import Revoker
 from identity.signing_keys import SigningKeys
+from identity.unit_of_work import TokenWork
 from identity.verification import PublicKeys, TokenVerifier
 from tests.support.defaults import TUNING
 
@@ -28,17 +29,18 @@ class TokenServices:
     verifier: TokenVerifier
     revoker: Revoker
     refresh_tokens: RefreshTokenStore
-    issued_together: IssuedTogether
+    token_work: TokenWork
 
 
 def token_services(engine: Engine, keys: SigningKeys, clock: Clock = SYSTEM_CLOCK) -> TokenServices:
     access_tokens = AccessTokenStore(engine, clock)
     refresh_tokens = RefreshTokenStore(engine, clock)
     public_keys = PublicKeys(keys, TUNING.published_keys_max_age, TUNING.published_keys_min_reload)
+    verifier = TokenVerifier(ISSUER, public_keys, access_tokens, TUNING.verified_tokens, clock)
     return TokenServices(
         minter=TokenMinter(keys, public_keys, ISSUER, access_tokens, refresh_tokens, ACCESS_TTL, REFRESH_TTL, clock),
-        verifier=TokenVerifier(ISSUER, public_keys, access_tokens, TUNING.verified_tokens, clock),
+        verifier=verifier,
         revoker=Revoker(engine, clock),
         refresh_tokens=refresh_tokens,
-        issued_together=IssuedTogether(access_tokens),
+        token_work=TokenWork(access_tokens, verifier.jti_of),
     )

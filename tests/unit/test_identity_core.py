@@ -185,7 +185,7 @@ def test_deleting_a_client_revokes_its_tokens(engine: Engine, org) -> None:  # t
         tokens.verifier.verify_access_token(issued.token)
 
 
-def test_records_read_together_answer_the_verifications_of_the_block_from_one_statement(  # type: ignore[no-untyped-def]
+def test_records_read_together_answer_the_verifications_of_their_units_of_work_from_one_statement(  # type: ignore[no-untyped-def]
     engine: Engine, org
 ) -> None:
     client, _ = ClientStore(engine).create(
@@ -203,17 +203,35 @@ def test_records_read_together_answer_the_verifications_of_the_block_from_one_st
     def access_token_reads() -> int:
         return sum("FROM access_tokens" in statement for statement in reads)
 
-    with tokens.verifier.read_together([live, revoked, "not-a-token"]):
-        assert access_token_reads() == 1
-        assert tokens.verifier.verify_access_token(live).client_id == client.id
-        with pytest.raises(InvalidToken, match="revoked"):
-            tokens.verifier.verify_access_token(revoked)
-        assert access_token_reads() == 1
-        assert tokens.verifier.verify_access_token(live).client_id == client.id  # the same token twice
-        assert access_token_reads() == 1
+    units = tokens.token_work.open([live, revoked, "not-a-token", None])
+    assert len(units) == 4
+    assert access_token_reads() == 1
+    assert tokens.verifier.verify_access_token(live, units[0]).client_id == client.id
+    with pytest.raises(InvalidToken, match="revoked"):
+        tokens.verifier.verify_access_token(revoked, units[1])
+    assert access_token_reads() == 1
+    assert tokens.verifier.verify_access_token(live, units[2]).client_id == client.id  # the same token twice
+    assert access_token_reads() == 1
     AccessTokenStore(engine).revoke(jwt.decode(live, options={"verify_signature": False})["jti"])
     with pytest.raises(InvalidToken, match="revoked"):  # read at its use, outside the block
         tokens.verifier.verify_access_token(live)
+
+
+def test_one_token_introspected_by_several_calls_of_a_row_is_read_once_for_all(  # type: ignore[no-untyped-def]
+    engine: Engine, org
+) -> None:
+    client, _ = ClientStore(engine).create(
+        name="Svc", org_id=org.id, auth_method="client_secret_basic", grants=["client_credentials"]
+    )
+    tokens = token_services(engine, _keys_ensured(engine))
+    live = tokens.minter.access_token(client_id=client.id, org=org, scope=("members:read",), user_id=None).token
+    reads: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *call: reads.append(call[2]))
+
+    units = tokens.token_work.open([live] * 3)
+    for unit in units:
+        assert tokens.verifier.verify_access_token(live, unit).client_id == client.id
+    assert sum("FROM access_tokens" in statement for statement in reads) == 1
 
 
 def _keys_ensured(engine: Engine) -> SigningKeys:

@@ -24,12 +24,6 @@ DOCUMENTED = {
     ("service/ops/logs.py", "logging.logProcesses"),
     ("service/ops/logs.py", "logging.logMultiprocessing"),
 }
-# Thread-local modes owned by work under way elsewhere (issue 36, an explicit unit of work), to be taken off this list
-# as they go.
-TEMPORARY_EXCEPTIONS = {
-    ("identity/access_tokens.py", "threading.local"),
-    ("identity/audit.py", "threading.local"),
-}
 LOOPS = ("uvloop.Loop", "asyncio.BaseEventLoop", "asyncio.AbstractEventLoop", "asyncio.SelectorEventLoop")
 
 
@@ -102,7 +96,7 @@ def findings(path: Path) -> Iterator[tuple[str, str]]:
 
 def test_no_product_module_changes_a_library_or_python_for_the_whole_process() -> None:
     found = {(str(path.relative_to(ROOT)), what, where) for path in modules() for what, where in findings(path)}
-    allowed = DOCUMENTED | TEMPORARY_EXCEPTIONS
+    allowed = DOCUMENTED
     unexpected = sorted(f"{path} ({where}): {what}" for path, what, where in found if (path, what) not in allowed)
     assert not unexpected, "\n".join(unexpected)
     assert {(path, what) for path, what, _ in found} >= DOCUMENTED, "a documented switch is gone: drop it above"

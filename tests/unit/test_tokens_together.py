@@ -1,7 +1,7 @@
-"""Access tokens one thread issues in a row (``identity.minting.IssuedTogether``): their records are written in
-one transaction after the last, each only while its client still holds its secret, and their ``token_issued``
-events are written once their records are; a token refused then is not issued, and a call outside the row
-writes at once."""
+"""Access tokens issued with units of work (``identity.unit_of_work``): the records of the units a worker runs
+in a row are written in one transaction at their commit, each only while its client still holds its secret, and
+their ``token_issued`` events are written once their records are; a token refused then is not issued, and a
+token issued without a unit writes at once."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from identity.organizations import Organization, OrganizationStore
 from identity.sealing import Sealer, new_key
 from identity.signing_keys import SigningKeys
 from identity.tables import access_tokens
+from identity.unit_of_work import UnitOfWork
 from tests.support.database_faults import commits_fail_after_writing
 from tests.support.defaults import SIGNING_KEYS_MAX_AGE
 from tests.support.token_services import TokenServices, token_services
@@ -52,11 +53,13 @@ def job(engine: Engine, org: Organization, name: str) -> Client:
     return client
 
 
-def issue(services: TokenServices, client: Client, org: Organization) -> str:
+def issue(services: TokenServices, client: Client, org: Organization, work: UnitOfWork | None = None) -> str:
     token = services.minter.access_token(
-        client_id=client.id, org=org, scope=("members:read",), user_id=None, secret_hash=client.secret_hash
+        client_id=client.id, org=org, scope=("members:read",), user_id=None, secret_hash=client.secret_hash, work=work
     )
-    audit.record(audit.TOKEN_ISSUED, grant_type="client_credentials", client_id=client.id, org_id=org.id)
+    (work.record if work is not None else audit.record)(
+        audit.TOKEN_ISSUED, grant_type="client_credentials", client_id=client.id, org_id=org.id
+    )
     return token.token
 
 
@@ -98,17 +101,13 @@ def test_tokens_issued_in_a_row_are_recorded_after_the_last_in_one_transaction_a
 ) -> None:
     clients = [job(engine, org, f"Job {n}") for n in range(3)]
     with statements(engine) as alone:
-        issue(services, clients[0], org)  # one token, outside a row: its own transaction
-    together = services.issued_together
+        issue(services, clients[0], org)  # one token, without a unit of work: its own transaction
     with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
-        together.begin()
-        tokens = []
-        for key, client in enumerate(clients):
-            together.call(key)
-            tokens.append(issue(services, client, org))
+        units = services.token_work.open([None] * len(clients))
+        tokens = [issue(services, client, org, unit) for client, unit in zip(clients, units, strict=True)]
         assert recorded(engine) == 1 and issued_events(caplog) == []  # nothing written, nothing handed out yet
         with statements(engine) as seen:
-            assert together.end() == {}
+            assert services.token_work.commit(units) == [None, None, None]
     assert recorded(engine) == 4
     assert sum("INSERT INTO access_tokens" in statement for statement in seen) == 3
     assert seen.count("COMMIT") == alone.count("COMMIT")  # three rows, the commits of one
@@ -122,16 +121,13 @@ def test_a_token_whose_client_was_deleted_before_the_row_was_written_is_refused_
     engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture
 ) -> None:
     kept, deleted = job(engine, org, "Kept"), job(engine, org, "Deleted")
-    together = services.issued_together
     with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
-        together.begin()
-        together.call(0)
-        issue(services, kept, org)
-        together.call(1)
-        issue(services, deleted, org)
+        units = services.token_work.open([None, None])
+        issue(services, kept, org, units[0])
+        issue(services, deleted, org, units[1])
         ClientStore(engine).delete(deleted.id)  # on another node, while the row waited
-        refused = together.end()
-    assert list(refused) == [1] and isinstance(refused[1], InvalidClient)
+        refused = services.token_work.commit(units)
+    assert refused[0] is None and isinstance(refused[1], InvalidClient)
     assert recorded(engine) == 1
     assert issued_events(caplog) == [kept.id]
 
@@ -143,31 +139,26 @@ def test_when_the_rows_transaction_fails_every_token_of_the_row_is_refused_with_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     client = job(engine, org, "Job")
-    together = services.issued_together
     with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
-        together.begin()
-        for key in range(2):
-            together.call(key)
-            issue(services, client, org)
+        units = services.token_work.open([None, None])
+        for unit in units:
+            issue(services, client, org, unit)
         with commits_fail_after_writing(engine, access_tokens):
-            refused = together.end()
-    assert sorted(refused) == [0, 1] and all(isinstance(error, OperationalError) for error in refused.values())
+            refused = services.token_work.commit(units)
+    assert all(isinstance(error, OperationalError) for error in refused) and len(refused) == 2
     assert recorded(engine) == 0
     assert issued_events(caplog) == []
 
 
-def test_a_call_outside_the_row_records_its_token_and_logs_its_event_at_once(
+def test_a_token_issued_without_a_unit_of_work_records_its_token_and_logs_its_event_at_once(
     engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture
 ) -> None:
     client = job(engine, org, "Job")
-    together = services.issued_together
     with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
-        together.begin()
-        together.call(None)  # e.g. an authorization_code exchange run between two client_credentials ones
-        issue(services, client, org)
+        units = services.token_work.open([None])
+        issue(services, client, org)  # e.g. an authorization_code exchange run between two client_credentials ones
         assert recorded(engine) == 1 and issued_events(caplog) == [client.id]
-        together.call(0)
-        issue(services, client, org)
+        issue(services, client, org, units[0])
         assert recorded(engine) == 1
-        assert together.end() == {}
+        assert services.token_work.commit(units) == [None]
     assert recorded(engine) == 2 and issued_events(caplog) == [client.id, client.id]
