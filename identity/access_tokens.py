@@ -8,10 +8,10 @@ by client, and deleted once expired.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -21,9 +21,6 @@ from identity.database import commit_without_waiting
 from identity.errors import InvalidClient
 from identity.tables import access_tokens, clients
 from identity.token_tables import TokenTable, revoke_live
-
-if TYPE_CHECKING:
-    from identity.unit_of_work import UnitOfWork
 
 MAX_READ_TOGETHER = 64  # records read in one statement at most (a bound on its parameters)
 # The statements of every token issued and verified, built once (building one costs more than running it).
@@ -109,11 +106,12 @@ class AccessTokenStore(TokenTable):
             return [error if records else None for records in issued]
         return refused
 
-    def get(self, jti: str, work: UnitOfWork | None = None) -> AccessTokenRecord | None:
-        """The record of ``jti``: from ``work``'s records read together when it is among them (each read after
-        its request came in, as this read would be: RFC 7009 §2.2), else read now."""
-        if work is not None and jti in work.read:
-            return work.read[jti]
+    def get(self, jti: str, read: Mapping[str, AccessTokenRecord | None] | None = None) -> AccessTokenRecord | None:
+        """The record of ``jti``: from ``read``, the records a unit of work read together (identity/unit_of_work.py),
+        when it is among them (each read after its request came in, as this read would be: RFC 7009 §2.2), else
+        read now."""
+        if read is not None and jti in read:
+            return read[jti]
         with self._engine.connect() as connection:
             row = connection.execute(_BY_JTI, {"jti": jti}).first()
         return None if row is None else _record(row)

@@ -7,15 +7,12 @@ every write to its table.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Collection, Mapping, Sequence
+from typing import Protocol
 
 from identity.access_tokens import AccessTokenRecord
 from identity.codes import CodeGrant, Consumed
 from identity.refresh_tokens import RefreshToken, RefreshTokenRecord
-
-if TYPE_CHECKING:
-    from identity.unit_of_work import UnitOfWork
 
 
 class AuthorizationCodes(Protocol):
@@ -40,7 +37,7 @@ class AccessTokens(Protocol):
 
     def commit(self, issued: Sequence[Sequence[tuple[AccessTokenRecord, str | None]]]) -> list[Exception | None]: ...
 
-    def get(self, jti: str, work: UnitOfWork | None = None) -> AccessTokenRecord | None: ...
+    def get(self, jti: str, read: Mapping[str, AccessTokenRecord | None] | None = None) -> AccessTokenRecord | None: ...
 
     def read(self, jtis: Collection[str]) -> dict[str, AccessTokenRecord | None]: ...
 

@@ -107,7 +107,7 @@ class TokenVerifier:
         at = self._clock.now()
         if claims["exp"] <= epoch(at):  # checked at every use: the memo outlives no token
             raise InvalidToken("The access token has expired.")
-        record = self._access_tokens.get(claims["jti"], work)
+        record = self._access_tokens.get(claims["jti"], None if work is None else work.read)
         if record is None or record.revoked:
             raise InvalidToken("The access token was revoked.")
         if record.expires_at <= at:
