@@ -42,9 +42,10 @@ from typing import Any
 import httpx
 
 from bench.drill_load import PASSWORD, REDIRECT_URI, Deployment, Issued, Load
-from bench.drill_parts import CLOCK_AHEAD, Node, RedisServer, faketime_library, free_port
+from bench.drill_parts import CLOCK_AHEAD, Node, RedisServer, faketime_library
 from bench.drill_plan import FAULTS, FULL, SHORT, Plan
 from bench.drill_report import claims_of, outbox_id, since_start, summarise, table, token_records
+from bench.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

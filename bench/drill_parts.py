@@ -14,11 +14,7 @@ from pathlib import Path
 
 import httpx
 
-
-def free_port() -> int:
-    from tests.support.live import free_port as free
-
-    return free()
+from bench.servers import free_port
 
 
 @dataclass

@@ -30,13 +30,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.servers import free_port
+
 MIB = 1024 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start(root: Path, workdir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:

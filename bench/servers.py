@@ -116,12 +116,12 @@ class Server:
     def rss_mib(self) -> float:
         """Resident memory of the server and every process under it (workers)."""
         assert self.process is not None
-        return sum(_rss_kib(pid) for pid in _tree(self.process.pid)) / 1024
+        return sum(rss_kib(pid) for pid in process_tree(self.process.pid)) / 1024
 
     def cpu_seconds(self) -> float:
         """CPU time (user and system) the server and every process under it have used so far."""
         assert self.process is not None
-        return sum(_cpu_seconds(pid) for pid in _tree(self.process.pid))
+        return sum(_cpu_seconds(pid) for pid in process_tree(self.process.pid))
 
 
 def _answers_200(url: str, headers: dict[str, str]) -> bool:
@@ -132,7 +132,7 @@ def _answers_200(url: str, headers: dict[str, str]) -> bool:
         return False
 
 
-def _tree(root: int) -> list[int]:
+def process_tree(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -157,7 +157,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (proc(5) fields 14, 15)
 
 
-def _rss_kib(pid: int) -> int:
+def rss_kib(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):

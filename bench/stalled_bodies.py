@@ -46,14 +46,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.servers import free_port, process_tree, rss_kib
+
 DECLARED = 60_000  # bytes of body each stalled connection declares (under the identity forms' 64 KiB cap)
 PROBE_TIMEOUT = 10.0  # seconds each probe waits for its answer
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Service:
@@ -115,7 +111,7 @@ class Service:
     def rss_mib(self) -> float:
         """Resident memory of the server and every process under it (gunicorn's workers)."""
         assert self.process is not None
-        return round(sum(_rss_kib(pid) for pid in _tree(self.process.pid)) / 1024, 1)
+        return round(sum(rss_kib(pid) for pid in process_tree(self.process.pid)) / 1024, 1)
 
     def shed(self) -> float:
         """``regional_menus_shed_requests_total``, every reason summed (what a scrape of /metrics says)."""
@@ -280,33 +276,6 @@ def main() -> None:
         finally:
             service.stop()
     print(json.dumps(figures, indent=2))
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def _rss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 if __name__ == "__main__":
