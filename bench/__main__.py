@@ -27,7 +27,7 @@ from bench.servers import Server, Workspace, ceiling_command, free_port, referen
 from bench.signins import SignInTarget, measure
 from bench.workload import TYPICAL, region_paths, unique_mix, write_lines
 from data.catalog import load_catalog
-from identity.sealing import new_key
+from identity.keys.sealing import new_key
 from service.database.db import make_engine, service_secret
 from service.database.sealing_keys import load_sealer
 from service.settings import Settings, secret_keys_from

@@ -118,7 +118,7 @@ class Drill:
         print(f"[drill {at:7.1f} s] {message}", file=sys.stderr, flush=True)
 
     def run(self) -> dict[str, Any]:
-        from identity.sealing import new_key
+        from identity.keys.sealing import new_key
         from tests.support.nginx import nginx_proxy
         from tests.support.pg_instance import postgres_server
         from tests.support.smtp import SmtpServer

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade

@@ -45,7 +45,7 @@ from bench.servers import run_app
 from cursors import CursorCodec, InvalidCursor
 from data.catalog import DIET_INCLUDES, DISH_KEYS, dataset_directory
 from data.folding import fold, terms
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from service.database.db import make_engine, service_secret
 from service.database.sealing_keys import load_sealer
 from service.menus_api.rate_limiter import RateLimiter, RedisTuning

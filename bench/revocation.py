@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.servers import Server, Workspace, free_port, service_command
 from bench.workload import TYPICAL
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from service.database.db import make_engine
 from service.settings import Settings
 

@@ -154,7 +154,7 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 
 def _new_key() -> str:
-    from identity.sealing import new_key
+    from identity.keys.sealing import new_key
 
     return new_key()
 

@@ -1,5 +1,6 @@
 """Token introspection (RFC 7662): client-authenticated, the raw form goes to the domain, with the request's
-unit of work (identity/unit_of_work.py: the token's record read with those of the others a worker runs in a row)."""
+unit of work (identity/tokens/unit_of_work.py: the token's record read with those of the others a worker runs in a
+row)."""
 
 from starlette.responses import Response
 

@@ -1,7 +1,7 @@
 """Discovery and JWKS: prepared bytes, answered from memory (no SQL, no serialising per request).
 
-The metadata is fixed by the settings; the JWKS is the one this node last read (``identity.signing_keys``), read again
-in the background and at once after a rotation here."""
+The metadata is fixed by the settings; the JWKS is the one this node last read (``identity.keys.signing_keys``), read
+again in the background and at once after a rotation here."""
 
 from starlette.responses import Response
 

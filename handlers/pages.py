@@ -73,7 +73,7 @@ async def consent() -> Response:
 
 
 async def verify_email() -> Response:
-    """The email-verification link (identity/email_verification.py); in the browser of a paused sign-in, that
+    """The email-verification link (identity/accounts/email_verification.py); in the browser of a paused sign-in, that
     sign-in goes on (identity/interaction/verify_email.py)."""
     identity, request = provider(), current()
     token = dict(query_pairs(request)).get("token")
@@ -99,7 +99,7 @@ async def forgot_password() -> Response:
 
 
 async def reset_password_form() -> Response:
-    """The page a password-reset link opens (identity/password_reset.py)."""
+    """The page a password-reset link opens (identity/accounts/password_reset.py)."""
     identity, request = provider(), current()
     token = dict(query_pairs(request)).get("token")
     return outcome(Outcome(page=identity.password_reset.form(token)), identity.issuer)

@@ -1,5 +1,5 @@
 """The token endpoint: the raw form (repeats included) and the Authorization header go to the domain, with the
-request's unit of work (identity/unit_of_work.py: a client_credentials token's record is written at its commit,
+request's unit of work (identity/tokens/unit_of_work.py: a client_credentials token's record is written at its commit,
 with those of the others a worker runs in a row)."""
 
 from starlette.responses import Response

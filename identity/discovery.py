@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from identity.authorization import PROMPTS
-from identity.client_auth import ASSERTION_ALGORITHMS
-from identity.clients import AUTH_METHODS, PUBLIC, SCOPES
-from identity.issuer import (
+from identity.clients.client_auth import ASSERTION_ALGORITHMS
+from identity.clients.registry import AUTH_METHODS, PUBLIC, SCOPES
+from identity.common.issuer import (
     AUTHORIZATION_PATH,
     END_SESSION_PATH,
     INTROSPECTION_PATH,
@@ -18,8 +17,9 @@ from identity.issuer import (
     USERINFO_PATH,
     Issuer,
 )
-from identity.pkce import METHOD
-from identity.signing_keys import ALGORITHM
+from identity.interaction.authorization_request import PROMPTS
+from identity.keys.signing_keys import ALGORITHM
+from identity.tokens.pkce import METHOD
 
 CLAIMS = (
     "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", "sid", "at_hash",
@@ -60,7 +60,7 @@ def metadata(issuer: Issuer, grant_types: Sequence[str], *, public_clients: bool
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
         "authorization_response_iss_parameter_supported": True,
-        # Back-Channel Logout 1.0 §2.1: logout tokens are posted, with sid (identity/backchannel_logout.py)
+        # Back-Channel Logout 1.0 §2.1: logout tokens are posted, with sid (identity/sessions/backchannel_logout.py)
         "backchannel_logout_supported": True,
         "backchannel_logout_session_supported": True,
     }

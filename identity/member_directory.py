@@ -15,11 +15,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from cursors import CursorCodec, InvalidCursor
-from identity.bearer_tokens import bearer_token
-from identity.clock import utc
-from identity.errors import InsufficientScope, MalformedBearerRequest
-from identity.tables import memberships, users
-from identity.verification import TokenVerifier
+from identity.common.clock import utc
+from identity.common.errors import InsufficientScope, MalformedBearerRequest
+from identity.common.tables import memberships, users
+from identity.tokens.bearer_tokens import bearer_token
+from identity.tokens.verification import TokenVerifier
 
 SCOPE = "members:read"
 

@@ -9,48 +9,48 @@ from typing import Any
 import orjson
 from sqlalchemy.engine import Engine
 
-from identity import backchannel_logout
-from identity.access_tokens import AccessTokenStore
-from identity.client_auth import ClientAuthenticator
-from identity.clients import ClientStore
-from identity.clock import SYSTEM_CLOCK, Clock
-from identity.codes import CodeStore
-from identity.consents import ConsentStore
-from identity.device_cookies import DeviceCookiePolicy, DeviceCookies
+from identity.accounts.device_cookies import DeviceCookiePolicy, DeviceCookies
+from identity.accounts.email_verification import EmailVerification
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.own_account import OwnAccount
+from identity.accounts.password_reset import RESET_REQUESTS, PasswordReset
+from identity.accounts.passwords import OWASP_ARGON2ID, PasswordHashing
+from identity.accounts.throttle import SignInThrottle, SqlCounters, ThrottlePolicy
+from identity.accounts.users import UserStore
+from identity.clients.client_auth import ClientAuthenticator
+from identity.clients.consents import ConsentStore
+from identity.clients.registry import ClientStore
+from identity.clients.web_origins import WebOrigins
+from identity.common.clock import SYSTEM_CLOCK, Clock
+from identity.common.issuer import Issuer
+from identity.common.outbound_uris import OutboundRule
 from identity.discovery import metadata
-from identity.email_links import EmailLinks
-from identity.email_verification import EmailVerification
-from identity.grants.authorization_code import AuthorizationCodeGrant
-from identity.grants.client_credentials import ClientCredentialsGrant
-from identity.grants.refresh_token import RefreshTokenGrant
+from identity.interaction.rp_logout import EndSession
 from identity.interaction.sign_in_pages import SignInPages
-from identity.interactions import InteractionStore
-from identity.introspection import TokenIntrospection
-from identity.issuer import Issuer
-from identity.logout_tokens import LogoutTokens
+from identity.interaction.store import InteractionStore
+from identity.keys.sealing import Sealer
+from identity.keys.signing_keys import SigningKeys
+from identity.mail.email_links import EmailLinks
+from identity.mail.outbox import DeliveryPolicy, Doorbell, Outbox
 from identity.member_directory import Directory
-from identity.minting import TokenMinter
-from identity.organizations import OrganizationStore
-from identity.outbound_uris import OutboundRule
-from identity.outbox import DeliveryPolicy, Doorbell, Outbox
-from identity.own_account import OwnAccount
-from identity.password_reset import RESET_REQUESTS, PasswordReset
-from identity.passwords import OWASP_ARGON2ID, PasswordHashing
 from identity.purge import Purger
-from identity.refresh_tokens import RefreshTokenStore
-from identity.revocation import TokenRevocation
-from identity.revoked_grants import Revoker
-from identity.rp_logout import EndSession
-from identity.sealing import Sealer
-from identity.sessions import SessionStore
-from identity.signing_keys import SigningKeys
-from identity.throttle import SignInThrottle, SqlCounters, ThrottlePolicy
-from identity.token_endpoint import TokenEndpoint
-from identity.unit_of_work import TokenWork
-from identity.userinfo_claims import UserInfo
-from identity.users import UserStore
-from identity.verification import PublicKeys, TokenVerifier
-from identity.web_origins import WebOrigins
+from identity.sessions import backchannel_logout
+from identity.sessions.sessions import SessionStore
+from identity.tokens.access_tokens import AccessTokenStore
+from identity.tokens.codes import CodeStore
+from identity.tokens.grants.authorization_code import AuthorizationCodeGrant
+from identity.tokens.grants.client_credentials import ClientCredentialsGrant
+from identity.tokens.grants.refresh_token import RefreshTokenGrant
+from identity.tokens.logout_tokens import LogoutTokens
+from identity.tokens.minting import TokenMinter
+from identity.tokens.refresh_tokens import RefreshTokenStore
+from identity.tokens.revoked_grants import Revoker
+from identity.tokens.rfc7009 import TokenRevocation
+from identity.tokens.rfc7662 import TokenIntrospection
+from identity.tokens.token_endpoint import TokenEndpoint
+from identity.tokens.unit_of_work import TokenWork
+from identity.tokens.userinfo_claims import UserInfo
+from identity.tokens.verification import PublicKeys, TokenVerifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ class Tuning:
     web_origins_max_age: timedelta = timedelta(seconds=5)  # the registered web origins are read again this often
     clients_max_age: timedelta = timedelta(seconds=1)  # a client authenticating is read again at most this often
     clients_kept: int = 1024  # clients whose row client authentication keeps in memory at most
-    outbound_loopback: bool = False  # outbound URIs may reach loopback addresses (identity/outbound_uris.py)
+    outbound_loopback: bool = False  # outbound URIs may reach loopback addresses (identity/common/outbound_uris.py)
 
 
 class Provider:
@@ -96,7 +96,7 @@ class Provider:
         sealer: Sealer,
         device_key: bytes,  # signs the device cookies of the sign-in throttle (a service secret)
         clock: Clock = SYSTEM_CLOCK,  # every object that reads the time reads this one
-        password_hashing: PasswordHashing = OWASP_ARGON2ID,  # the users' passwords (identity/passwords.py)
+        password_hashing: PasswordHashing = OWASP_ARGON2ID,  # the users' passwords (identity/accounts/passwords.py)
     ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
@@ -149,7 +149,7 @@ class Provider:
             public_refresh_ttl=lifetimes.public_refresh_token,
         )
         # Back-Channel Logout 1.0: revocations write logout tokens to their own outbox channel (Revoker); the
-        # service's worker posts them, signed at delivery (identity/backchannel_logout.py)
+        # service's worker posts them, signed at delivery (identity/sessions/backchannel_logout.py)
         self.logout_outbox = Outbox(
             engine, tuning.delivery, clock, channel=backchannel_logout.CHANNEL, one_destination=False
         )

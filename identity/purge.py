@@ -30,15 +30,8 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from identity import backchannel_logout
-from identity.access_tokens import AccessTokenStore
-from identity.clock import SYSTEM_CLOCK, Clock
-from identity.codes import CodeStore
-from identity.email_links import EmailLinks
-from identity.outbox import Outbox
-from identity.refresh_tokens import RefreshTokenStore
-from identity.revoked_grants import Revoker
-from identity.tables import (
+from identity.common.clock import SYSTEM_CLOCK, Clock
+from identity.common.tables import (
     browser_sessions,
     client_assertions,
     console_sessions,
@@ -46,6 +39,13 @@ from identity.tables import (
     sign_in_failures,
     signing_keys,
 )
+from identity.mail.email_links import EmailLinks
+from identity.mail.outbox import Outbox
+from identity.sessions import backchannel_logout
+from identity.tokens.access_tokens import AccessTokenStore
+from identity.tokens.codes import CodeStore
+from identity.tokens.refresh_tokens import RefreshTokenStore
+from identity.tokens.revoked_grants import Revoker
 
 Rule = Callable[[Connection], int]  # deletes in the given transaction; how many rows
 

@@ -22,17 +22,17 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.catalog import Catalog, load_catalog
-from identity import audit
-from identity.api_keys import ApiKeyStore
-from identity.clock import SYSTEM_CLOCK, Clock
-from identity.console_rules import Console
-from identity.console_sessions import ConsoleSessionStore
-from identity.errors import InvalidInput
-from identity.issuer import Issuer
-from identity.passwords import OWASP_ARGON2ID, PasswordHashing
+from identity.accounts.passwords import OWASP_ARGON2ID, PasswordHashing
+from identity.api_keys.console_rules import Console
+from identity.api_keys.keys import ApiKeyStore
+from identity.api_keys.usage import UsageCounter, UsageReport
+from identity.common import audit
+from identity.common.clock import SYSTEM_CLOCK, Clock
+from identity.common.errors import InvalidInput
+from identity.common.issuer import Issuer
+from identity.keys.sealing import Sealer
 from identity.provider import Provider
-from identity.sealing import Sealer
-from identity.usage import UsageCounter, UsageReport
+from identity.sessions.console_sessions import ConsoleSessionStore
 from service.console_api.console_web import ConsoleWeb
 from service.console_api.cookies import CookieLifetimes, Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret

@@ -40,40 +40,43 @@ class Target:
 # stores' constructors, the records' as_dict). mutmut names a function's mutants module.x_function__mutmut_N
 # and a method's module.xǁClassǁmethod__mutmut_N.
 TARGETS = (
-    Target("PKCE (RFC 7636)", "identity/pkce.py", ("identity.pkce.*",)),
+    Target("PKCE (RFC 7636)", "identity/tokens/pkce.py", ("identity.tokens.pkce.*",)),
     Target(
         "client authentication: Basic and the secret (RFC 6749 §2.3.1)",
-        "identity/client_auth.py",
-        ("identity.client_auth.x_decode_basic__*", "identity.client_auth.xǁClientAuthenticatorǁ_by_secret__*"),
+        "identity/clients/client_auth.py",
+        (
+            "identity.clients.client_auth.x_decode_basic__*",
+            "identity.clients.client_auth.xǁClientAuthenticatorǁ_by_secret__*",
+        ),
     ),
     Target(
         "redirect-URI registration and exact matching",
-        "identity/clients.py",
-        ("identity.clients.x_check_redirect_uri__*", "identity.clients.x_redirect_uri_matches__*"),
+        "identity/clients/metadata.py",
+        ("identity.clients.metadata.x_check_redirect_uri__*", "identity.clients.metadata.x_redirect_uri_matches__*"),
     ),
     Target(
         "the authorization request's redirect URI",
-        "identity/authorization.py",
-        ("identity.authorization.x_check_redirect_uri__*",),
+        "identity/interaction/authorization_request.py",
+        ("identity.interaction.authorization_request.x_check_redirect_uri__*",),
     ),
     Target(
         "code exchange: a code is spent once, a replay reported (RFC 6749 §4.1.2)",
-        "identity/codes.py",
-        ("identity.codes.xǁCodeStoreǁconsume__*",),
+        "identity/tokens/codes.py",
+        ("identity.tokens.codes.xǁCodeStoreǁconsume__*",),
     ),
     Target(
         "refresh rotation: rotate once (RFC 9700 §4.14.2)",
-        "identity/refresh_tokens.py",
+        "identity/tokens/refresh_tokens.py",
         (
-            "identity.refresh_tokens.xǁRefreshTokenStoreǁrotate__*",
-            "identity.refresh_tokens.xǁRefreshTokenStoreǁfind__*",
+            "identity.tokens.refresh_tokens.xǁRefreshTokenStoreǁrotate__*",
+            "identity.tokens.refresh_tokens.xǁRefreshTokenStoreǁfind__*",
         ),
     ),
     Target("the cursor codec", "cursors/codec.py", ("cursors.codec.*",)),
     Target(
         "CSRF of the sign-in pages",
-        "identity/interactions.py",
-        ("identity.interactions.xǁInteractionǁcsrf_matches__*",),
+        "identity/interaction/store.py",
+        ("identity.interaction.store.xǁInteractionǁcsrf_matches__*",),
     ),
     Target(
         "CSRF of the sign-in pages",
@@ -85,7 +88,9 @@ TARGETS = (
         "service/console_api/cookies.py",
         ("service.console_api.cookies.xǁConsoleSessionǁcsrf_matches__*",),
     ),
-    Target("API-key verification", "identity/api_keys.py", ("identity.api_keys.xǁApiKeyStoreǁauthenticate__*",)),
+    Target(
+        "API-key verification", "identity/api_keys/keys.py", ("identity.api_keys.keys.xǁApiKeyStoreǁauthenticate__*",)
+    ),
     Target(
         "the rate limiter's sliding window",
         "service/menus_api/rate_limiter.py",
@@ -96,7 +101,9 @@ TARGETS = (
         ),
     ),
     Target(
-        "the logout-token minter", "identity/logout_tokens.py", ("identity.logout_tokens.xǁLogoutTokensǁprepare__*",)
+        "the logout-token minter",
+        "identity/tokens/logout_tokens.py",
+        ("identity.tokens.logout_tokens.xǁLogoutTokensǁprepare__*",),
     ),
     Target(
         "the console's relying party: the ID token's checks",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from identity.users import UserStore
+from identity.accounts.users import UserStore
 from service.database.db import make_engine
 from service.settings import Settings
 from tests.support.live import LiveService, live_service

@@ -6,13 +6,13 @@ import secrets
 from collections.abc import Sequence
 from datetime import timedelta
 
-from identity.authorization import RedirectableError, parse_request
-from identity.clients import ClientStore
-from identity.clock import SYSTEM_CLOCK, Clock
+from identity.clients.registry import ClientStore
+from identity.common.clock import SYSTEM_CLOCK, Clock
+from identity.interaction.authorization_request import RedirectableError, parse_request
 from identity.interaction.browser import Browser, Outcome
 from identity.interaction.steps import Steps, error_redirect
-from identity.interactions import new_interaction
-from identity.sessions import SessionStore
+from identity.interaction.store import new_interaction
+from identity.sessions.sessions import SessionStore
 
 
 class Authorization:

@@ -2,7 +2,7 @@
 of the throttle.
 
 An interaction is bound to the browser that started it by a cookie of its own; the browser session is another
-cookie (identity/sessions.py)."""
+cookie (identity/sessions/sessions.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from identity.errors import ErrorPage, Throttled
-from identity.page_data import Page, message
+from identity.common.errors import ErrorPage, Throttled
+from identity.common.page_data import Page, message
 
 # Binds an interaction to the browser that started it: one cookie per interaction (its name carries the
 # interaction's id), so that starting a sign-in never disturbs another one pending in the same browser.
@@ -28,7 +28,7 @@ class Browser:
     bindings: Mapping[str, str] = field(default_factory=dict)  # interaction cookies, by name
     session: str | None = None
     address: str = "unknown"
-    device: str | None = None  # the device cookie (identity/device_cookies.py), as sent
+    device: str | None = None  # the device cookie (identity/accounts/device_cookies.py), as sent
 
     def binding(self, interaction_id: str) -> str | None:
         return self.bindings.get(interaction_cookie(interaction_id))

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from identity.clients import Client
-from identity.email_verification import EmailVerification
-from identity.errors import ErrorPage, Throttled
+from identity.accounts.email_verification import EmailVerification
+from identity.accounts.throttle import SignInThrottle
+from identity.accounts.users import User
+from identity.clients.registry import Client
+from identity.common.errors import ErrorPage, Throttled
+from identity.common.issuer import Issuer
+from identity.common.page_data import Page
 from identity.interaction.browser import Browser, Form, Outcome
 from identity.interaction.pending import Pending
 from identity.interaction.policy import CHECK_EMAIL, must_verify_email
 from identity.interaction.steps import Steps, VerificationMail
-from identity.interactions import Interaction
-from identity.issuer import Issuer
-from identity.page_data import Page
-from identity.throttle import SignInThrottle
-from identity.users import User
+from identity.interaction.store import Interaction
 
 
 class CheckEmailPage:

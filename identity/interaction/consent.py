@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from identity import audit
-from identity.clients import Client
-from identity.consents import ConsentStore
-from identity.errors import AccessDenied, ErrorPage
+from identity.clients.consents import ConsentStore
+from identity.clients.registry import Client
+from identity.common import audit
+from identity.common.errors import AccessDenied, ErrorPage
+from identity.common.issuer import Issuer
+from identity.common.page_data import Page
 from identity.interaction.browser import EXPIRED, Browser, Form, Outcome, SetCookie, interaction_cookie
 from identity.interaction.pending import Pending
 from identity.interaction.policy import CONSENT
 from identity.interaction.steps import Steps
-from identity.interactions import Interaction, InteractionStore
-from identity.issuer import Issuer
-from identity.page_data import Page
+from identity.interaction.store import Interaction, InteractionStore
 
 
 class ConsentPage:

@@ -1,19 +1,19 @@
 """The forgot-password page of a sign-in: a reset link mailed when the address has an account, and the same page
-for every address (identity/password_reset.py)."""
+for every address (identity/accounts/password_reset.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from identity.clients import Client
-from identity.errors import Throttled
+from identity.accounts.password_reset import PasswordReset
+from identity.clients.registry import Client
+from identity.common.errors import Throttled
+from identity.common.issuer import Issuer
+from identity.common.page_data import Page
 from identity.interaction.browser import Browser, Form, Outcome, throttled
 from identity.interaction.pending import Pending
 from identity.interaction.steps import started_at
-from identity.interactions import Interaction
-from identity.issuer import Issuer
-from identity.page_data import Page
-from identity.password_reset import PasswordReset
+from identity.interaction.store import Interaction
 
 
 class ForgotPasswordPage:

@@ -3,12 +3,12 @@ live user."""
 
 from __future__ import annotations
 
-from identity.clients import Client, ClientStore
-from identity.errors import ErrorPage, UnknownRecord
+from identity.accounts.users import User, UserStore
+from identity.clients.registry import Client, ClientStore
+from identity.common.errors import ErrorPage, UnknownRecord
 from identity.interaction.browser import Browser, Form
-from identity.interactions import Interaction, InteractionStore
-from identity.sessions import BrowserSession, SessionStore
-from identity.users import User, UserStore
+from identity.interaction.store import Interaction, InteractionStore
+from identity.sessions.sessions import BrowserSession, SessionStore
 
 
 class Pending:

@@ -19,8 +19,9 @@ from datetime import datetime
 from functools import partial
 from typing import Protocol
 
-from identity.clients import Client
-from identity.errors import (
+from identity.accounts.users import User
+from identity.clients.registry import Client
+from identity.common.errors import (
     AccessDenied,
     AccountSelectionRequired,
     ConsentRequired,
@@ -28,9 +29,8 @@ from identity.errors import (
     LoginRequired,
     OAuthError,
 )
-from identity.interactions import Interaction
-from identity.sessions import BrowserSession
-from identity.users import User
+from identity.interaction.store import Interaction
+from identity.sessions.sessions import BrowserSession
 
 SIGN_IN = "sign-in"
 SIGN_UP = "sign-up"

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from identity.clients import Client
+from identity.accounts.users import User
+from identity.clients.registry import Client
+from identity.common.issuer import Issuer
+from identity.common.page_data import Page
 from identity.interaction.browser import Browser, Form, Outcome
 from identity.interaction.pending import Pending
 from identity.interaction.policy import SELECT_ORGANIZATION
 from identity.interaction.steps import Steps
-from identity.interactions import Interaction
-from identity.issuer import Issuer
-from identity.page_data import Page
-from identity.sessions import SessionStore
-from identity.users import User
+from identity.interaction.store import Interaction
+from identity.sessions.sessions import SessionStore
 
 
 class SelectOrganizationPage:

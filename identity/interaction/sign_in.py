@@ -1,21 +1,21 @@
-"""The sign-in page: email and password, throttled per account and per network (identity/throttle.py)."""
+"""The sign-in page: email and password, throttled per account and per network (identity/accounts/throttle.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from identity import audit
-from identity.clients import Client
-from identity.device_cookies import DeviceCookies
-from identity.errors import Throttled
+from identity.accounts.device_cookies import DeviceCookies
+from identity.accounts.throttle import SignInThrottle
+from identity.accounts.users import CredentialMoved, UserStore
+from identity.clients.registry import Client
+from identity.common import audit
+from identity.common.errors import Throttled
+from identity.common.issuer import Issuer
+from identity.common.page_data import Page
 from identity.interaction.browser import Browser, Form, Outcome, throttled
 from identity.interaction.pending import Pending
 from identity.interaction.signed_in import SignedIn
-from identity.interactions import Interaction
-from identity.issuer import Issuer
-from identity.page_data import Page
-from identity.throttle import SignInThrottle
-from identity.users import CredentialMoved, UserStore
+from identity.interaction.store import Interaction
 
 DISABLED = "This account is disabled. Contact your organization's administrator."
 

@@ -12,11 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from identity.clients import ClientStore
-from identity.clock import SYSTEM_CLOCK, Clock
-from identity.consents import ConsentStore
-from identity.device_cookies import DeviceCookies
-from identity.email_verification import EmailVerification
+from identity.accounts.device_cookies import DeviceCookies
+from identity.accounts.email_verification import EmailVerification
+from identity.accounts.password_reset import PasswordReset
+from identity.accounts.throttle import SignInThrottle
+from identity.accounts.users import UserStore
+from identity.clients.consents import ConsentStore
+from identity.clients.registry import ClientStore
+from identity.common.clock import SYSTEM_CLOCK, Clock
+from identity.common.issuer import Issuer
 from identity.interaction.authorize import Authorization
 from identity.interaction.check_email import CheckEmailPage
 from identity.interaction.consent import ConsentPage
@@ -27,15 +31,11 @@ from identity.interaction.sign_in import SignInPage
 from identity.interaction.sign_up import SignUpPage
 from identity.interaction.signed_in import SignedIn
 from identity.interaction.steps import Steps, VerificationMail
+from identity.interaction.store import InteractionStore
 from identity.interaction.verify_email import VerifyEmailLink
-from identity.interactions import InteractionStore
-from identity.issuer import Issuer
-from identity.outbox import Outbox
-from identity.password_reset import PasswordReset
-from identity.sessions import SessionStore
-from identity.store_protocols import AuthorizationCodes
-from identity.throttle import SignInThrottle
-from identity.users import UserStore
+from identity.mail.outbox import Outbox
+from identity.sessions.sessions import SessionStore
+from identity.tokens.store_protocols import AuthorizationCodes
 
 
 @dataclass(frozen=True, slots=True)

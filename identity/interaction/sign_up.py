@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from identity import audit
-from identity.clients import Client
-from identity.errors import InvalidInput, Throttled
+from identity.accounts.organizations import check_name as check_organization_name
+from identity.accounts.passwords import WeakPassword, check_strength
+from identity.accounts.throttle import SignInThrottle
+from identity.accounts.users import CredentialMoved, UserStore, check_email, check_name
+from identity.clients.registry import Client
+from identity.common import audit
+from identity.common.errors import InvalidInput, Throttled
+from identity.common.issuer import Issuer
+from identity.common.page_data import Page
 from identity.interaction.browser import Browser, Form, Outcome, throttled
 from identity.interaction.pending import Pending
 from identity.interaction.signed_in import SignedIn
 from identity.interaction.steps import VerificationMail
-from identity.interactions import Interaction
-from identity.issuer import Issuer
-from identity.organizations import check_name as check_organization_name
-from identity.outbox import Mail, Outbox
-from identity.page_data import Page
-from identity.passwords import WeakPassword, check_strength
-from identity.throttle import SignInThrottle
-from identity.users import CredentialMoved, UserStore, check_email, check_name
+from identity.interaction.store import Interaction
+from identity.mail.outbox import Mail, Outbox
 
 
 class SignUpPage:

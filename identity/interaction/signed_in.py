@@ -3,13 +3,13 @@ device's cookies."""
 
 from __future__ import annotations
 
-from identity.clients import Client
-from identity.device_cookies import DEVICE_COOKIE, DeviceCookies
+from identity.accounts.device_cookies import DEVICE_COOKIE, DeviceCookies
+from identity.accounts.users import User
+from identity.clients.registry import Client
 from identity.interaction.browser import SESSION_COOKIE, Browser, Outcome, SetCookie
 from identity.interaction.steps import Steps
-from identity.interactions import Interaction
-from identity.sessions import BrowserSession, SessionStore
-from identity.users import User
+from identity.interaction.store import Interaction
+from identity.sessions.sessions import BrowserSession, SessionStore
 
 
 class SignedIn:

@@ -4,21 +4,21 @@ instead of asking. The redirects carry RFC 9207's ``iss``."""
 
 from __future__ import annotations
 
-from identity.authorization import redirect_with
-from identity.clients import Client
-from identity.clock import SYSTEM_CLOCK, Clock, new_id
-from identity.codes import CodeGrant
-from identity.email_verification import EmailVerification
-from identity.errors import OAuthError
+from identity.accounts.email_verification import EmailVerification
+from identity.accounts.throttle import SignInThrottle
+from identity.accounts.users import User, UserStore
+from identity.clients.registry import Client
+from identity.common.clock import SYSTEM_CLOCK, Clock, new_id
+from identity.common.errors import OAuthError
+from identity.common.issuer import AUTHORIZATION_PATH, Issuer
+from identity.interaction.authorization_request import redirect_with
 from identity.interaction.browser import EXPIRED, Outcome, SetCookie, interaction_cookie
 from identity.interaction.pending import Pending, expired
 from identity.interaction.policy import CHECK_EMAIL, SIGN_IN_POLICY, Policy, Situation, StoredConsents
-from identity.interactions import Interaction, InteractionStore
-from identity.issuer import AUTHORIZATION_PATH, Issuer
-from identity.sessions import BrowserSession
-from identity.store_protocols import AuthorizationCodes
-from identity.throttle import SignInThrottle
-from identity.users import User, UserStore
+from identity.interaction.store import Interaction, InteractionStore
+from identity.sessions.sessions import BrowserSession
+from identity.tokens.codes import CodeGrant
+from identity.tokens.store_protocols import AuthorizationCodes
 
 
 def started_at(issuer: Issuer, interaction: Interaction) -> str:

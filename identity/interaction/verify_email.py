@@ -1,13 +1,13 @@
-"""A verification link followed (identity/email_verification.py): the address is verified, and in the browser
+"""A verification link followed (identity/accounts/email_verification.py): the address is verified, and in the browser
 of the sign-in it resumes, that sign-in goes on."""
 
 from __future__ import annotations
 
-from identity.clients import ClientStore
-from identity.email_verification import EmailVerification, verified_page
+from identity.accounts.email_verification import EmailVerification, verified_page
+from identity.clients.registry import ClientStore
 from identity.interaction.browser import Browser, Outcome
 from identity.interaction.steps import Steps
-from identity.interactions import InteractionStore
+from identity.interaction.store import InteractionStore
 
 
 class VerifyEmailLink:

@@ -26,7 +26,7 @@ def api_keys_group() -> None:
 @database_option
 def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine) -> None:
     """Create a key and print it once; only its hash is kept."""
-    from identity.api_keys import ApiKeyStore
+    from identity.api_keys.keys import ApiKeyStore
 
     try:
         record, key = ApiKeyStore(engine, max_per_org=max_keys_per_org_from(os.environ)).create(name, org_id=org_id)
@@ -41,7 +41,7 @@ def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine
 @database_option
 def api_keys_list(as_json: bool, engine: Engine) -> None:
     """List keys (never the keys themselves)."""
-    from identity.api_keys import ApiKeyStore
+    from identity.api_keys.keys import ApiKeyStore
 
     records = ApiKeyStore(engine).list()
     rows = [[r.id, r.name, "revoked" if r.revoked_at else "active"] for r in records]
@@ -55,7 +55,7 @@ def api_keys_list(as_json: bool, engine: Engine) -> None:
 def api_keys_revoke(key_id: str, as_json: bool, engine: Engine) -> None:
     """Revoke a key; it stops working at once. A key already revoked stays so: exit 0, "already revoked", and no
     second audit line."""
-    from identity.api_keys import ApiKeyStore, UnknownApiKey
+    from identity.api_keys.keys import ApiKeyStore, UnknownApiKey
 
     keys = ApiKeyStore(engine)
     try:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from identity.errors import UnknownRecord
-from identity.vocabulary import GRANTS, REGISTRABLE_AUTH_METHODS, SCOPES
+from identity.common.errors import UnknownRecord
+from identity.common.vocabulary import GRANTS, REGISTRABLE_AUTH_METHODS, SCOPES
 from service.cli.common import database_option, environment_settings, fail, json_option, output, table, warn
 from service.settings import outbound_loopback_from
 
@@ -97,7 +97,7 @@ def clients_create(
     engine: Engine,
 ) -> None:
     """Register a client; its secret (for the secret methods) is printed once."""
-    from identity.clients import PUBLIC
+    from identity.clients.registry import PUBLIC
 
     jwks = None
     if jwks_file is not None:
@@ -141,7 +141,7 @@ def clients_create(
 @database_option
 def clients_list(as_json: bool, engine: Engine) -> None:
     """List clients (never their secrets)."""
-    from identity.clients import ClientStore
+    from identity.clients.registry import ClientStore
 
     clients = ClientStore(engine).list()
     rows = [[c.id, c.org_id, c.auth_method, " ".join(c.web_origins) or "-", c.name] for c in clients]
@@ -229,9 +229,10 @@ def clients_update(
 
 
 def _clients(engine: Engine) -> Any:
-    """The client store, with this node's outbound rule (``MENUS_OUTBOUND_LOOPBACK``: identity/outbound_uris.py)."""
-    from identity.clients import ClientStore
-    from identity.outbound_uris import OutboundRule
+    """The client store, with this node's outbound rule (``MENUS_OUTBOUND_LOOPBACK``:
+    identity/common/outbound_uris.py)."""
+    from identity.clients.registry import ClientStore
+    from identity.common.outbound_uris import OutboundRule
 
     return ClientStore(engine, outbound=OutboundRule(loopback=outbound_loopback_from(os.environ)))
 
@@ -242,7 +243,7 @@ def _clients(engine: Engine) -> Any:
 @database_option
 def clients_delete(client_id: str, as_json: bool, engine: Engine) -> None:
     """Delete a client."""
-    from identity.clients import ClientStore
+    from identity.clients.registry import ClientStore
 
     try:
         ClientStore(engine).delete(client_id)

@@ -21,7 +21,7 @@ import sys
 
 import click
 
-from identity.errors import InvalidInput
+from identity.common.errors import InvalidInput
 from service.cli.api_keys import api_keys_group
 from service.cli.clients import clients_group
 from service.cli.db import db_group
@@ -69,8 +69,8 @@ def _one_line(message: str) -> str:
 
 
 def _sealing_error() -> type[Exception]:
-    """identity.sealing's refusal, imported only when an exception reaches ``run`` (it loads cryptography)."""
-    from identity.sealing import SealingError
+    """identity.keys.sealing's refusal, imported only when an exception reaches ``run`` (it loads cryptography)."""
+    from identity.keys.sealing import SealingError
 
     return SealingError
 

@@ -18,8 +18,8 @@ from service.settings import DEFAULT_PORT, ConfigurationError, Settings, default
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from identity.sealing import Sealer
-    from identity.users import UserStore
+    from identity.accounts.users import UserStore
+    from identity.keys.sealing import Sealer
 
 database_url_option = click.option(
     "--database-url",
@@ -124,7 +124,7 @@ def output(as_json: bool, document: Any, text: str) -> None:
 
 def user_of(engine: Engine, email: str) -> tuple[UserStore, str]:
     """The users and the id of the account with this address; none is a bad input."""
-    from identity.users import UserStore
+    from identity.accounts.users import UserStore
 
     users = UserStore(engine)
     user_id = users.account_id(email)

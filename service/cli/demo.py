@@ -16,12 +16,12 @@ from urllib.parse import urlencode
 
 from sqlalchemy.engine import Engine
 
-from identity.api_keys import ApiKeyStore
-from identity.clients import ClientStore
-from identity.issuer import AUTHORIZATION_PATH, TOKEN_PATH, Issuer
-from identity.organizations import OrganizationStore
-from identity.pkce import challenge_of
-from identity.users import UserStore
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import UserStore
+from identity.api_keys.keys import ApiKeyStore
+from identity.clients.registry import ClientStore
+from identity.common.issuer import AUTHORIZATION_PATH, TOKEN_PATH, Issuer
+from identity.tokens.pkce import challenge_of
 from service.mail.transports import outbox_folder
 from service.settings import Settings, SmtpServer
 

@@ -26,7 +26,7 @@ def orgs_group() -> None:
 @database_option
 def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
     """Create an organization."""
-    from identity.organizations import OrganizationStore
+    from identity.accounts.organizations import OrganizationStore
 
     org = OrganizationStore(engine).create(name)
     output(as_json, org.as_dict(), table(ORG_HEADERS, [[org.id, org.slug, org.name]]))
@@ -37,7 +37,7 @@ def orgs_create(name: str, as_json: bool, engine: Engine) -> None:
 @database_option
 def orgs_list(as_json: bool, engine: Engine) -> None:
     """List organizations (not the service's own, which owns the console's client)."""
-    from identity.organizations import OrganizationStore
+    from identity.accounts.organizations import OrganizationStore
     from service.console_api.relying_party import SERVICE_ORG_ID
 
     orgs = [org for org in OrganizationStore(engine).list() if org.id != SERVICE_ORG_ID]

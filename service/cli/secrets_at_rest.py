@@ -26,7 +26,7 @@ def secrets_rotate(as_json: bool, engine: Engine) -> None:
     Rows still in clear (a database from before sealing) are sealed too. Afterwards, the other keys can be
     removed from MENUS_SECRET_KEYS. Safe to run while the service runs, and to run again.
     """
-    from identity.sealing import SealingError
+    from identity.keys.sealing import SealingError
     from service.database.sealing_keys import reseal
 
     try:
@@ -41,7 +41,7 @@ def secrets_rotate(as_json: bool, engine: Engine) -> None:
 @json_option
 def secrets_new_key(as_json: bool) -> None:
     """Print a new key for MENUS_SECRET_KEYS (put it first to seal with it; keep the old ones after it)."""
-    from identity.sealing import new_key
+    from identity.keys.sealing import new_key
 
     key = new_key()
     output(as_json, {"key": key}, key)

@@ -65,7 +65,7 @@ def serve(host: str, port: int, workers: int | None, demo: bool, database_url: s
             from service.database.schema import upgrade
             from service.mail.transports import outbox_folder
 
-            # development: back-channel logout URIs may reach loopback (identity/outbound_uris.py); mail goes to
+            # development: back-channel logout URIs may reach loopback (identity/common/outbound_uris.py); mail goes to
             # .eml files beside the database unless a transport is set, each logged with its link
             settings = settings.with_changes(outbound_loopback=True, mail_log_links=True)
             if not settings.smtp_url and not settings.mail_dir:

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from identity.clock import SYSTEM_CLOCK
+from identity.common.clock import SYSTEM_CLOCK
 from service.cli.common import database_option, environment_settings, json_option, output, sealer, table
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from identity.signing_keys import SigningKeys
+    from identity.keys.signing_keys import SigningKeys
 
 
 KEY_HEADERS = ["KID", "STATE", "SIGNS FROM"]

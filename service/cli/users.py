@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from identity.vocabulary import ROLES
+from identity.common.vocabulary import ROLES
 from service.cli.common import database_option, fail, json_option, output, table, user_of
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def users_create(
     email: str, name: str, password_stdin: bool, org_ids: tuple[str, ...], role: str, as_json: bool, engine: Engine
 ) -> None:
     """Create a user in one or more organizations; the password is read from standard input."""
-    from identity.users import UserStore
+    from identity.accounts.users import UserStore
 
     password = sys.stdin.readline().rstrip("\r\n")
     user = UserStore(engine).create(email, name, password, [(org_id, role) for org_id in org_ids])
@@ -46,7 +46,7 @@ def users_create(
 @database_option
 def users_list(as_json: bool, engine: Engine) -> None:
     """List users and their organizations."""
-    from identity.users import UserStore
+    from identity.accounts.users import UserStore
 
     users = UserStore(engine).list()
     output(as_json, [u.as_dict() for u in users], table(USER_HEADERS, [_user_row(u) for u in users]))
@@ -59,9 +59,9 @@ def users_list(as_json: bool, engine: Engine) -> None:
 @database_option
 def users_reset_password(email: str, password_stdin: bool, as_json: bool, engine: Engine) -> None:
     """Replace a user's password (read from standard input) and end every session and token of the user."""
-    from identity.password_reset import replace_password
-    from identity.passwords import WeakPassword, check_strength
-    from identity.revoked_grants import Revoker
+    from identity.accounts.password_reset import replace_password
+    from identity.accounts.passwords import WeakPassword, check_strength
+    from identity.tokens.revoked_grants import Revoker
 
     users, user_id = user_of(engine, email)
     password = sys.stdin.readline().rstrip("\r\n")
@@ -80,7 +80,7 @@ def users_reset_password(email: str, password_stdin: bool, as_json: bool, engine
 @database_option
 def users_verify_email(email: str, as_json: bool, engine: Engine) -> None:
     """Mark a user's email address verified (email_verified becomes true), as a followed mailed link would."""
-    from identity import audit
+    from identity.common import audit
 
     users, user_id = user_of(engine, email)
     if not users.mark_email_verified(user_id, email):
@@ -97,8 +97,8 @@ def users_verify_email(email: str, as_json: bool, engine: Engine) -> None:
 @database_option
 def users_disable(email: str, as_json: bool, engine: Engine) -> None:
     """Disable a user: no sign-in from now on, and every session and token of the user ends at once."""
-    from identity.disabled_users import disable
-    from identity.revoked_grants import Revoker
+    from identity.accounts.disabled_users import disable
+    from identity.tokens.revoked_grants import Revoker
 
     users, user_id = user_of(engine, email)
     disable(users, Revoker(engine), user_id)
@@ -113,7 +113,7 @@ def users_disable(email: str, as_json: bool, engine: Engine) -> None:
 @database_option
 def users_enable(email: str, as_json: bool, engine: Engine) -> None:
     """Enable a disabled user: they may sign in again (the tokens revoked when they were disabled stay revoked)."""
-    from identity.disabled_users import enable
+    from identity.accounts.disabled_users import enable
 
     users, user_id = user_of(engine, email)
     enable(users, user_id)

@@ -1,7 +1,7 @@
 """The developer console: Connexion over ``openapi/console.yaml`` (``service.web.connexion_adapter``), at its path.
 
 Handlers (``handlers/console.py``) call ``ConsoleWeb`` (``service/console_api/console_web.py``), which reads
-cookies and forms, asks the domain (``identity/console_rules.py``) and renders pages. The relying-party
+cookies and forms, asks the domain (``identity/api_keys/console_rules.py``) and renders pages. The relying-party
 side of signing in is ``relying_party.py``; the cookies are ``cookies.py``, the pages ``rendering.py``.
 """
 

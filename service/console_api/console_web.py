@@ -16,14 +16,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from werkzeug.http import dump_cookie
 
-from identity.api_keys import KeyLimitReached, UnknownApiKey
-from identity.console_rules import Console, Member, NotAllowed, NotAMember
-from identity.console_sessions import ConsoleSessionStore
-from identity.errors import InvalidInput, Throttled
-from identity.fields import RepeatedField, once_each
-from identity.own_account import OwnAccount, WrongPassword
-from identity.passwords import WeakPassword
-from identity.sessions import SessionStore
+from identity.accounts.own_account import OwnAccount, WrongPassword
+from identity.accounts.passwords import WeakPassword
+from identity.api_keys.console_rules import Console, Member, NotAllowed, NotAMember
+from identity.api_keys.keys import KeyLimitReached, UnknownApiKey
+from identity.common.errors import InvalidInput, Throttled
+from identity.common.fields import RepeatedField, once_each
+from identity.sessions.console_sessions import ConsoleSessionStore
+from identity.sessions.sessions import SessionStore
 from service.console_api import rendering as pages
 from service.console_api.cookies import (
     NEW_KEY_COOKIE,

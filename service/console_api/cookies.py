@@ -9,7 +9,7 @@ A third cookie carries a key just created across the redirect to the page that s
 (POST/redirect/GET): it is bound to the console session that created the key, lives two minutes, is
 scoped to that page's path and is cleared by the page. No copy of the key is kept on the server.
 
-The session cookie also names a console session kept on the server (``identity.console_sessions``):
+The session cookie also names a console session kept on the server (``identity.sessions.console_sessions``):
 signing out ends it there, so a copy of the cookie opens nothing afterwards, on any node.
 
 The cookies are HttpOnly, SameSite=Lax, scoped to the console's path, and Secure when the issuer
@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 from cryptography.fernet import Fernet, InvalidToken
 
-from identity.clock import SYSTEM_CLOCK, Clock
+from identity.common.clock import SYSTEM_CLOCK, Clock
 
 SESSION_COOKIE = "console_session"
 SIGN_IN_COOKIE = "console_sign_in"
@@ -51,7 +51,7 @@ class ConsoleSession:
     session_id: str  # the provider's sid
     id_token: str
     csrf_token: str
-    console_id: str  # the console's own session, on the server (identity/console_sessions.py)
+    console_id: str  # the console's own session, on the server (identity/sessions/console_sessions.py)
 
     def csrf_matches(self, token: str | None) -> bool:
         return token is not None and hmac.compare_digest(token.encode(), self.csrf_token.encode())

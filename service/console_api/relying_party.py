@@ -21,10 +21,10 @@ from urllib.parse import urlencode
 
 import jwt
 
-from identity.errors import OAuthError
-from identity.issuer import AUTHORIZATION_PATH, END_SESSION_PATH
-from identity.pkce import challenge_of
+from identity.common.errors import OAuthError
+from identity.common.issuer import AUTHORIZATION_PATH, END_SESSION_PATH
 from identity.provider import Provider
+from identity.tokens.pkce import challenge_of
 
 CLIENT_ID = "cli_console"  # stable: the same on every node and every start
 CLIENT_NAME = "Regional Menus developer console"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from identity.usage import DailyUsage
+from identity.api_keys.usage import DailyUsage
 from service.web.html_headers import page_headers
 from service.web.page_templates import templates_of
 

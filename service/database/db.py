@@ -1,6 +1,6 @@
 """The state database: one SQLAlchemy engine, and service secrets (sealed at rest).
 
-The shared metadata and ``commit_without_waiting`` belong to the domain (``identity.database``); they are
+The shared metadata and ``commit_without_waiting`` belong to the domain (``identity.common.database``); they are
 re-exported here for the migrations and the tools.
 
 SQLite (the default) runs in WAL mode, synchronous=FULL, with foreign keys on; PostgreSQL is used
@@ -19,9 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from identity.database import commit_without_waiting as commit_without_waiting
-from identity.database import metadata as metadata
-from identity.sealing import Sealer
+from identity.common.database import commit_without_waiting as commit_without_waiting
+from identity.common.database import metadata as metadata
+from identity.keys.sealing import Sealer
 from service.settings import Pool
 
 

@@ -33,9 +33,9 @@ class SchemaOutOfDate(RuntimeError):
 
 def load_tables() -> None:
     """Define every table on the shared metadata (each module defines its own)."""
-    import identity.api_keys  # noqa: F401
-    import identity.tables  # noqa: F401
-    import identity.usage  # noqa: F401
+    import identity.api_keys.keys  # noqa: F401
+    import identity.api_keys.usage  # noqa: F401
+    import identity.common.tables  # noqa: F401
 
 
 def alembic_config() -> Config:

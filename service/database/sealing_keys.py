@@ -20,10 +20,10 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity import audit
-from identity.resealing import reseal_column
-from identity.sealing import Sealer, new_key
-from identity.signing_keys import reseal_signing_keys
+from identity.common import audit
+from identity.keys.resealing import reseal_column
+from identity.keys.sealing import Sealer, new_key
+from identity.keys.signing_keys import reseal_signing_keys
 from service.database.db import private_file, service_secrets
 
 KEY_FILE_NAME = "secret-keys"

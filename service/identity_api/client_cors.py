@@ -1,7 +1,7 @@
 """CORS of the endpoints a browser app calls itself: token, revocation and userinfo.
 
 A public client registers the web origins whose pages may call these endpoints (``clients create
---web-origin``; ``identity/web_origins.py``). A preflight (Fetch §4.8: ``OPTIONS`` with ``Origin``
+--web-origin``; ``identity/clients/web_origins.py``). A preflight (Fetch §4.8: ``OPTIONS`` with ``Origin``
 and ``Access-Control-Request-Method``) from a registered origin is answered here with
 ``Access-Control-Allow-Origin`` that origin, the methods and headers allowed (``DPoP`` among them, ignored: RFC 9449
 §5), and
@@ -27,8 +27,8 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from identity.issuer import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
-from identity.web_origins import WebOrigins
+from identity.clients.web_origins import WebOrigins
+from identity.common.issuer import REVOCATION_PATH, TOKEN_PATH, USERINFO_PATH
 from service.web.cors import EXPOSE_HEADERS
 from service.web.offload import in_thread
 

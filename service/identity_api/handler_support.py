@@ -17,8 +17,8 @@ from connexion import context
 from starlette.requests import Request
 from starlette.responses import Response
 
+from identity.common.issuer import Issuer
 from identity.interaction.browser import Outcome
-from identity.issuer import Issuer
 from identity.provider import Provider
 from service.identity_api.page_rendering import page_response
 from service.web.request_state import Slot

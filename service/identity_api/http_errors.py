@@ -6,7 +6,7 @@ Each operation of ``openapi/identity.yaml`` declares the form its errors take, `
   an unverified redirect URI), with the pages' security headers;
 - ``oauth``: an RFC 6749 §5.2 JSON error, ``{"error", "error_description"}``, with ``Cache-Control:
   no-store`` and ``Pragma: no-cache``; ``invalid_client`` is 401 with a ``Basic`` challenge when the request
-  carried an ``Authorization`` header, else 400 without one (identity/errors.py, ``InvalidClient``);
+  carried an ``Authorization`` header, else 400 without one (identity/common/errors.py, ``InvalidClient``);
 - ``resource``: the RFC 6750 §3 JSON error of a protected resource, with ``Cache-Control: no-store``
   (a ``Bearer`` challenge when the error is the token's).
 
@@ -33,9 +33,9 @@ from starlette.formparsers import MultiPartException
 from starlette.responses import Response
 from starlette.types import Scope
 
-from identity.errors import BearerError, ErrorPage, InvalidClient, OAuthError, describable
-from identity.issuer import Issuer
-from identity.page_data import message
+from identity.common.errors import BearerError, ErrorPage, InvalidClient, OAuthError, describable
+from identity.common.issuer import Issuer
+from identity.common.page_data import message
 from service.identity_api.handler_support import NO_STORE, json
 from service.identity_api.page_rendering import page_response
 from service.web.body_limit import describe

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import HTMLResponse
 
-from identity.page_data import Page
+from identity.common.page_data import Page
 from service.web.html_headers import page_headers
 from service.web.page_templates import templates_of
 

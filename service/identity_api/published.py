@@ -2,8 +2,8 @@
 
 ``GET`` and ``HEAD`` of ``{issuer}/.well-known/openid-configuration`` and ``{issuer}/jwks`` (OpenID Connect
 Discovery 1.0 §4, RFC 7517 §5) are fixed bytes: the metadata serialised once from the settings, and the JWK Set
-as this node last read it (``identity/signing_keys.py``, read again in the background). They are answered by a step of
-the edge (``service/web/edge.py``), after CORS and the documents and before the identity API's Connexion app, with
+as this node last read it (``identity/keys/signing_keys.py``, read again in the background). They are answered by a step
+of the edge (``service/web/edge.py``), after CORS and the documents and before the identity API's Connexion app, with
 exactly the headers ``openapi/identity.yaml`` gives them there: ``Content-Type`` and ``Cache-Control: public,
 max-age=300``; the CORS step before it adds ``Vary: Origin`` and, for a request with an ``Origin``, the allow
 headers, as for the API's other public documents. Anything else on these paths (another method, a JWKS never
@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 from starlette.types import Receive, Scope
 
-from identity.issuer import Issuer
+from identity.common.issuer import Issuer
+from identity.keys.signing_keys import SigningKeys
 from identity.provider import Provider
-from identity.signing_keys import SigningKeys
 from service.identity_api.handler_support import PUBLIC_CACHE
 from service.web.edge import Exchange
 

@@ -10,7 +10,7 @@ from email.utils import make_msgid
 from functools import cache
 from typing import TYPE_CHECKING
 
-from identity.outbox import Claimed, Undeliverable
+from identity.mail.outbox import Claimed, Undeliverable
 
 if TYPE_CHECKING:
     from jinja2 import Environment

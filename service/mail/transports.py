@@ -20,7 +20,7 @@ from collections.abc import Callable
 from email.message import EmailMessage
 from pathlib import Path
 
-from identity.outbox import Claimed, Outbox, Transport, Undeliverable
+from identity.mail.outbox import Claimed, Outbox, Transport, Undeliverable
 from service.database.sealing_keys import key_file_for
 from service.mail.letters import Letters
 from service.settings import SmtpServer

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from starlette.types import Message, Receive, Scope, Send
 
 from data.catalog import Catalog
-from identity.bearer_tokens import bearer_credentials
+from identity.tokens.bearer_tokens import bearer_credentials
 from service.menus_api.answer_cache import Answer, AnswerCache, CacheKey, cache_key
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
@@ -82,7 +82,7 @@ class MenusGate:
             await send_problem(exchange, unauthorized(_scheme(headers.get(b"authorization"))))
             return None
         if self.count is not None:
-            # usage and last use, counted in memory as the answer starts (identity/usage.py)
+            # usage and last use, counted in memory as the answer starts (identity/api_keys/usage.py)
             exchange.on_start.append(functools.partial(_counted, self.count, key_id))
         decision = await self.limiter.take(key_id)
         if not decision.allowed:
@@ -232,7 +232,7 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
 
 
 def _bearer_token(value: bytes | None) -> str | None:
-    """RFC 6750 §2.1: ``Bearer <token>`` (identity/bearer_tokens.py); None without a token."""
+    """RFC 6750 §2.1: ``Bearer <token>`` (identity/tokens/bearer_tokens.py); None without a token."""
     if not value:
         return None
     return bearer_credentials(value.decode("latin-1")) or None

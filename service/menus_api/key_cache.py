@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from identity.api_keys import KEY_FORMAT, ApiKeyStore, hash_key
+from identity.api_keys.keys import KEY_FORMAT, ApiKeyStore, hash_key
 from service.web.offload import in_thread
 
 

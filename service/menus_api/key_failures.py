@@ -1,7 +1,7 @@
 """Guessing API keys: failed key lookups are throttled per network, and a valid key is still answered.
 
 Every well-formed key that is not a live key costs a database lookup. Such failures are counted per network
-(an IPv4 address or an IPv6 /64, as the sign-in throttle counts: ``identity.throttle.network``) by a
+(an IPv4 address or an IPv6 /64, as the sign-in throttle counts: ``identity.accounts.throttle.network``) by a
 ``RateLimiter`` of their own: ``MENUS_KEY_FAILURES_PER_MINUTE`` a minute (a sliding window counter), in
 process memory or in Redis with the per-key limit (``MENUS_RATE_LIMIT_STORAGE``; failing open as it does).
 Past the bound the network is *blocked* in this process until its window lets one more through, and
@@ -20,8 +20,8 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from identity.api_keys import KEY_FORMAT, ApiKeyStore, hash_key
-from identity.throttle import network
+from identity.accounts.throttle import network
+from identity.api_keys.keys import KEY_FORMAT, ApiKeyStore, hash_key
 from service.menus_api.rate_limiter import Decision, RateLimiter
 from service.web.offload import in_thread
 

@@ -3,7 +3,7 @@
 - unset or ``memory://``: in each process; with ``serve --workers N`` on several nodes a key may
   make ``limit`` requests a minute on each process;
 - ``redis://host:port/db`` (or ``rediss://``, ``redis+unix://``): in Redis, one limit for every
-  worker of every node. The sign-in throttle (``identity.throttle``) never counts here: its one source of
+  worker of every node. The sign-in throttle (``identity.accounts.throttle``) never counts here: its one source of
   truth is the state database.
 
 Redis unreachable: the menus API fails open. Requests are answered without a limit, the outage is

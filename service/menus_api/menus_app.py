@@ -9,7 +9,7 @@ from starlette.exceptions import HTTPException
 
 from data.catalog import Catalog
 from data.catalog_errors import CatalogError
-from identity.usage import UsageCounter
+from identity.api_keys.usage import UsageCounter
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.gate import ADDED_HEADERS, MenusGate
 from service.menus_api.key_cache import KeyCache

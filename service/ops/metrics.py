@@ -2,7 +2,7 @@
 
 Requests are counted once, at the dispatcher, by method, route template and status, with their
 latency; the identity events (tokens issued, sign-ins, failed sign-ins and every other security
-event) are counted from the audit events (``identity.audit``), so a count and its audit line can
+event) are counted from the audit events (``identity.common.audit``), so a count and its audit line can
 never disagree. Labels take only bounded values: templates, not paths; known methods, else ``other``.
 
 One process keeps its metrics in memory. Under ``serve --workers N`` each worker is a process of its
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from identity import audit
+from identity.common import audit
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4  # the text format every Prometheus server reads
 # Seconds: from a cached menus read (about a millisecond) to a slow database (seconds).

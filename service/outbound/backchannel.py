@@ -1,5 +1,5 @@
 """Posting logout tokens to clients (OpenID Connect Back-Channel Logout 1.0 §2.5), from the outbox's
-``backchannel_logout`` channel (identity/outbox.py, identity/backchannel_logout.py).
+``backchannel_logout`` channel (identity/mail/outbox.py, identity/sessions/backchannel_logout.py).
 
 **When.** The courier is a task of each worker's lifespan. It looks into the outbox at once when a revocation on
 this node that wrote logout tokens has committed (the provider's ``logout_written`` doorbell: end-session, a
@@ -13,8 +13,8 @@ counting an attempt (``Outbox.defer``), so it does not wait in this worker holdi
 
 **Each post** is one POST of ``logout_token=…`` (``application/x-www-form-urlencoded``) to the client's registered
 URI, with httpx: the URI's host is resolved first and every address it resolves to is checked against the outbound
-rule (identity/outbound_uris.py: no loopback, private, link-local or metadata address, unless allowed); the request
-then goes to the checked address itself, with the URI's host in ``Host`` and in TLS's server name (httpx's
+rule (identity/common/outbound_uris.py: no loopback, private, link-local or metadata address, unless allowed); the
+request then goes to the checked address itself, with the URI's host in ``Host`` and in TLS's server name (httpx's
 ``sni_hostname`` extension), so the name is never resolved again (DNS rebinding). One deadline bounds the whole
 exchange (resolving, connecting, sending, and the answer's status line and headers: httpx's own timeouts bound
 each read and write alone, so an endpoint that trickles its answer a byte at a time would otherwise hold the post
@@ -38,9 +38,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from identity.logout_tokens import LogoutPost, LogoutTokens
-from identity.outbound_uris import Address, OutboundRule, RefusedAddress
-from identity.outbox import PENDING, Claimed, Outbox, Undeliverable
+from identity.common.outbound_uris import Address, OutboundRule, RefusedAddress
+from identity.mail.outbox import PENDING, Claimed, Outbox, Undeliverable
+from identity.tokens.logout_tokens import LogoutPost, LogoutTokens
 from service.web.offload import in_background
 
 logger = logging.getLogger(__name__)

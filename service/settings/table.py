@@ -282,7 +282,7 @@ class SettingsTable:
         " with `clients update` answers CORS on every node within this time)",
     )
 
-    # Identity throttling (identity/throttle.py)
+    # Identity throttling (identity/accounts/throttle.py)
     sign_in_account_limit: int = setting(
         5,
         "failed sign-ins per account (and attempts per account from one network) per `sign_in_window`; also the"
@@ -358,7 +358,7 @@ class SettingsTable:
         60, "seconds: an API key's last use is written at most this often per key and process"
     )
 
-    # Mail (identity/outbox.py, service/mail/)
+    # Mail (identity/mail/outbox.py, service/mail/)
     smtp_url: str = setting(
         "",
         "the mail server: `smtp://user:password@host:port` (port 587 by default; STARTTLS, required off loopback) or"
@@ -404,8 +404,8 @@ class SettingsTable:
     )
     mail_longest_retry: float = setting(HOUR, "seconds a failed mail waits at most before its next attempt")
     mail_batch: int = setting(20, "mails one worker round sends at most before looking again")
-    # Back-channel logout (identity/backchannel_logout.py, service/outbound/): logout tokens leave through the same
-    # outbox, claimed and retried as mail (the mail_* lease, attempts, waits and batch; MENUS_MAIL_POLL_INTERVAL)
+    # Back-channel logout (identity/sessions/backchannel_logout.py, service/outbound/): logout tokens leave through the
+    # same outbox, claimed and retried as mail (the mail_* lease, attempts, waits and batch; MENUS_MAIL_POLL_INTERVAL)
     backchannel_logout_timeout: float = setting(
         5,
         "seconds a client's back-channel logout endpoint has, in all, to take the POST of a logout token and answer"

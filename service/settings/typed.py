@@ -14,7 +14,7 @@ from service.settings.rows import Entry, rows
 from service.settings.table import DEFAULT_HOST, DEFAULT_PORT, SettingsTable
 
 if TYPE_CHECKING:  # imported where used: reading settings (the command line's --help too) loads no domain
-    from identity.outbox import DeliveryPolicy
+    from identity.mail.outbox import DeliveryPolicy
     from identity.provider import Lifetimes, Tuning
 
 
@@ -81,9 +81,9 @@ class Settings(SettingsTable):
 
     def tuning(self) -> Tuning:
         """The identity domain's limits and cache ages."""
-        from identity.device_cookies import DeviceCookiePolicy
+        from identity.accounts.device_cookies import DeviceCookiePolicy
+        from identity.accounts.throttle import ThrottlePolicy
         from identity.provider import Tuning
-        from identity.throttle import ThrottlePolicy
 
         return Tuning(
             throttle=ThrottlePolicy(
@@ -109,7 +109,7 @@ class Settings(SettingsTable):
 
     def delivery(self) -> DeliveryPolicy:
         """How the outbox's mails are claimed and retried."""
-        from identity.outbox import DeliveryPolicy
+        from identity.mail.outbox import DeliveryPolicy
 
         return DeliveryPolicy(
             lease=timedelta(seconds=self.mail_claim_lease),

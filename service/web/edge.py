@@ -2,7 +2,7 @@
 
 Each concern keeps its own module (the request's id, metrics and log line in ``service/ops/observe.py``,
 CORS in ``cors.py``, the documents in ``api_docs.py``, the body cap in ``body_limit.py``, the menus
-API's key, limit and caching in ``service/menus_api/gate.py``, per-key usage in ``identity/usage.py``);
+API's key, limit and caching in ``service/menus_api/gate.py``, per-key usage in ``identity/api_keys/usage.py``);
 the edge only calls them in order ("fuse the calls, not the code"). A concern is one of:
 
 - a **step**, run before the API's app: ``await step(scope, receive, exchange)`` answers the request itself

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
 
-from identity.text import has_control
+from identity.common.text import has_control
 
 Pairs = list[tuple[str, str]]
 _UNBOUNDED = (0, 2**31)

@@ -19,7 +19,7 @@ together. Each call runs in the context of the request that made it (its request
 writes), and its exception is raised in the request, as ``anyio.to_thread.run_sync`` would. A request cancelled
 while its call runs leaves the call to finish (as ``asyncio.to_thread``); its answer is dropped.
 
-A call may name its units of work (``units``, e.g. ``identity.unit_of_work.TokenWork``, with a ``hint``): the
+A call may name its units of work (``units``, e.g. ``identity.tokens.unit_of_work.TokenWork``, with a ``hint``): the
 calls of a thread's run that name the same ``units`` get one unit each from one ``units.open(hints)`` (which may
 read what they will need in one statement: the records of every token being introspected), are called with it
 as their last argument, and have their units committed together by ``units.commit`` after the last call of the

@@ -11,9 +11,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive
 
-from identity.device_cookies import DEVICE_COOKIE
+from identity.accounts.device_cookies import DEVICE_COOKIE
+from identity.common.text import has_control
 from identity.interaction.browser import INTERACTION_COOKIE_PREFIX, SESSION_COOKIE, Browser
-from identity.text import has_control
 from service.web.request_state import FORM, Slot
 
 
@@ -65,7 +65,7 @@ def query_pairs(request: Request) -> list[tuple[str, str]]:
 def without_controls(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """``pairs``, refused (400, in the endpoint's error form) when a name or value holds a control character:
     no parameter of ours may (RFC 6749 Appendix A: client_id, state, code… are visible ASCII), and a NUL byte
-    would reach the database (identity/text.py). The refusal names neither the parameter's value nor its name."""
+    would reach the database (identity/common/text.py). The refusal names neither the parameter's value nor its name."""
     if any(has_control(name) or has_control(value) for name, value in pairs):
         raise HTTPException(400, "A parameter contains a control character.")
     return pairs

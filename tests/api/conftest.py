@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization, OrganizationStore
-from identity.users import User, UserStore
+from identity.accounts.organizations import Organization, OrganizationStore
+from identity.accounts.users import User, UserStore
 from tests.support import token_flows as flows
 from tests.support.api_tier import install
 from tests.support.identity_fixtures import PASSWORD

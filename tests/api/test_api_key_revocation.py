@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from service.app import create_app
 from service.settings import Settings
 from tests.support.clocks import MovableClock

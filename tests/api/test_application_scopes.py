@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
+from identity.accounts.organizations import Organization
 from service.cli.commands import main
 from tests.support import token_flows
 from tests.support.token_flows import assert_oauth_error

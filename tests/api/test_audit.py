@@ -16,16 +16,16 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity import audit
-from identity.api_keys import ApiKeyStore
-from identity.disabled_users import disable, enable
-from identity.email_links import VERIFY_EMAIL, EmailLinks
-from identity.organizations import Organization
-from identity.password_reset import replace_password
-from identity.revoked_grants import Revoker
-from identity.sealing import Sealer, new_key
-from identity.signing_keys import SigningKeys
-from identity.users import User, UserStore
+from identity.accounts.disabled_users import disable, enable
+from identity.accounts.organizations import Organization
+from identity.accounts.password_reset import replace_password
+from identity.accounts.users import User, UserStore
+from identity.api_keys.keys import ApiKeyStore
+from identity.common import audit
+from identity.keys.sealing import Sealer, new_key
+from identity.keys.signing_keys import SigningKeys
+from identity.mail.email_links import VERIFY_EMAIL, EmailLinks
+from identity.tokens.revoked_grants import Revoker
 from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import CALLBACK, Registered, register
 from tests.support.identity_pages import (

@@ -1,4 +1,4 @@
-"""OpenID Connect Back-Channel Logout 1.0, its rules (identity/backchannel_logout.py): which clients hold a
+"""OpenID Connect Back-Channel Logout 1.0, its rules (identity/sessions/backchannel_logout.py): which clients hold a
 session, which get a logout token and with which claims, the back-channel logout URI's rules, discovery, and
 the token signed at delivery. The delivery itself, to a relying party on loopback, is
 tests/system/test_backchannel_logout_delivery.py.
@@ -19,19 +19,19 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity import backchannel_logout
-from identity.backchannel_logout import CHANNEL
-from identity.clients import ClientStore
-from identity.disabled_users import disable
-from identity.errors import InvalidInput
-from identity.logout_tokens import LOGOUT_TOKEN_TTL, LogoutTokens
-from identity.outbox import Claimed, Mail, Outbox, Undeliverable
-from identity.password_reset import replace_password
-from identity.revoked_grants import Revoker
-from identity.sealing import Sealer, new_key
-from identity.signing_keys import SigningKeys
-from identity.tables import browser_sessions, mail_outbox
-from identity.users import UserStore
+from identity.accounts.disabled_users import disable
+from identity.accounts.password_reset import replace_password
+from identity.accounts.users import UserStore
+from identity.clients.registry import ClientStore
+from identity.common.errors import InvalidInput
+from identity.common.tables import browser_sessions, mail_outbox
+from identity.keys.sealing import Sealer, new_key
+from identity.keys.signing_keys import SigningKeys
+from identity.mail.outbox import Claimed, Mail, Outbox, Undeliverable
+from identity.sessions import backchannel_logout
+from identity.sessions.backchannel_logout import CHANNEL
+from identity.tokens.logout_tokens import LOGOUT_TOKEN_TTL, LogoutTokens
+from identity.tokens.revoked_grants import Revoker
 from service.app import create_app
 from service.cli.commands import run
 from service.settings import Settings

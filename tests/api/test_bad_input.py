@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from identity.clients import ClientStore
-from identity.organizations import OrganizationStore
-from identity.pkce import challenge_of
-from identity.users import UserStore
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import UserStore
+from identity.clients.registry import ClientStore
+from identity.tokens.pkce import challenge_of
 from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
+from identity.accounts.organizations import Organization
 from tests.support import token_flows
 from tests.support.token_flows import Registered, assert_invalid_client
 

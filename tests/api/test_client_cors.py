@@ -15,9 +15,9 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.clients import Client, ClientStore
-from identity.organizations import Organization
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
+from identity.clients.registry import Client, ClientStore
 from service.app import create_app
 from service.settings import Settings
 from tests.support.clocks import MovableClock

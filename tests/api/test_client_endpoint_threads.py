@@ -20,10 +20,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from starlette.testclient import TestClient
 
-from identity import audit
-from identity.clients import ClientStore
-from identity.organizations import Organization
-from identity.tables import access_tokens
+from identity.accounts.organizations import Organization
+from identity.clients.registry import ClientStore
+from identity.common import audit
+from identity.common.tables import access_tokens
 from service.database.db import client_threads, make_engine
 from tests.support import token_flows
 from tests.support.defaults import POOL

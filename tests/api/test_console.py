@@ -16,10 +16,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.api_keys import ApiKeyStore
-from identity.organizations import OrganizationStore
-from identity.usage import UsageCounter
-from identity.users import UserStore
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import UserStore
+from identity.api_keys.keys import ApiKeyStore
+from identity.api_keys.usage import UsageCounter
 from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade

@@ -1,5 +1,5 @@
-"""The console's account page (identity/own_account.py): a password change checks the current password under the
-sign-in throttle, then ends every session and revokes every token of the user (RFC 9700 §4.14), audited; a new
+"""The console's account page (identity/accounts/own_account.py): a password change checks the current password under
+the sign-in throttle, then ends every session and revokes every token of the user (RFC 9700 §4.14), audited; a new
 verification link is bounded per account with one answer."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from identity.organizations import Organization
-from identity.users import User, UserStore
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User, UserStore
 from service.settings import Settings
 from tests.support.console_client import ConsoleBrowser
 from tests.support.defaults import ACCOUNT_LIMIT

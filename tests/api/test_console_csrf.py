@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from tests.support.console_client import ConsoleBrowser
 
 

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
-from identity.users import User
+from identity.accounts.users import User
 from tests.support.console_client import ConsoleBrowser, form_with
 from tests.support.identity_fixtures import EMAIL, PASSWORD
 

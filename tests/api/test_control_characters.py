@@ -1,4 +1,4 @@
-"""Control characters are invalid input everywhere (identity/text.py), on SQLite and PostgreSQL alike.
+"""Control characters are invalid input everywhere (identity/common/text.py), on SQLite and PostgreSQL alike.
 
 A NUL byte in any identity parameter, form field or cookie is refused as a 400 in the endpoint's own error
 form, before anything reaches the database (PostgreSQL cannot store NUL in text and answered 503, "cannot reach
@@ -16,12 +16,12 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.api_keys import ApiKeyStore
-from identity.clients import ClientStore
-from identity.errors import InvalidInput
-from identity.organizations import Organization, OrganizationStore
-from identity.text import display_name, has_control
-from identity.users import User, UserStore
+from identity.accounts.organizations import Organization, OrganizationStore
+from identity.accounts.users import User, UserStore
+from identity.api_keys.keys import ApiKeyStore
+from identity.clients.registry import ClientStore
+from identity.common.errors import InvalidInput
+from identity.common.text import display_name, has_control
 from tests.support.console_client import ConsoleBrowser
 from tests.support.identity_fixtures import PASSWORD, Registered
 from tests.support.identity_pages import (

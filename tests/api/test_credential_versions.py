@@ -1,4 +1,4 @@
-"""Credential versions (identity/users.py, docs/identity.md "Credential versions"): a session, a code and every
+"""Credential versions (identity/accounts/users.py, docs/identity.md "Credential versions"): a session, a code and every
 token carry the user's credential version their sign-in verified, and nothing works once it is no longer the
 user's, even what no revocation reached.
 
@@ -17,18 +17,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.consents import ConsentStore
+from identity.accounts.password_reset import replace_password
+from identity.accounts.users import CredentialMoved, User, UserStore
+from identity.clients.consents import ConsentStore
+from identity.common.issuer import Issuer
+from identity.common.tables import access_tokens, browser_sessions
 from identity.interaction.browser import INTERACTION_COOKIE_PREFIX, Browser
 from identity.interaction.sign_in_pages import SignInPages
-from identity.interactions import InteractionStore
-from identity.issuer import Issuer
-from identity.password_reset import replace_password
+from identity.interaction.store import InteractionStore
+from identity.keys.sealing import Sealer, new_key
 from identity.provider import Provider
-from identity.revoked_grants import Revoker
-from identity.sealing import Sealer, new_key
-from identity.sessions import SessionStore, hash_secret
-from identity.tables import access_tokens, browser_sessions
-from identity.users import CredentialMoved, User, UserStore
+from identity.sessions.sessions import SessionStore, hash_secret
+from identity.tokens.revoked_grants import Revoker
 from tests.support.defaults import LIFETIMES, TUNING
 from tests.support.identity_fixtures import PASSWORD, Registered
 from tests.support.identity_pages import ISSUER, authorization

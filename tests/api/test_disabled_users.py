@@ -1,5 +1,5 @@
-"""Disabled users (identity/disabled_users.py, ``users disable`` / ``users enable``): a disabled user cannot sign
-in, every session and token of theirs stops working at once, and enabling them lets them sign in again while
+"""Disabled users (identity/accounts/disabled_users.py, ``users disable`` / ``users enable``): a disabled user cannot
+sign in, every session and token of theirs stops working at once, and enabling them lets them sign in again while
 the old tokens stay revoked."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.users import UserStore
+from identity.accounts.users import UserStore
 from service.cli.commands import main
 from tests.support import token_flows as flows
 from tests.support.identity_fixtures import PASSWORD

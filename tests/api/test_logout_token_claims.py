@@ -15,11 +15,11 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.backchannel_logout import CHANNEL
-from identity.clients import ClientStore
-from identity.logout_tokens import LogoutTokens
-from identity.outbox import Outbox, Undeliverable
+from identity.clients.registry import ClientStore
+from identity.mail.outbox import Outbox, Undeliverable
 from identity.provider import signing_keys_of
+from identity.sessions.backchannel_logout import CHANNEL
+from identity.tokens.logout_tokens import LogoutTokens
 from service.app import create_app
 from service.database.sealing_keys import load_sealer
 from service.ops.periodic import BackgroundJobs

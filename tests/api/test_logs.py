@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.users import User
+from identity.accounts.users import User
 from service.ops.logs import JsonFormatter
 from service.ops.observe import request_id
 from tests.support.identity_fixtures import PASSWORD, Registered

@@ -7,9 +7,9 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clients import redirect_uri_matches
-from identity.organizations import Organization
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
+from identity.clients.metadata import redirect_uri_matches
 from tests.support import token_flows
 
 # Loopback redirect URIs: RFC 8252 §7.3

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clock import SYSTEM_CLOCK
-from identity.users import User, UserStore
+from identity.accounts.users import User, UserStore
+from identity.common.clock import SYSTEM_CLOCK
 from service.settings import Settings
 from tests.support import token_flows as flows
 from tests.support.clocks import FixedClock

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade

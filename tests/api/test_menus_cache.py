@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from service.app import Dispatcher, create_app
 from service.menus_api.answer_cache import Answer, AnswerCache, cache_key
 from service.menus_api.gate import MenusGate

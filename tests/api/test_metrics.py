@@ -10,8 +10,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
 from service.app import create_app
 from service.settings import Settings
 from tests.support.defaults import ACCOUNT_LIMIT

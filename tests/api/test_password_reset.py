@@ -1,4 +1,4 @@
-"""Password reset (identity/password_reset.py): one answer for every address, bounded per network and per
+"""Password reset (identity/accounts/password_reset.py): one answer for every address, bounded per network and per
 account, a single-use link, and a new password ends every session and token of the user (RFC 9700 §4.14)."""
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.disabled_users import disable, enable
-from identity.email_links import RESET_PASSWORD, EmailLinks
-from identity.errors import ErrorPage, Throttled
-from identity.issuer import Issuer
-from identity.outbox import MAIL, Outbox
-from identity.password_reset import RESET_REQUESTS, PasswordReset, replace_password
-from identity.passwords import WeakPassword
-from identity.revoked_grants import Revoker
-from identity.tables import mail_outbox
-from identity.throttle import SignInThrottle
-from identity.users import User, UserStore
+from identity.accounts.disabled_users import disable, enable
+from identity.accounts.password_reset import RESET_REQUESTS, PasswordReset, replace_password
+from identity.accounts.passwords import WeakPassword
+from identity.accounts.throttle import SignInThrottle
+from identity.accounts.users import User, UserStore
+from identity.common.errors import ErrorPage, Throttled
+from identity.common.issuer import Issuer
+from identity.common.tables import mail_outbox
+from identity.mail.email_links import RESET_PASSWORD, EmailLinks
+from identity.mail.outbox import MAIL, Outbox
+from identity.tokens.revoked_grants import Revoker
 from tests.support import identity_pages as pages
 from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, DELIVERY, THROTTLE
 from tests.support.identity_fixtures import Registered
@@ -183,7 +183,7 @@ def test_the_forgot_password_post_runs_the_same_statements_for_an_address_with_a
     browser: TestClient, web: Registered, user: User
 ) -> None:
     """The answer, and the work behind it, are the same whoever the address belongs to; no statement reads the
-    users or writes a link on the request's time (identity/password_reset.py)."""
+    users or writes a link on the request's time (identity/accounts/password_reset.py)."""
     sign_in = pages.to_page(pages.authorize(browser, web.id), "sign-in")
     forgot = sign_in.replace("/sign-in?", "/forgot-password?")
     pages.submit(browser, forgot, {"email": "first@example.com"})  # the network's counter exists from here on

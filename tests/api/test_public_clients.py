@@ -14,10 +14,10 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.clients import Client
-from identity.organizations import Organization
-from identity.tables import refresh_tokens
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
+from identity.clients.registry import Client
+from identity.common.tables import refresh_tokens
 from service.app import create_app
 from service.settings import Settings
 from tests.support.clocks import MovableClock

@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 from sqlalchemy.engine import Engine
 
 from data.catalog import Catalog
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from service.app import Dispatcher, create_app
 from service.settings import Settings
 from tests.support.clocks import MovableClock

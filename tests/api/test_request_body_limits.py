@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
+from identity.accounts.organizations import Organization
 from tests.support import token_flows
 
 # Request bodies: capped while read, 413 in each endpoint's own form

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from identity.users import User
+from identity.accounts.users import User
 from service.app import create_app
 from service.settings import Settings
 from tests.support.defaults import ADDRESS_LIMIT

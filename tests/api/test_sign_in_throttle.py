@@ -1,4 +1,4 @@
-"""Sign-in throttling (identity/throttle.py): slowed guessing, no lock-out by anyone, counting by network.
+"""Sign-in throttling (identity/accounts/throttle.py): slowed guessing, no lock-out by anyone, counting by network.
 
 Through the pages, each browser has an address of its own (Starlette's TestClient ``client``), as
 attackers and account owners on different networks would. The counters live in the state database
@@ -22,13 +22,13 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.device_cookies import DEVICE_COOKIE
-from identity.errors import Throttled
-from identity.organizations import OrganizationStore
-from identity.passwords import PasswordHashing
-from identity.tables import sign_in_failures
-from identity.throttle import SignInThrottle, SqlCounters, account_key, network
-from identity.users import User, UserStore
+from identity.accounts.device_cookies import DEVICE_COOKIE
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.passwords import PasswordHashing
+from identity.accounts.throttle import SignInThrottle, SqlCounters, account_key, network
+from identity.accounts.users import User, UserStore
+from identity.common.errors import Throttled
+from identity.common.tables import sign_in_failures
 from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade

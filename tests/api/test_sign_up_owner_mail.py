@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.tables import mail_outbox
-from identity.users import User
+from identity.accounts.users import User
+from identity.common.tables import mail_outbox
 from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import EMAIL, Registered
 from tests.support.identity_pages import SIGN_UP, authorize, submit, to_page

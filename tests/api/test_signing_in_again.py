@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
-from identity.users import User, UserStore
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User, UserStore
 from tests.support import token_flows
 from tests.support.clocks import MovableClock
 from tests.support.identity_fixtures import PASSWORD

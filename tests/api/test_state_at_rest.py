@@ -16,9 +16,9 @@ from jwt.algorithms import RSAAlgorithm
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clock import SYSTEM_CLOCK
-from identity.sealing import Sealer, SealingError, new_key
-from identity.tables import signing_keys
+from identity.common.clock import SYSTEM_CLOCK
+from identity.common.tables import signing_keys
+from identity.keys.sealing import Sealer, SealingError, new_key
 from service.app import create_app
 from service.cli.commands import main
 from service.database.db import make_engine, service_secret, service_secrets

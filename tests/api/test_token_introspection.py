@@ -114,7 +114,7 @@ def test_introspection_of_an_expired_access_token_is_only_inactive(
 def test_a_token_issued_by_a_node_whose_clock_runs_ahead_is_active_within_a_minute_of_skew(
     http: TestClient, world: flows.World, clock: MovableClock, ahead: int, active: bool
 ) -> None:
-    """identity/verification.py ISSUED_AT_LEEWAY: another node's clock ahead by less than a minute signs tokens
+    """identity/tokens/verification.py ISSUED_AT_LEEWAY: another node's clock ahead by less than a minute signs tokens
     every node takes (their iat in this node's future); a token from further ahead is refused. The clock is held:
     a second boundary passed between issue and introspection would make 61 s of skew look like 60."""
     clock.hold()

@@ -18,11 +18,11 @@ from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clients import ClientStore
-from identity.organizations import Organization
-from identity.tables import mail_outbox
-from identity.throttle import SignInThrottle
-from identity.users import User, UserStore
+from identity.accounts.organizations import Organization
+from identity.accounts.throttle import SignInThrottle
+from identity.accounts.users import User, UserStore
+from identity.clients.registry import ClientStore
+from identity.common.tables import mail_outbox
 from service.cli.commands import main
 from service.settings import Settings
 from tests.support import identity_pages as pages

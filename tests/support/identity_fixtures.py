@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clients import ClientStore
-from identity.organizations import Organization, OrganizationStore
-from identity.users import User, UserStore
+from identity.accounts.organizations import Organization, OrganizationStore
+from identity.accounts.users import User, UserStore
+from identity.clients.registry import ClientStore
 from tests.support.clocks import MovableClock
 from tests.support.passwords import FAST_HASHING
 

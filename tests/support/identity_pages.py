@@ -14,7 +14,7 @@ import httpx
 import jwt
 from starlette.testclient import TestClient
 
-from identity.pkce import challenge_of
+from identity.tokens.pkce import challenge_of
 from tests.support.identity_fixtures import CALLBACK, EMAIL, PASSWORD, Registered
 
 ISSUER = "http://127.0.0.1:8000"

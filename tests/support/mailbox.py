@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity.tables import email_links, mail_outbox
+from identity.common.tables import email_links, mail_outbox
 from service.database.sealing_keys import load_sealer
 from service.settings import Settings
 

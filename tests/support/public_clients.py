@@ -9,8 +9,8 @@ import httpx
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clients import Client, ClientStore
-from identity.organizations import Organization
+from identity.accounts.organizations import Organization
+from identity.clients.registry import Client, ClientStore
 from tests.support.identity_fixtures import CALLBACK
 from tests.support.identity_pages import VERIFIER, Pairs, token_request
 

@@ -42,13 +42,13 @@ import requests
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity.clients import ClientStore
-from identity.disabled_users import disable
-from identity.organizations import OrganizationStore
-from identity.revoked_grants import Revoker
-from identity.sealing import new_key
-from identity.tables import browser_sessions
-from identity.users import UserStore
+from identity.accounts.disabled_users import disable
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import UserStore
+from identity.clients.registry import ClientStore
+from identity.common.tables import browser_sessions
+from identity.keys.sealing import new_key
+from identity.tokens.revoked_grants import Revoker
 from service.database.db import make_engine
 from tests.support.defaults import POOL
 from tests.support.form_browser import FormParser

@@ -1,4 +1,4 @@
-"""The sign-in throttle's bound per network (``identity/throttle.py``), driven to its end."""
+"""The sign-in throttle's bound per network (``identity/accounts/throttle.py``), driven to its end."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from identity.errors import Throttled
+from identity.common.errors import Throttled
 from tests.support.defaults import ADDRESS_LIMIT
 
 

@@ -24,10 +24,10 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clients import Client, ClientStore
-from identity.organizations import Organization
-from identity.outbound_uris import OutboundRule
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
+from identity.clients.registry import Client, ClientStore
+from identity.common.outbound_uris import OutboundRule
 from tests.support.clocks import MovableClock
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.pkce_pairs import pkce_pair

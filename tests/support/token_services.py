@@ -7,15 +7,15 @@ from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 
-from identity.access_tokens import AccessTokenStore
-from identity.clock import SYSTEM_CLOCK, Clock
-from identity.issuer import Issuer
-from identity.minting import TokenMinter
-from identity.refresh_tokens import RefreshTokenStore
-from identity.revoked_grants import Revoker
-from identity.signing_keys import SigningKeys
-from identity.unit_of_work import TokenWork
-from identity.verification import PublicKeys, TokenVerifier
+from identity.common.clock import SYSTEM_CLOCK, Clock
+from identity.common.issuer import Issuer
+from identity.keys.signing_keys import SigningKeys
+from identity.tokens.access_tokens import AccessTokenStore
+from identity.tokens.minting import TokenMinter
+from identity.tokens.refresh_tokens import RefreshTokenStore
+from identity.tokens.revoked_grants import Revoker
+from identity.tokens.unit_of_work import TokenWork
+from identity.tokens.verification import PublicKeys, TokenVerifier
 from tests.support.defaults import TUNING
 
 ISSUER = Issuer("http://127.0.0.1:8000")

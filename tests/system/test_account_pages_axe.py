@@ -16,11 +16,11 @@ from playwright.sync_api import Page
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.disabled_users import disable
-from identity.email_links import RESET_PASSWORD, VERIFY_EMAIL, EmailLinks
-from identity.organizations import Organization
-from identity.revoked_grants import Revoker
-from identity.users import User, UserStore
+from identity.accounts.disabled_users import disable
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User, UserStore
+from identity.mail.email_links import RESET_PASSWORD, VERIFY_EMAIL, EmailLinks
+from identity.tokens.revoked_grants import Revoker
 from tests.support.chromium import browser, check_page, context, page, playwright
 from tests.support.console_client import ConsoleBrowser
 from tests.support.identity_fixtures import PASSWORD, register

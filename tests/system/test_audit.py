@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from identity.sealing import new_key
+from identity.keys.sealing import new_key
 
 
 def test_secrets_rotation_is_audited(tmp_path: Path) -> None:

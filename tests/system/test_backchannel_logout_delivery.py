@@ -22,14 +22,14 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.backchannel_logout import CHANNEL, KIND
-from identity.logout_tokens import LogoutPost
-from identity.organizations import OrganizationStore
-from identity.outbox import Mail, Outbox
-from identity.password_reset import replace_password
-from identity.revoked_grants import Revoker
-from identity.tables import mail_outbox
-from identity.users import UserStore
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.password_reset import replace_password
+from identity.accounts.users import UserStore
+from identity.common.tables import mail_outbox
+from identity.mail.outbox import Mail, Outbox
+from identity.sessions.backchannel_logout import CHANNEL, KIND
+from identity.tokens.logout_tokens import LogoutPost
+from identity.tokens.revoked_grants import Revoker
 from service.app import create_app
 from service.outbound.backchannel import LogoutPoster
 from service.settings import Settings

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
-from identity.api_keys import ApiKeyStore
-from identity.clients import ClientStore
-from identity.organizations import OrganizationStore
+from identity.accounts.organizations import OrganizationStore
+from identity.api_keys.keys import ApiKeyStore
+from identity.clients.registry import ClientStore
 from service.cli.commands import main
 from service.cli.demo import prepare
 from service.console_api.relying_party import SERVICE_ORG_ID, SERVICE_ORG_NAME, SERVICE_ORG_SLUG

@@ -8,7 +8,7 @@ What "exactly once" means here. Exactly one request claims the code (or rotates 
 token): the database holds the tokens of exactly one issue. Every other request is a replay
 (RFC 6749 §4.1.2) or a reuse (RFC 9700 §4.14.2), refused with ``invalid_grant``, and revokes every
 token of the grant, the claimant's included. If that revocation lands while the claimant is still
-issuing, the claimant is refused too (``identity.grants.revoke_if_raced``): so a round answers one
+issuing, the claimant is refused too (``identity.tokens.grants.revoke_if_raced``): so a round answers one
 200 or none, never two, and when it is over no token of the grant is usable either way.
 """
 
@@ -26,8 +26,8 @@ import requests
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity.codes import hash_code
-from identity.tables import access_tokens, authorization_codes, refresh_tokens, revoked_grants
+from identity.common.tables import access_tokens, authorization_codes, refresh_tokens, revoked_grants
+from identity.tokens.codes import hash_code
 from service.database.db import make_engine
 from tests.support.defaults import POOL
 from tests.support.form_browser import Browser, Callback, Page

@@ -34,8 +34,8 @@ import pytest
 import requests
 import sqlalchemy as sa
 
-from identity.api_keys import api_keys
-from identity.tables import signing_keys
+from identity.api_keys.keys import api_keys
+from identity.common.tables import signing_keys
 from service.database.db import commit_without_waiting, make_engine, service_secrets
 from tests.support.defaults import POOL
 from tests.support.live import LiveService, free_port, live_service

@@ -1,4 +1,4 @@
-"""Verified email addresses (identity/email_verification.py): sign-up mails a single-use link to a real SMTP
+"""Verified email addresses (identity/accounts/email_verification.py): sign-up mails a single-use link to a real SMTP
 server on loopback; following it makes ``email_verified`` true in ID tokens and userinfo."""
 
 from __future__ import annotations

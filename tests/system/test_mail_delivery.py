@@ -18,9 +18,9 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.outbox import Claimed, Mail
-from identity.tables import mail_outbox
-from identity.users import User
+from identity.accounts.users import User
+from identity.common.tables import mail_outbox
+from identity.mail.outbox import Claimed, Mail
 from service.app import create_app
 from service.cli.demo import prepare as prepare_demo
 from service.mail.letters import Letters

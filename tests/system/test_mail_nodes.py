@@ -1,4 +1,4 @@
-"""Mail across nodes that share one outbox (identity/outbox.py, service/mail/transports.py): only a node with a
+"""Mail across nodes that share one outbox (identity/mail/outbox.py, service/mail/transports.py): only a node with a
 transport (an SMTP server, or a folder it was told to write to) claims mail; a node with neither leaves it to the
 others, says so at start and in ``/readyz``, and signs users up all the same. On SQLite and PostgreSQL."""
 
@@ -13,8 +13,8 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.tables import mail_outbox
-from identity.users import User
+from identity.accounts.users import User
+from identity.common.tables import mail_outbox
 from service.app import create_app
 from service.mail.transports import outbox_folder
 from service.settings import Settings

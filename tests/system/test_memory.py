@@ -14,7 +14,7 @@ DEPLOYED = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"}
 SCRIPT = """
 import re
 from concurrent.futures import ThreadPoolExecutor
-from identity.passwords import OWASP_ARGON2ID
+from identity.accounts.passwords import OWASP_ARGON2ID
 
 rss = lambda: int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read()).group(1))
 before = rss()

@@ -20,7 +20,7 @@ import jwt
 import pytest
 import requests
 
-from identity.sealing import new_key
+from identity.keys.sealing import new_key
 from tests.support.defaults import KEY_REVOCATION_BOUND
 from tests.support.form_browser import Browser, Callback, Page
 from tests.support.identity_fixtures import PASSWORD

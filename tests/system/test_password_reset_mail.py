@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clients import ClientStore
-from identity.users import User, UserStore
+from identity.accounts.users import User, UserStore
+from identity.clients.registry import ClientStore
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered
 from tests.support.identity_pages import (
     assert_error_page,

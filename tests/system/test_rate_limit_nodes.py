@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from identity.sealing import new_key
+from identity.keys.sealing import new_key
 from tests.support.live import live_service
 from tests.support.postgres import throwaway_database
 

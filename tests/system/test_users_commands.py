@@ -7,7 +7,7 @@ import sys
 
 from sqlalchemy.engine import Engine
 
-from identity.users import User, UserStore
+from identity.accounts.users import User, UserStore
 from service.settings import Settings
 from tests.support.identity_fixtures import EMAIL, PASSWORD
 from tests.support.passwords import FAST_HASHING

@@ -1,8 +1,8 @@
 import pytest
 import sqlalchemy as sa
 
-from identity.api_keys import ApiKeyStore, KeyLimitReached, api_keys, hash_key
-from identity.organizations import OrganizationStore
+from identity.accounts.organizations import OrganizationStore
+from identity.api_keys.keys import ApiKeyStore, KeyLimitReached, api_keys, hash_key
 
 ON_BOTH_ENGINES = True  # every test here that uses the state database runs on SQLite and on PostgreSQL
 

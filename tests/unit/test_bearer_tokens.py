@@ -1,12 +1,12 @@
 """RFC 6750 §2: the one reading of an ``Authorization: Bearer`` header, shared by the identity endpoints and the menus
-API's key gate (identity/bearer_tokens.py)."""
+API's key gate (identity/tokens/bearer_tokens.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from identity.bearer_tokens import bearer_credentials, bearer_token, presented_token
-from identity.errors import InvalidToken, MalformedBearerRequest
+from identity.common.errors import InvalidToken, MalformedBearerRequest
+from identity.tokens.bearer_tokens import bearer_credentials, bearer_token, presented_token
 
 
 @pytest.mark.parametrize(

@@ -10,21 +10,21 @@ from functools import partial
 import pytest
 from sqlalchemy.engine import Engine
 
-from identity.api_keys import ApiKeyStore, KeyLimitReached
-from identity.authorization import AuthorizationRequest
-from identity.clients import ClientStore
-from identity.clock import SYSTEM_CLOCK
-from identity.consents import ConsentStore
-from identity.email_links import RESET_PASSWORD, EmailLinks
-from identity.errors import ErrorPage
-from identity.interactions import InteractionStore, new_interaction
-from identity.issuer import Issuer
-from identity.organizations import Organization, OrganizationStore
-from identity.outbox import Outbox
-from identity.password_reset import RESET_REQUESTS, PasswordReset
-from identity.revoked_grants import Revoker
-from identity.throttle import SignInThrottle
-from identity.users import User, UserStore
+from identity.accounts.organizations import Organization, OrganizationStore
+from identity.accounts.password_reset import RESET_REQUESTS, PasswordReset
+from identity.accounts.throttle import SignInThrottle
+from identity.accounts.users import User, UserStore
+from identity.api_keys.keys import ApiKeyStore, KeyLimitReached
+from identity.clients.consents import ConsentStore
+from identity.clients.registry import ClientStore
+from identity.common.clock import SYSTEM_CLOCK
+from identity.common.errors import ErrorPage
+from identity.common.issuer import Issuer
+from identity.interaction.authorization_request import AuthorizationRequest
+from identity.interaction.store import InteractionStore, new_interaction
+from identity.mail.email_links import RESET_PASSWORD, EmailLinks
+from identity.mail.outbox import Outbox
+from identity.tokens.revoked_grants import Revoker
 from tests.support.defaults import DELIVERY, THROTTLE
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.simultaneous import at_once

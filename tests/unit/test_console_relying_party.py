@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from identity.issuer import Issuer
+from identity.common.issuer import Issuer
 from service.console_api.relying_party import CLIENT_ID, ConsoleClient, PendingSignIn, SignInFailed
 
 ISSUER = "http://127.0.0.1:8000"

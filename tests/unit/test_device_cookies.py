@@ -1,8 +1,8 @@
-"""Device cookies (identity/device_cookies.py): signed, bounded, expiring, and naming one user each."""
+"""Device cookies (identity/accounts/device_cookies.py): signed, bounded, expiring, and naming one user each."""
 
 from __future__ import annotations
 
-from identity.device_cookies import MAX_VALUE, DeviceCookies
+from identity.accounts.device_cookies import MAX_VALUE, DeviceCookies
 from tests.support.clocks import MovableClock
 from tests.support.defaults import TUNING
 

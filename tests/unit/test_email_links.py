@@ -1,4 +1,4 @@
-"""Single-use mailed links (identity/email_links.py): hashed at rest, once, until they expire, for one purpose."""
+"""Single-use mailed links (identity/mail/email_links.py): hashed at rest, once, until they expire, for one purpose."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity.email_links import RESET_PASSWORD, VERIFY_EMAIL, EmailLinks, Followed
-from identity.organizations import OrganizationStore
-from identity.tables import email_links
-from identity.users import UserStore
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import UserStore
+from identity.common.tables import email_links
+from identity.mail.email_links import RESET_PASSWORD, VERIFY_EMAIL, EmailLinks, Followed
 from tests.support.clocks import MovableClock
 from tests.support.passwords import FAST_HASHING
 

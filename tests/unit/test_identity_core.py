@@ -12,16 +12,17 @@ import sqlalchemy as sa
 from argon2 import PasswordHasher
 from sqlalchemy.engine import Engine
 
-from identity.access_tokens import AccessTokenStore
-from identity.clients import ClientStore, check_redirect_uri
-from identity.clock import SYSTEM_CLOCK, Clock
-from identity.errors import InvalidClient, InvalidInput, InvalidToken, UnknownRecord
-from identity.organizations import OrganizationStore
-from identity.passwords import DUMMY_PASSWORD, OWASP_ARGON2ID
-from identity.sealing import Sealer, new_key
-from identity.signing_keys import SigningKeys
-from identity.tables import clients, users
-from identity.users import UserStore
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.passwords import DUMMY_PASSWORD, OWASP_ARGON2ID
+from identity.accounts.users import UserStore
+from identity.clients.metadata import check_redirect_uri
+from identity.clients.registry import ClientStore
+from identity.common.clock import SYSTEM_CLOCK, Clock
+from identity.common.errors import InvalidClient, InvalidInput, InvalidToken, UnknownRecord
+from identity.common.tables import clients, users
+from identity.keys.sealing import Sealer, new_key
+from identity.keys.signing_keys import SigningKeys
+from identity.tokens.access_tokens import AccessTokenStore
 from tests.support.clocks import MovableClock
 from tests.support.defaults import SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import PASSWORD
@@ -52,8 +53,8 @@ def test_user_password_is_stored_as_argon2id_hash(engine: Engine, org) -> None: 
 
 
 def test_an_unknown_account_costs_one_verification_at_the_production_parameters() -> None:
-    """The dummy hash verified against when no account has the e-mail is written out in identity/passwords.py, not
-    computed at import: it must be of the hasher's own parameters, so that the work is the same either way."""
+    """The dummy hash verified against when no account has the e-mail is written out in identity/accounts/passwords.py,
+    not computed at import: it must be of the hasher's own parameters, so that the work is the same either way."""
     hasher = OWASP_ARGON2ID.hasher
     assert isinstance(hasher, PasswordHasher)
     assert hasher.verify(OWASP_ARGON2ID.dummy_hash, DUMMY_PASSWORD)

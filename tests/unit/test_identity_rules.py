@@ -11,13 +11,14 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity.authorization import RedirectableError, parse_request, redirect_with
-from identity.client_auth import ClientAuthenticator, decode_basic
-from identity.clients import ClientStore, check_redirect_uri, redirect_uri_matches
-from identity.clock import SYSTEM_CLOCK, new_id
-from identity.codes import CodeGrant, CodeStore
-from identity.consents import ConsentStore
-from identity.errors import (
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import UserStore
+from identity.clients.client_auth import ClientAuthenticator, decode_basic
+from identity.clients.consents import ConsentStore
+from identity.clients.metadata import check_redirect_uri, redirect_uri_matches
+from identity.clients.registry import ClientStore
+from identity.common.clock import SYSTEM_CLOCK, new_id
+from identity.common.errors import (
     ErrorPage,
     InvalidClient,
     InvalidGrant,
@@ -28,20 +29,20 @@ from identity.errors import (
     UnauthorizedClient,
     UnsupportedResponseType,
 )
-from identity.granted import Granted
-from identity.grants.refresh_token import RefreshTokenGrant
-from identity.interactions import new_interaction
-from identity.issuer import Issuer
-from identity.organizations import OrganizationStore
-from identity.pkce import challenge_of, verifies
-from identity.refresh_tokens import RefreshTokenStore
-from identity.revoked_grants import Revoker
-from identity.sealing import Sealer, new_key
-from identity.sessions import SessionStore
-from identity.signing_keys import SigningKeys
-from identity.tables import authorization_codes, browser_sessions, session_clients
-from identity.token_endpoint import single_values
-from identity.users import UserStore
+from identity.common.issuer import Issuer
+from identity.common.tables import authorization_codes, browser_sessions, session_clients
+from identity.interaction.authorization_request import RedirectableError, parse_request, redirect_with
+from identity.interaction.store import new_interaction
+from identity.keys.sealing import Sealer, new_key
+from identity.keys.signing_keys import SigningKeys
+from identity.sessions.sessions import SessionStore
+from identity.tokens.codes import CodeGrant, CodeStore
+from identity.tokens.granted import Granted
+from identity.tokens.grants.refresh_token import RefreshTokenGrant
+from identity.tokens.pkce import challenge_of, verifies
+from identity.tokens.refresh_tokens import RefreshTokenStore
+from identity.tokens.revoked_grants import Revoker
+from identity.tokens.token_endpoint import single_values
 from tests.support.clocks import FixedClock, MovableClock
 from tests.support.defaults import CODE_LIFETIME, SIGNING_KEYS_MAX_AGE
 from tests.support.passwords import FAST_HASHING

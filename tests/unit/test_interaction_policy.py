@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from identity.authorization import AuthorizationRequest
-from identity.clients import Client
-from identity.errors import (
+from identity.accounts.organizations import Organization
+from identity.accounts.users import Membership, User
+from identity.clients.registry import Client
+from identity.common.errors import (
     AccessDenied,
     AccountSelectionRequired,
     ConsentRequired,
@@ -21,6 +22,8 @@ from identity.errors import (
     LoginRequired,
     OAuthError,
 )
+from identity.common.issuer import Issuer
+from identity.interaction.authorization_request import AuthorizationRequest
 from identity.interaction.policy import (
     CHECK_EMAIL,
     CONSENT,
@@ -31,11 +34,8 @@ from identity.interaction.policy import (
     Situation,
 )
 from identity.interaction.steps import Steps
-from identity.interactions import Interaction
-from identity.issuer import Issuer
-from identity.organizations import Organization
-from identity.sessions import BrowserSession
-from identity.users import Membership, User
+from identity.interaction.store import Interaction
+from identity.sessions.sessions import BrowserSession
 from tests.support.loops import each
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)

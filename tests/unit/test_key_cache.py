@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from identity.api_keys import ApiKeyStore
+from identity.api_keys.keys import ApiKeyStore
 from service.menus_api.key_cache import KeyCache
 from tests.support.defaults import API_KEY_CACHE_ENTRIES, KEY_REVOCATION_BOUND, KEY_REVOCATION_CHECK
 

@@ -1,5 +1,5 @@
 """One logout token's POST (service/outbound/backchannel.py), against httpx's mock transport: the URI's host is
-resolved once, every address checked (identity/outbound_uris.py), and the request sent to the checked address
+resolved once, every address checked (identity/common/outbound_uris.py), and the request sent to the checked address
 with the URI's host in ``Host`` and TLS's server name; and the server's log never carries the URI."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from identity.logout_tokens import LogoutPost
-from identity.outbound_uris import Address, RefusedAddress
+from identity.common.outbound_uris import Address, RefusedAddress
+from identity.tokens.logout_tokens import LogoutPost
 from service.ops import logs
 from service.outbound.backchannel import LogoutPoster
 

@@ -1,4 +1,4 @@
-"""The mail outbox (identity/outbox.py): claimed by one node, sent, marked; retried with backoff; on SQLite and
+"""The mail outbox (identity/mail/outbox.py): claimed by one node, sent, marked; retried with backoff; on SQLite and
 PostgreSQL."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from sqlalchemy.engine import Engine
 
-from identity.outbox import FAILED, PENDING, SENT, Claimed, Mail, Outbox, Undeliverable
+from identity.mail.outbox import FAILED, PENDING, SENT, Claimed, Mail, Outbox, Undeliverable
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from tests.support.clocks import MovableClock

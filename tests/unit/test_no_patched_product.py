@@ -1,7 +1,7 @@
 """No test replaces an attribute of the product's modules or classes (CONTRIBUTING.md, "Writing tests"), nor of a
 library's: a test hands its part in (a constructor argument, a setting, ``create_app(clock=…,
 password_hashing=…)``) or makes the real thing fail (tests/support/database_faults.py). A patch of
-``identity.passwords._hasher`` or of a class's method keeps "passing" once the module moves behind a re-export,
+``identity.accounts.passwords._hasher`` or of a class's method keeps "passing" once the module moves behind a re-export,
 while testing nothing.
 
 The scan reads every module under tests/ (its syntax tree, not its text) for ``monkeypatch.setattr``/``delattr``
@@ -126,14 +126,16 @@ def test_no_test_replaces_an_attribute_of_a_product_module_or_class() -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "from identity import passwords\ndef test(monkeypatch):\n    monkeypatch.setattr(passwords, '_hasher', 1)\n",
-        "def test(monkeypatch):\n    monkeypatch.setattr('identity.signing_keys.monotonic', lambda: 0)\n",
-        "from unittest import mock\nfrom identity.users import UserStore\n"
+        "from identity.accounts import passwords\n"
+        "def test(monkeypatch):\n    monkeypatch.setattr(passwords, '_hasher', 1)\n",
+        "def test(monkeypatch):\n    monkeypatch.setattr('identity.keys.signing_keys.monotonic', lambda: 0)\n",
+        "from unittest import mock\nfrom identity.accounts.users import UserStore\n"
         "def test():\n    with mock.patch.object(UserStore, 'create'):\n        pass\n",
         "from unittest.mock import patch\ndef test():\n    with patch('service.app.create_app'):\n        pass\n",
         "import service.server.bounded_http as bounded_http\ndef test():\n    bounded_http._INTERIM = b''\n",
         "from data.catalog import Catalog\ndef test():\n    setattr(Catalog, 'regions', None)\n",
-        "import identity.email_links\ndef test(monkeypatch):\n    monkeypatch.delattr(identity.email_links, 'X')\n",
+        "import identity.mail.email_links\n"
+        "def test(monkeypatch):\n    monkeypatch.delattr(identity.mail.email_links, 'X')\n",
         "import sys\ndef test(monkeypatch):\n    monkeypatch.setattr(sys, 'stderr', None)\n",
         "import sqlalchemy as sa\ndef test(monkeypatch):\n    monkeypatch.setattr(sa.engine.Engine, 'connect', None)\n",
         "import pytest\ndef test():\n    with pytest.MonkeyPatch.context() as patch:\n"

@@ -1,4 +1,4 @@
-"""The outbound URI rule (identity/outbound_uris.py): which addresses the service may send requests to, at
+"""The outbound URI rule (identity/common/outbound_uris.py): which addresses the service may send requests to, at
 registration (a client's back-channel logout URI, by the domain and by the command line) and at delivery."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 import pytest
 from sqlalchemy.engine import Engine
 
-from identity.clients import ClientStore
-from identity.organizations import OrganizationStore
-from identity.outbound_uris import NO_INTERNAL, OutboundRule, RefusedAddress
+from identity.accounts.organizations import OrganizationStore
+from identity.clients.registry import ClientStore
+from identity.common.outbound_uris import NO_INTERNAL, OutboundRule, RefusedAddress
 from service.cli.commands import run
 
 ON_BOTH_ENGINES = True  # the tests that use the state database run on SQLite and on PostgreSQL

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.engine import Engine
 
-from identity.clients import ClientStore, check_web_origin
-from identity.errors import InvalidInput, OriginNotAllowed, UnknownRecord
-from identity.issuer import Issuer
-from identity.organizations import Organization
-from identity.web_origins import WebOrigins
+from identity.accounts.organizations import Organization
+from identity.clients.metadata import check_web_origin
+from identity.clients.registry import ClientStore
+from identity.clients.web_origins import WebOrigins
+from identity.common.errors import InvalidInput, OriginNotAllowed, UnknownRecord
+from identity.common.issuer import Issuer
 
 
 def test_a_public_client_has_no_secret_requires_pkce_and_keeps_its_origins(engine: Engine, org: Organization) -> None:

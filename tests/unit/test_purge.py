@@ -11,10 +11,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.clock import SYSTEM_CLOCK
-from identity.organizations import OrganizationStore
-from identity.purge import Purger
-from identity.tables import (
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import UserStore
+from identity.common.clock import SYSTEM_CLOCK
+from identity.common.tables import (
     access_tokens,
     authorization_codes,
     browser_sessions,
@@ -26,7 +26,7 @@ from identity.tables import (
     sign_in_failures,
     signing_keys,
 )
-from identity.users import UserStore
+from identity.purge import Purger
 from service.app import create_app
 from service.settings import Settings
 from tests.support.defaults import PURGE_GRACE, SIGN_IN_WINDOW

@@ -14,7 +14,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from identity.api_keys import ApiKeyStore, hash_key
+from identity.api_keys.keys import ApiKeyStore, hash_key
 from service.database.db import make_engine, metadata
 from service.database.schema import (
     SchemaOutOfDate,

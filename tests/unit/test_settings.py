@@ -7,7 +7,7 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from identity.users import User
+from identity.accounts.users import User
 from service.app import create_app
 from service.settings import (
     ConfigurationError,

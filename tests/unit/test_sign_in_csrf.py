@@ -1,4 +1,4 @@
-"""The sign-in pages' CSRF check in the domain (identity/interaction/pending.py, identity/interactions.py): a form
+"""The sign-in pages' CSRF check in the domain (identity/interaction/pending.py, identity/interaction/store.py): a form
 post without its interaction's token, or with an empty one, is refused by the pages themselves, whatever the contract
 in front of it (which today also requires a token of at least one character: the two checks guard the rule apart)."""
 
@@ -9,15 +9,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy.engine import Engine
 
-from identity.clients import ClientStore
-from identity.errors import ErrorPage
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import UserStore
+from identity.clients.registry import ClientStore
+from identity.common.errors import ErrorPage
+from identity.common.issuer import Issuer
 from identity.interaction.browser import Browser, interaction_cookie
-from identity.issuer import Issuer
-from identity.organizations import OrganizationStore
-from identity.pkce import challenge_of
+from identity.keys.sealing import Sealer, new_key
 from identity.provider import Provider
-from identity.sealing import Sealer, new_key
-from identity.users import UserStore
+from identity.tokens.pkce import challenge_of
 from tests.support.defaults import LIFETIMES, TUNING
 from tests.support.identity_fixtures import CALLBACK, EMAIL, PASSWORD
 from tests.support.passwords import FAST_HASHING

@@ -1,4 +1,4 @@
-"""Access tokens issued with units of work (``identity.unit_of_work``): the records of the units a worker runs
+"""Access tokens issued with units of work (``identity.tokens.unit_of_work``): the records of the units a worker runs
 in a row are written in one transaction at their commit, each only while its client still holds its secret, and
 their ``token_issued`` events are written once their records are; a token refused then is not issued, and a
 token issued without a unit writes at once."""
@@ -17,14 +17,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from identity import audit
-from identity.clients import Client, ClientStore
-from identity.errors import InvalidClient
-from identity.organizations import Organization, OrganizationStore
-from identity.sealing import Sealer, new_key
-from identity.signing_keys import SigningKeys
-from identity.tables import access_tokens
-from identity.unit_of_work import UnitOfWork
+from identity.accounts.organizations import Organization, OrganizationStore
+from identity.clients.registry import Client, ClientStore
+from identity.common import audit
+from identity.common.errors import InvalidClient
+from identity.common.tables import access_tokens
+from identity.keys.sealing import Sealer, new_key
+from identity.keys.signing_keys import SigningKeys
+from identity.tokens.unit_of_work import UnitOfWork
 from tests.support.database_faults import commits_fail_after_writing
 from tests.support.defaults import SIGNING_KEYS_MAX_AGE
 from tests.support.token_services import TokenServices, token_services

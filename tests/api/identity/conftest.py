@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization, OrganizationStore
-from identity.users import User, UserStore
+from identity.accounts.organizations import Organization, OrganizationStore
+from identity.accounts.users import User, UserStore
 from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade

@@ -7,9 +7,9 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
-from identity.pkce import challenge_of
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
+from identity.tokens.pkce import challenge_of
 from tests.support import identity_pages as pages
 from tests.support.clocks import MovableClock
 from tests.support.identity_fixtures import CALLBACK_WITH_QUERY, Registered, Shared, register

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from identity.users import User
+from identity.accounts.users import User
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import EMAIL, Registered
 

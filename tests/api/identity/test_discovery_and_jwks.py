@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
-from identity.users import UserStore
+from identity.accounts.organizations import Organization
+from identity.accounts.users import UserStore
 from service.app import create_app
 from service.settings import Settings
 from tests.support import identity_pages as pages

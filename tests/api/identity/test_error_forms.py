@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.issuer import Issuer
-from identity.organizations import Organization
+from identity.accounts.organizations import Organization
+from identity.common.issuer import Issuer
 from service.identity_api import http_errors
 from service.web.contracts import Contract, contract
 from service.web.problems import connexion_handler, to_problem

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization, OrganizationStore
-from identity.users import User
+from identity.accounts.organizations import Organization, OrganizationStore
+from identity.accounts.users import User
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import Registered
 

@@ -7,8 +7,8 @@ import re
 
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
 from tests.support import identity_pages as pages
 from tests.support.clocks import MovableClock
 from tests.support.identity_fixtures import Registered, Shared

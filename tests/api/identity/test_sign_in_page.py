@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from starlette.testclient import TestClient
 
-from identity.users import User
+from identity.accounts.users import User
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered, Shared
 

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import OrganizationStore
-from identity.users import User, UserStore
+from identity.accounts.organizations import OrganizationStore
+from identity.accounts.users import User, UserStore
 from service.console_api.relying_party import SERVICE_ORG_ID
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered, Shared

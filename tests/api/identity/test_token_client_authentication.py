@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import CALLBACK, EMAIL, PASSWORD, Registered, Shared, register
 from tests.support.token_flows import assert_invalid_client

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from identity.organizations import Organization
-from identity.users import User
+from identity.accounts.organizations import Organization
+from identity.accounts.users import User
 from tests.support import identity_pages as pages
 from tests.support.identity_fixtures import EMAIL, Registered, Shared, register
 

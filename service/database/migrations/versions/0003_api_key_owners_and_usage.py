@@ -3,7 +3,7 @@
 Keys made before this revision belong to no organization (``org_id`` NULL) and keep
 working: the menus API checks only the key. They have no recorded creator or prefix;
 only the command line lists and revokes them. ``api_key_usage`` holds request counts
-per key, UTC day and status class, written in batches (identity/usage.py).
+per key, UTC day and status class, written in batches (identity/api_keys/usage.py).
 
 Revision ID: 0003
 Revises: 0002

@@ -1,4 +1,4 @@
-"""The mail outbox (identity/outbox.py), single-use mailed links (identity/email_links.py) and users'
+"""The mail outbox (identity/mail/outbox.py), single-use mailed links (identity/mail/email_links.py) and users'
 verified addresses (every existing user starts unverified, as the ``email_verified`` claim said).
 
 Revision ID: 0006

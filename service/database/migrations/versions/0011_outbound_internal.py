@@ -1,4 +1,4 @@
-"""Outbound URIs an operator allowed to be internal (identity/outbound_uris.py).
+"""Outbound URIs an operator allowed to be internal (identity/common/outbound_uris.py).
 
 - ``clients.backchannel_logout_internal``: ``clients create/update --allow-internal`` registered the client's
   back-channel logout URI although it reaches a loopback, private or unique-local address; delivery then allows

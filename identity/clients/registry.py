@@ -1,0 +1,464 @@
+"""Clients (applications): each belongs to one organization.
+
+A client has redirect URIs, sign-out redirect URIs, one token endpoint auth
+method, its public JWKS for ``private_key_jwt``, allowed grants and scopes, a
+first-party flag (first-party clients skip consent unless ``prompt=consent``)
+and a PKCE policy (S256 required unless registered optional). Client secrets
+are 256-bit random values stored only as SHA-256 hashes.
+
+A public client (auth method ``none``: a browser or native app, which has nowhere to keep a
+secret, RFC 8252 §8.5) has no secret, always uses PKCE S256 (RFC 9700 §2.1.1), never the
+``client_credentials`` grant, and may register web origins: the origins (scheme, host, port)
+whose pages may call the token, revocation and userinfo endpoints. Only nodes with
+``MENUS_PUBLIC_CLIENTS`` on accept one (``identity/clients/client_auth.py``,
+``identity/interaction/authorization_request.py``).
+
+A client may register a back-channel logout URI (OpenID Connect Back-Channel Logout 1.0 §2.2), where logout
+tokens are posted when a session it holds ends (``identity/sessions/backchannel_logout.py``), and whether it requires
+the ``sid`` claim in them (``backchannel_logout_session_required``; false when omitted).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from time import monotonic
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from identity.clients.metadata import check_jwks, check_redirect_uri, check_web_origins
+from identity.common import token_tables
+from identity.common.clock import SYSTEM_CLOCK, Clock, new_id
+from identity.common.database import writing
+from identity.common.digests import sha256_hex
+from identity.common.errors import InvalidInput, UnknownRecord
+from identity.common.outbound_uris import NO_INTERNAL, OutboundRule
+from identity.common.tables import clients, organizations
+from identity.common.text import display_name, has_control
+from identity.common.vocabulary import AUTH_METHODS as AUTH_METHODS
+from identity.common.vocabulary import GRANTS as GRANTS
+from identity.common.vocabulary import PUBLIC as PUBLIC
+from identity.common.vocabulary import REGISTRABLE_AUTH_METHODS as REGISTRABLE_AUTH_METHODS
+from identity.common.vocabulary import SCOPES as SCOPES
+from identity.sessions.backchannel_logout import check_backchannel_logout_uri
+
+APPLICATION_SCOPES = frozenset({"members:read"})  # client_credentials only
+DEFAULT_GRANTS = ("authorization_code", "refresh_token")
+DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access")
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    id: str
+    org_id: str
+    name: str
+    auth_method: str
+    redirect_uris: tuple[str, ...]
+    post_logout_redirect_uris: tuple[str, ...]
+    grants: tuple[str, ...]
+    scopes: tuple[str, ...]
+    first_party: bool
+    pkce_required: bool
+    jwks: dict[str, Any] | None
+    secret_hash: str | None
+    web_origins: tuple[str, ...] = ()
+    backchannel_logout_uri: str | None = None  # Back-Channel Logout 1.0 §2.2: None, no logout token is posted
+    backchannel_logout_session_required: bool = False  # §2.2: the logout tokens must carry sid
+    require_verified_email: bool = False  # no code until the user's address is verified (a "check your email" pause)
+    # the back-channel logout URI may reach loopback, private and unique-local addresses (--allow-internal: an
+    # operator's decision, identity/common/outbound_uris.py)
+    backchannel_logout_internal: bool = False
+
+    @property
+    def public(self) -> bool:
+        """A public client (RFC 6749 §2.1): no credentials, so anyone may present its id."""
+        return self.auth_method == PUBLIC
+
+    def verify_secret(self, secret: str) -> bool:
+        """Constant-time comparison of the presented secret's hash with the stored one."""
+        if self.secret_hash is None:
+            return False
+        return hmac.compare_digest(hash_secret(secret), self.secret_hash)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "client_id": self.id,
+            "org_id": self.org_id,
+            "name": self.name,
+            "token_endpoint_auth_method": self.auth_method,
+            "redirect_uris": list(self.redirect_uris),
+            "post_logout_redirect_uris": list(self.post_logout_redirect_uris),
+            "grant_types": list(self.grants),
+            "scopes": list(self.scopes),
+            "first_party": self.first_party,
+            "pkce": "required" if self.pkce_required else "optional",
+            "web_origins": list(self.web_origins),
+            "backchannel_logout_uri": self.backchannel_logout_uri,
+            "backchannel_logout_session_required": self.backchannel_logout_session_required,
+            "require_verified_email": self.require_verified_email,
+            "backchannel_logout_internal": self.backchannel_logout_internal,
+        }
+
+
+hash_secret = sha256_hex
+
+
+class ClientStore:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        recent_max_age: float = 0.0,
+        recent_size: int = 1024,
+        outbound: OutboundRule = NO_INTERNAL,
+    ) -> None:
+        """``recent_max_age``: seconds ``recent`` answers a client from memory (0: never), for at most
+        ``recent_size`` clients. ``outbound``: what a back-channel logout URI may reach on this node
+        (identity/common/outbound_uris.py; whether loopback is allowed)."""
+        self._engine = engine
+        self._clock = clock
+        self._outbound = outbound
+        self._recent_max_age = recent_max_age
+        self._recent_size = recent_size
+        self._recent: dict[str, tuple[float, Client]] = {}  # client id: (monotonic time read, client)
+        self._recent_lock = threading.Lock()
+
+    def recent(self, client_id: str) -> Client | None:
+        """The client as read at most ``recent_max_age`` seconds ago (client authentication: a client presents
+        its credentials again and again). A change made through this store is seen at once; one made elsewhere
+        (another node, the command line) within that age; a token is only ever recorded while its client is
+        registered with the secret it used (``AccessTokenStore.record``). Unknown ids are never kept."""
+        now = monotonic()
+        hit = self._recent.get(client_id)
+        if hit is not None and now - hit[0] < self._recent_max_age:
+            return hit[1]
+        client = self.get(client_id)
+        with self._recent_lock:
+            if client is None or self._recent_max_age <= 0:
+                self._recent.pop(client_id, None)
+                return client
+            if client_id not in self._recent and len(self._recent) >= self._recent_size:
+                del self._recent[next(iter(self._recent))]  # the oldest kept
+            self._recent[client_id] = (now, client)
+        return client
+
+    def _forget(self, client_id: str) -> None:
+        with self._recent_lock:
+            self._recent.pop(client_id, None)
+
+    def create(
+        self,
+        *,
+        name: str,
+        org_id: str,
+        auth_method: str,
+        redirect_uris: Sequence[str] = (),
+        post_logout_redirect_uris: Sequence[str] = (),
+        grants: Sequence[str] = (),
+        scopes: Sequence[str] = (),
+        first_party: bool = False,
+        pkce_required: bool = True,
+        jwks: Any = None,
+        web_origins: Sequence[str] = (),
+        backchannel_logout_uri: str | None = None,
+        backchannel_logout_session_required: bool = False,
+        require_verified_email: bool = False,
+        allow_internal: bool = False,
+    ) -> tuple[Client, str | None]:
+        """Register a client; return it and its secret (None for private_key_jwt and public clients), shown once.
+        ``allow_internal``: the back-channel logout URI may reach internal addresses (an operator's decision, the
+        command line's ``--allow-internal``; never a client owner's)."""
+        name = display_name(name, "the client's name")
+        if auth_method not in REGISTRABLE_AUTH_METHODS:
+            raise InvalidInput(f"the auth method must be one of {', '.join(REGISTRABLE_AUTH_METHODS)}")
+        grants = tuple(dict.fromkeys(grants or DEFAULT_GRANTS))
+        if auth_method == PUBLIC:
+            _check_public(grants, pkce_required)
+        unknown = [g for g in grants if g not in GRANTS]
+        if unknown:
+            raise InvalidInput(f"unknown grant {unknown[0]!r}; grants are {', '.join(GRANTS)}")
+        scopes = tuple(dict.fromkeys(scopes or _default_scopes(grants)))
+        unknown = [s for s in scopes if s not in SCOPES]
+        if unknown:
+            raise InvalidInput(f"unknown scope {unknown[0]!r}; scopes are {', '.join(SCOPES)}")
+        if APPLICATION_SCOPES & set(scopes) and "client_credentials" not in grants:
+            raise InvalidInput("the members:read scope needs the client_credentials grant")
+        redirects = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris))
+        logouts = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris))
+        if "authorization_code" in grants and not redirects:
+            raise InvalidInput("the authorization_code grant needs at least one redirect URI")
+        origins = check_web_origins(web_origins, auth_method)
+        rule = replace(self._outbound, internal=allow_internal)
+        backchannel = _check_backchannel(backchannel_logout_uri, backchannel_logout_session_required, rule)
+        if auth_method == "private_key_jwt":
+            jwks, secret = check_jwks(jwks), None
+        elif jwks is not None:
+            raise InvalidInput("a JWKS is only for the private_key_jwt auth method")
+        elif auth_method == PUBLIC:
+            secret = None
+        else:
+            secret = "cs_" + secrets.token_urlsafe(32)
+        client = Client(
+            id=new_id("cli"),
+            org_id=org_id,
+            name=name,
+            auth_method=auth_method,
+            redirect_uris=redirects,
+            post_logout_redirect_uris=logouts,
+            grants=grants,
+            scopes=scopes,
+            first_party=first_party,
+            pkce_required=pkce_required,
+            jwks=jwks,
+            secret_hash=hash_secret(secret) if secret else None,
+            web_origins=origins,
+            backchannel_logout_uri=backchannel,
+            backchannel_logout_session_required=backchannel_logout_session_required,
+            require_verified_email=require_verified_email,
+            backchannel_logout_internal=allow_internal and backchannel is not None,
+        )
+        with self._engine.begin() as connection:
+            if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
+                raise InvalidInput(f"no organization has the id {org_id!r}")
+            connection.execute(clients.insert().values(**_row(client), created_at=self._clock.now()))
+        return client, secret
+
+    def ensure_first_party(
+        self,
+        *,
+        client_id: str,
+        name: str,
+        org_id: str,
+        secret: str,
+        redirect_uris: Sequence[str],
+        post_logout_redirect_uris: Sequence[str],
+    ) -> Client:
+        """Register (or bring up to date) a first-party confidential client with a fixed id and a secret every
+        node derives alike, so that one registration serves every node: the service's own developer console.
+
+        Authorization code with PKCE S256 only, ``client_secret_basic``, scopes ``openid profile email``."""
+        client = Client(
+            id=client_id,
+            org_id=org_id,
+            name=name,
+            auth_method="client_secret_basic",
+            redirect_uris=tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris)),
+            post_logout_redirect_uris=tuple(
+                check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris)
+            ),
+            grants=("authorization_code",),
+            scopes=("openid", "profile", "email"),
+            first_party=True,
+            pkce_required=True,
+            jwks=None,
+            secret_hash=hash_secret(secret),
+        )
+        values = _row(client)
+        try:
+            with self._engine.begin() as connection:
+                if connection.execute(_BY_ID, {"client_id": client_id}).first() is None:
+                    connection.execute(clients.insert().values(**values, created_at=self._clock.now()))
+                    return client
+        except IntegrityError:
+            pass  # another node registered it at the same moment: bring it up to date below
+        with self._engine.begin() as connection:
+            connection.execute(clients.update().where(clients.c.id == client_id).values(**values))
+        return client
+
+    def get(self, client_id: str) -> Client | None:
+        if has_control(client_id):  # names no client (and PostgreSQL refuses a NUL byte in a query)
+            return None
+        with self._engine.connect() as connection:
+            row = connection.execute(_BY_ID, {"client_id": client_id}).first()
+        return _client(row) if row else None
+
+    def same_organization(self, client_id: str, caller: Client) -> bool:
+        """Whether ``caller`` may introspect or revoke a token of ``client_id`` (RFC 7662 §2.1, RFC 7009 §2.1):
+        the token's client is the caller, or (for a confidential caller) a client of the same organization."""
+        if client_id == caller.id:
+            return True
+        if caller.public:
+            return False  # anyone may send a public client's id: it reaches no other client's tokens
+        owner = self.get(client_id)
+        return owner is not None and owner.org_id == caller.org_id
+
+    def update(
+        self,
+        client_id: str,
+        *,
+        redirect_uris: Sequence[str] | None = None,
+        post_logout_redirect_uris: Sequence[str] | None = None,
+        web_origins: Sequence[str] | None = None,
+        backchannel_logout_uri: str | None = None,
+        backchannel_logout_session_required: bool | None = None,
+        require_verified_email: bool | None = None,
+        allow_internal: bool = False,
+    ) -> Client:
+        """Replace the lists and flags given (None: keep), under the same id and secret; checked as at
+        registration. A back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of
+        ``sid``). ``allow_internal``: as at registration; a new URI without it must reach the public internet,
+        the URI kept keeps what was allowed for it."""
+        with self._engine.begin() as connection:
+            writing(connection)  # SQLite: the row read below stays as read until this update commits
+            row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
+            if row is None:
+                raise UnknownRecord(client_id)
+            client = _client(row)
+            changes: dict[str, Any] = {}
+            if redirect_uris is not None:
+                changes["redirect_uris"] = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris))
+                if "authorization_code" in client.grants and not changes["redirect_uris"]:
+                    raise InvalidInput("the authorization_code grant needs at least one redirect URI")
+            if post_logout_redirect_uris is not None:
+                changes["post_logout_redirect_uris"] = tuple(
+                    check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris)
+                )
+            if web_origins is not None:
+                changes["web_origins"] = check_web_origins(web_origins, client.auth_method)
+            if backchannel_logout_uri is not None:
+                changes["backchannel_logout_uri"] = backchannel_logout_uri or None
+                if not backchannel_logout_uri and backchannel_logout_session_required is None:
+                    changes["backchannel_logout_session_required"] = False  # removing the URI removes what needs it
+            if backchannel_logout_session_required is not None:
+                changes["backchannel_logout_session_required"] = backchannel_logout_session_required
+            backchannel = {"backchannel_logout_uri", "backchannel_logout_session_required"} & changes.keys()
+            if backchannel or allow_internal:
+                merged = replace(client, **changes)
+                internal = allow_internal or (backchannel_logout_uri is None and client.backchannel_logout_internal)
+                changes["backchannel_logout_uri"] = _check_backchannel(
+                    merged.backchannel_logout_uri,
+                    merged.backchannel_logout_session_required,
+                    replace(self._outbound, internal=internal),
+                )
+                changes["backchannel_logout_internal"] = internal and changes["backchannel_logout_uri"] is not None
+            if require_verified_email is not None:
+                changes["require_verified_email"] = require_verified_email
+            if changes:
+                connection.execute(
+                    clients.update()
+                    .where(clients.c.id == client_id)
+                    .values({name: _stored(value) for name, value in changes.items()})
+                )
+        self._forget(client_id)
+        return replace(client, **changes)
+
+    def web_origins(self) -> frozenset[str]:
+        """Every origin some public client registered."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(_WEB_ORIGINS).all()
+        return frozenset(origin for row in rows for origin in row.web_origins or ())
+
+    def list(self) -> list[Client]:
+        with self._engine.connect() as connection:
+            rows = connection.execute(sa.select(clients).order_by(clients.c.created_at, clients.c.id)).all()
+        return [_client(row) for row in rows]
+
+    def new_secret(self, client_id: str) -> str:
+        """Replace the secret of a client_secret_* client; the old one stops working at once. Shown this once."""
+        secret = "cs_" + secrets.token_urlsafe(32)
+        with self._engine.begin() as connection:
+            changed = connection.execute(
+                clients.update()
+                .where(clients.c.id == client_id, clients.c.auth_method.not_in(("private_key_jwt", PUBLIC)))
+                .values(secret_hash=hash_secret(secret))
+            )
+            if changed.rowcount == 0:
+                raise UnknownRecord(client_id)
+        self._forget(client_id)  # the old secret stops working at once here (elsewhere: AccessTokenStore.record)
+        return secret
+
+    def delete(self, client_id: str) -> None:
+        """Delete the client and, in the same transaction, revoke every token issued to it."""
+        at = self._clock.now()
+        with self._engine.begin() as connection:
+            if connection.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
+                raise UnknownRecord(client_id)
+            token_tables.revoke_client(connection, client_id, at)
+        self._forget(client_id)
+
+
+# Built once: every token request looks its client up, and building a statement costs more than running it.
+_BY_ID = sa.select(clients).where(clients.c.id == sa.bindparam("client_id"))
+_WEB_ORIGINS = sa.select(clients.c.web_origins).where(clients.c.auth_method == PUBLIC)
+
+
+def _check_public(grants: Sequence[str], pkce_required: bool) -> None:
+    """A public client cannot authenticate: no grant that rests on client authentication alone
+    (RFC 6749 §4.4.1: client_credentials is for confidential clients only), and PKCE always
+    (RFC 9700 §2.1.1: "Public clients MUST use PKCE [RFC7636] to this end")."""
+    if "client_credentials" in grants:
+        raise InvalidInput("a public client (--auth-method none) may not use the client_credentials grant")
+    if not pkce_required:
+        raise InvalidInput("a public client (--auth-method none) must use PKCE (--pkce required)")
+
+
+def _check_backchannel(uri: str | None, session_required: bool, rule: OutboundRule) -> str | None:
+    """Back-Channel Logout 1.0 §2.2: the URI checked (with the outbound ``rule``); requiring sid means nothing
+    without a URI."""
+    if uri is None:
+        if session_required:
+            raise InvalidInput("--backchannel-logout-session-required needs a back-channel logout URI")
+        return None
+    return check_backchannel_logout_uri(uri, rule)
+
+
+def _stored(value: Any) -> Any:
+    """A column's value as written: lists (JSON) from tuples, anything else as it is."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _default_scopes(grants: Sequence[str]) -> tuple[str, ...]:
+    """Least privilege: a sign-in client gets the user scopes; no client gets an application scope
+    (``members:read``, every member's email) unless it is registered with it."""
+    return DEFAULT_SCOPES if "authorization_code" in grants else ()
+
+
+def _row(client: Client) -> dict[str, Any]:
+    return {
+        "id": client.id,
+        "org_id": client.org_id,
+        "name": client.name,
+        "secret_hash": client.secret_hash,
+        "auth_method": client.auth_method,
+        "jwks": client.jwks,
+        "redirect_uris": list(client.redirect_uris),
+        "post_logout_redirect_uris": list(client.post_logout_redirect_uris),
+        "grants": list(client.grants),
+        "scopes": list(client.scopes),
+        "first_party": client.first_party,
+        "pkce_required": client.pkce_required,
+        "web_origins": list(client.web_origins),
+        "backchannel_logout_uri": client.backchannel_logout_uri,
+        "backchannel_logout_session_required": client.backchannel_logout_session_required,
+        "require_verified_email": client.require_verified_email,
+        "backchannel_logout_internal": client.backchannel_logout_internal,
+    }
+
+
+def _client(row: Any) -> Client:
+    return Client(
+        id=row.id,
+        org_id=row.org_id,
+        name=row.name,
+        auth_method=row.auth_method,
+        redirect_uris=tuple(row.redirect_uris),
+        post_logout_redirect_uris=tuple(row.post_logout_redirect_uris),
+        grants=tuple(row.grants),
+        scopes=tuple(row.scopes),
+        first_party=bool(row.first_party),
+        pkce_required=bool(row.pkce_required),
+        jwks=row.jwks,
+        secret_hash=row.secret_hash,
+        web_origins=tuple(row.web_origins or ()),
+        backchannel_logout_uri=row.backchannel_logout_uri,
+        backchannel_logout_session_required=bool(row.backchannel_logout_session_required),
+        require_verified_email=bool(row.require_verified_email),
+        backchannel_logout_internal=bool(row.backchannel_logout_internal),
+    )
