@@ -35,7 +35,7 @@ import threading
 import time
 from collections import Counter
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -44,24 +44,13 @@ import httpx
 from bench.drill_load import PASSWORD, REDIRECT_URI, Deployment, Issued, Load
 from bench.drill_parts import CLOCK_AHEAD, Node, RedisServer, faketime_library
 from bench.drill_plan import FAULTS, FULL, SHORT, Plan
-from bench.drill_report import claims_of, outbox_id, since_start, summarise, table, token_records
+from bench.drill_report import Phase, claims_of, outbox_id, since_start, summarise, table, token_records
 from bench.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 # The drill
-
-
-@dataclass
-class Phase:
-    name: str
-    started: float
-    fault_started: float = 0.0
-    fault_ended: float = 0.0
-    ended: float = 0.0
-    note: str = ""
-    readiness: dict[str, Counter[str]] = field(default_factory=dict)
 
 
 def cli(env: dict[str, str], *args: str, stdin: str | None = None) -> Any:

@@ -5,13 +5,24 @@ from __future__ import annotations
 import base64
 import json
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from bench.drill_load import Issued, Load, Sample
 from bench.drill_plan import Plan
 
-if TYPE_CHECKING:
-    from bench.drill import Phase
+
+@dataclass
+class Phase:
+    """One phase of the drill: its name, when it started, when its fault began and ended, and what it saw."""
+
+    name: str
+    started: float
+    fault_started: float = 0.0
+    fault_ended: float = 0.0
+    ended: float = 0.0
+    note: str = ""
+    readiness: dict[str, Counter[str]] = field(default_factory=dict)
 
 
 def claims_of(token: str) -> dict[str, Any]:
