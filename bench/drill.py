@@ -188,21 +188,25 @@ class Drill:
             if fault == "node_kill":
                 nodes[1].kill()
                 time.sleep(plan.node_down)
+                readiness.answered_by_each(phase)
                 nodes[1].start()
                 phase.note = f"node b killed (SIGKILL to master and workers), restarted after {plan.node_down:g} s"
             elif fault == "postgres_restart":
                 postgres.stop()
                 time.sleep(plan.postgres_down)
+                readiness.answered_by_each(phase)
                 postgres.start()
                 phase.note = f"PostgreSQL stopped at once (immediate), started again after {plan.postgres_down:g} s"
             elif fault == "redis_stop":
                 redis_server.stop()
                 time.sleep(plan.redis_down)
+                readiness.answered_by_each(phase)
                 redis_server.start()
                 phase.note = f"Redis stopped for {plan.redis_down:g} s, started again empty"
             elif fault == "smtp_stop":
                 smtp.stop()
                 time.sleep(plan.smtp_down)
+                readiness.answered_by_each(phase)
                 smtp.start()
                 phase.note = f"the SMTP server stopped for {plan.smtp_down:g} s"
             elif fault == "clock_ahead":
@@ -325,34 +329,51 @@ class Drill:
 
 
 class Readiness:
-    """Each node's ``/readyz``, asked directly every 0.25 s during each fault's phase: what it answered."""
+    """Each node's ``/readyz``, asked directly every 0.25 s during each fault's phase, one thread a node (a node
+    slow to answer never delays what the others are asked): what each answered while the fault lasted."""
+
+    LONGEST_HOLD = 15.0  # seconds a fault is held at most for every node to answer once
 
     def __init__(self, nodes: list[Node], started: float) -> None:
         self.nodes = nodes
         self.started = started
         self.phase: Phase | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._run, args=(node,), daemon=True) for node in nodes]
 
     def start(self) -> None:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        for thread in self._threads:
+            thread.join(timeout=10)
 
-    def _run(self) -> None:
+    def answered_by_each(self, phase: Phase) -> None:
+        """Hold the fault until every node has answered (or failed to answer) once during it, at most
+        ``LONGEST_HOLD`` seconds: on a loaded machine a planned second can pass before a node is asked at all."""
+        deadline = time.monotonic() + self.LONGEST_HOLD
+        while time.monotonic() < deadline:
+            with self._lock:
+                if all(phase.readiness.get(node.name) for node in self.nodes):
+                    return
+            time.sleep(0.05)
+
+    def _run(self, node: Node) -> None:
         while not self._stop.wait(0.25):
             phase = self.phase
             if phase is None or phase.fault_ended:
                 continue
-            for node in self.nodes:
-                try:
-                    answer = httpx.get(node.url + "/readyz", timeout=2)
-                    seen = "503" if answer.status_code == 503 else str(answer.json().get("status"))
-                except (httpx.HTTPError, ValueError):
-                    seen = "down"
-                phase.readiness.setdefault(node.name, Counter())[seen] += 1
+            try:
+                answer = httpx.get(node.url + "/readyz", timeout=2)
+                seen = "503" if answer.status_code == 503 else str(answer.json().get("status"))
+            except (httpx.HTTPError, ValueError):
+                seen = "down"
+            with self._lock:
+                if not phase.fault_ended:  # an answer that came after the fault ended is not the fault's
+                    phase.readiness.setdefault(node.name, Counter())[seen] += 1
 
 
 def run(plan: Plan, faults: tuple[str, ...] = FAULTS) -> dict[str, Any]:
