@@ -79,6 +79,11 @@ def layers() -> list[tuple[str, int, Any]]:
         ("routing middleware (first router)", 8, RoutingMiddleware.__call__),
         ("routing operation (second router's)", 9, RoutingOperation.__call__),
         ("request validation operation", 10, RequestValidationOperation.__call__),
+        *[  # the tree's own, where it has one
+            ("request validation operation (ours)", 10, own.__call__)
+            for own in [getattr(connexion_adapter, "_OnceValidationOperation", None)]
+            if own is not None
+        ],
         ("lifespan middleware", 11, LifespanMiddleware.__call__),
         ("context operation", 12, ContextOperation.__call__),
         ("operations (dispatch by id)", 13, connexion_adapter._OnceOperations.__call__),

@@ -67,10 +67,16 @@ from connexion import AsyncApi
 from connexion.context import receive, scope
 from connexion.datastructures import MediaTypeDict
 from connexion.decorators import StarletteDecorator
+from connexion.exceptions import UnsupportedMediaTypeProblem
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware import ConnexionMiddleware, SpecMiddleware
 from connexion.middleware.abstract import ROUTING_CONTEXT
 from connexion.middleware.main import API
+from connexion.middleware.request_validation import (
+    RequestValidationAPI,
+    RequestValidationMiddleware,
+    RequestValidationOperation,
+)
 from connexion.middleware.response_validation import ResponseValidationMiddleware
 from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
@@ -78,6 +84,7 @@ from connexion.operations import AbstractOperation
 from connexion.resolver import Resolver
 from connexion.spec import OpenAPISpecification
 from connexion.uri_parsing import AbstractURIParser
+from connexion.utils import is_nullable, split_content_type
 from connexion.validators import VALIDATOR_MAP, FormDataValidator
 from starlette.datastructures import Headers
 from starlette.responses import Response as StarletteResponse
@@ -91,9 +98,6 @@ from service.web.request_state import ARGUMENTS, FORM
 from service.web.validation import ParameterRules, body_errors, missing_body
 
 ErrorHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse | Awaitable[ConnexionResponse]]
-
-# Connexion's own stack, minus its security and Swagger UI middlewares (see above). A public, documented option.
-MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m not in (SecurityMiddleware, SwaggerUIMiddleware)]
 
 # Connexion's form validator logs each invalid form at ERROR with the offending value (a client secret, a token, a
 # 60 KiB state). ``ContractForm`` replaces its validation, so it no longer logs; the line stays as a guard should a
@@ -121,9 +125,13 @@ def connexion_app(
     ``contract_parameters``: validate parameters with the contract's rules (the menus API's voice) instead
     of Connexion's; ``without_response_headers`` (lower case): response headers that a layer outside
     Connexion adds, left out of response validation; ``fast_forms``: plain forms the contract's rules prove
-    valid skip Connexion's parse (``ContractForm``; False: every form takes Connexion's way)."""
+    valid skip Connexion's parse (``ContractForm``), and the validators are made once per operation
+    (``_OnceValidation``); False: every form takes Connexion's way, through Connexion's own validation
+    middleware (the reference of tests/api/test_form_parsers.py)."""
     # Without response validation (production), its middleware would only route each request once more.
     middlewares = [m for m in MIDDLEWARES if validate_responses or m is not ResponseValidationMiddleware]
+    if not fast_forms:
+        middlewares = [RequestValidationMiddleware if m is _OnceValidation else m for m in middlewares]
     app = _ContractMiddleware(_OnceOperations(), import_name=__name__, middlewares=middlewares)
     validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS if fast_forms else _REFERENCE_BODY_VALIDATORS}
     if contract_parameters:
@@ -285,6 +293,132 @@ class WithoutFastForms(ContractForm):
     """``ContractForm`` that leaves every body to Connexion's parser (the reference of the differential test)."""
 
     fast = False
+
+
+class _OnceValidationOperation(RequestValidationOperation):  # type: ignore[misc]
+    """Connexion's request validation of one operation, with what it makes on every request made once.
+
+    Connexion 3.3's ``RequestValidationOperation.__call__`` builds, for every request, two URI parsers, the
+    parameter validator, a ``MediaTypeDict`` of the accepted media types, and the body validator, and works out
+    the body's definition from the document four times (each a ``MediaTypeDict`` lookup by ``fnmatch``); none of
+    it depends on the request but its media type and charset. Here the parameter validator is made at the first
+    request, and the body validator once per (media type, charset) seen, for at most ``_KEPT`` of them (a client
+    names them: any more are made per request, as Connexion does); the validators are those of the
+    ``validator_map``, called as Connexion calls them, and keep nothing of a request (Connexion's and ours alike).
+    The checks, their order and their errors are Connexion's: the parameters, then the media type (415), then the
+    body.
+
+    Private hooks: the constructor's ``_operation`` and ``_validator_map`` (what Connexion's own ``__call__``
+    reads), ``strict_validation`` and ``security_query_params``; ``RequestValidationAPI.make_operation``, the
+    method its base class declares for subclasses to make their operations. Upstream, validators made once per
+    operation would remove this class: spec-first/connexion#2045 and #2077 report Connexion 3's per-request cost
+    (open; no fix released as of 3.3.0); we found no issue about the validators in particular."""
+
+    @functools.cached_property
+    def _parameters(self) -> Any:
+        operation = self._operation
+        return self._validator_map["parameter"](
+            operation.parameters,
+            uri_parser=operation.uri_parser_class(operation.parameters, operation.body_definition()),
+            strict_validation=self.strict_validation,
+            security_query_params=self.security_query_params,
+        )
+
+    @functools.cached_property
+    def _accepted(self) -> MediaTypeDict:
+        return MediaTypeDict([(c.lower(), None) for c in self._operation.consumes])
+
+    @functools.cached_property
+    def _bodies(self) -> dict[tuple[str, str], Any]:
+        return {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._parameters.validate(scope)
+        mime_type, encoding = _content_type(scope["headers"], self._operation.consumes)
+        self.validate_mime_type(mime_type)
+        validator = self._body_validator(mime_type, encoding)
+        if validator is _UNVALIDATED:
+            _validation_logger.info(
+                f"Skipping validation. No validator registered for content type: {mime_type}."  # Connexion's words
+            )
+        elif validator is not None:
+            receive, scope = await validator.wrap_receive(receive, scope=scope)
+        await self.next_app(scope, receive, send)
+
+    def validate_mime_type(self, mime_type: str) -> None:
+        consumes = self._operation.consumes
+        if consumes and mime_type.lower() not in self._accepted:
+            raise UnsupportedMediaTypeProblem(detail=f"Invalid Content-type ({mime_type}), expected {consumes}")
+
+    def _body_validator(self, mime_type: str, encoding: str) -> Any:
+        """The body validator for this media type and charset (None: no body schema; ``_UNVALIDATED``: none
+        registered for the media type), as Connexion makes it."""
+        kept = self._bodies.get((mime_type, encoding), _NOT_KEPT)
+        if kept is not _NOT_KEPT:
+            return kept
+        operation = self._operation
+        validator: Any = None
+        schema = operation.body_schema(mime_type)
+        if schema:
+            try:
+                body_validator = self._validator_map["body"][mime_type]
+            except KeyError:
+                validator = _UNVALIDATED
+            else:
+                validator = body_validator(
+                    schema=schema,
+                    required=operation.request_body.get("required", False),
+                    nullable=is_nullable(operation.body_definition(mime_type)),
+                    encoding=encoding,
+                    strict_validation=self.strict_validation,
+                    uri_parser=operation.uri_parser_class(operation.parameters, operation.body_definition()),
+                )
+        if len(self._bodies) < _KEPT:
+            self._bodies[(mime_type, encoding)] = validator
+        return validator
+
+
+_KEPT = 8  # body validators kept per operation: one per (media type, charset) a client sent, the first ones
+_NOT_KEPT = object()
+_UNVALIDATED = object()  # a body schema, but no validator registered for the media type: Connexion skips it
+_validation_logger = logging.getLogger("connexion.middleware.validation")  # the logger Connexion's validation uses
+_CONTENT_TYPE = b"content-type"
+
+
+def _content_type(headers: Iterable[tuple[bytes, bytes]], consumes: list[str]) -> tuple[str, str]:
+    """The request's media type and charset, as ``RequestValidationOperation.extract_content_type`` works them out
+    (the first ``Content-Type``; without one, the operation's first media type; UTF-8 by default)."""
+    content_type = next((value.decode("latin-1") for key, value in headers if key.lower() == _CONTENT_TYPE), None)
+    mime_type, encoding = split_content_type(content_type)
+    if mime_type is None:
+        mime_type = consumes[0] if consumes else "application/octet-stream"
+    return mime_type, encoding or "utf-8"
+
+
+class _OnceValidationApi(RequestValidationAPI):  # type: ignore[misc]
+    def make_operation(self, operation: AbstractOperation) -> _OnceValidationOperation:
+        return _OnceValidationOperation(
+            self.next_app,
+            operation=operation,
+            strict_validation=self.strict_validation,
+            validator_map=self.validator_map,
+        )
+
+
+class _OnceValidation(RequestValidationMiddleware):  # type: ignore[misc]
+    """Connexion's request validation middleware, its operations ``_OnceValidationOperation``s: in the middleware
+    list in its place (Connexion's documented "Customizing the middleware stack")."""
+
+    api_cls = _OnceValidationApi
+
+
+# Connexion's own stack, minus its security and Swagger UI middlewares, with its request validation made once per
+# operation (``_OnceValidation``). A public, documented option (``middlewares``: "Customizing the middleware stack").
+MIDDLEWARES = [
+    _OnceValidation if m is RequestValidationMiddleware else m
+    for m in ConnexionMiddleware.default_middlewares
+    if m not in (SecurityMiddleware, SwaggerUIMiddleware)
+]
 
 
 _FORM = "application/x-www-form-urlencoded"
