@@ -1,10 +1,12 @@
 """CPU time per identity request (introspection, or a client_credentials token) through the whole ASGI app, in process.
 
-    python -m bench.request_cost [--endpoint introspect|token] [--requests 2000] [--rounds 7] [--profile]
+    python -m bench.request_cost [--endpoint introspect|token] [--requests 2000] [--rounds 7] [--together 1]
+                                 [--profile [--top 25] [--dump FILE]]
 
 The app is ``create_app`` over a fresh SQLite database in a temporary folder (the benchmark's setting), with one
 ``client_secret_basic`` client of ``client_credentials``; it is driven directly as an ASGI callable on one event
-loop (no server, no HTTP client), one request after another, each the same form the benchmark's wrk sends
+loop (no server, no HTTP client), one request after another (``--together N``: N at a time, as the benchmark's 16
+connections keep them coming, so that the worker threads run several in a row), each the same form wrk sends
 (``token=…`` to ``/oauth2/introspect``, ``grant_type=client_credentials&scope=members%3Aread`` to
 ``/oauth2/token``). Reported per request, the median of ``--rounds`` rounds:
 
@@ -150,10 +152,15 @@ class Driver:
         await self.app({**self.scope, "headers": list(self.scope["headers"])}, receive, send)
         self.last = b"".join(chunks)
 
-    async def round(self, requests: int) -> Figures:
+    async def round(self, requests: int, together: int = 1) -> Figures:
+        """``requests`` requests, ``together`` at a time (as many connections would send them)."""
         loop, process, wall = time.thread_time(), time.process_time(), time.perf_counter()
-        for _ in range(requests):
-            await self.one()
+        for _ in range(requests // together):
+            if together == 1:
+                await self.one()
+            else:
+                await asyncio.gather(*(self.one() for _ in range(together)))
+        requests = requests // together * together
         return Figures(
             (time.thread_time() - loop) / requests * 1e6,
             (time.process_time() - process) / requests * 1e6,
@@ -226,6 +233,9 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> N
     parser.add_argument("--endpoint", choices=["introspect", "token"], default="introspect")
     parser.add_argument("--requests", type=int, default=2_000, help="requests per round")
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds (the median is reported)")
+    parser.add_argument(
+        "--together", type=int, default=1, help="requests sent at once (the benchmark's wrk keeps 16 connections busy)"
+    )
     parser.add_argument("--profile", action="store_true", help="one more round under cProfile, by layer")
     parser.add_argument("--top", type=int, default=25, help="with --profile: functions listed by own time")
     parser.add_argument("--dump", type=Path, help="with --profile: write the raw profile (pstats) here")
@@ -235,13 +245,13 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> N
 
         async def run() -> tuple[list[Figures], Driver, pstats.Stats | None]:
             driver = await _driver(app, authorization, args.endpoint)
-            await driver.round(min(200, args.requests))  # warm: decorators, rules, caches, the first reads
-            rounds = [await driver.round(args.requests) for _ in range(args.rounds)]
+            await driver.round(min(200, args.requests), args.together)  # warm: decorators, rules, caches, first reads
+            rounds = [await driver.round(args.requests, args.together) for _ in range(args.rounds)]
             stats = None
             if args.profile:
                 profile = cProfile.Profile(time.thread_time)
                 profile.enable()
-                await driver.round(args.requests)
+                await driver.round(args.requests, args.together)
                 profile.disable()
                 stats = pstats.Stats(profile)
                 if args.dump:
@@ -252,7 +262,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> N
         app.engine.dispose()
     if set(driver.statuses) != {200}:
         raise SystemExit(f"not every answer was 200: {driver.statuses}; last: {driver.last[:300]!r}")
-    out(f"POST {driver.scope['path']}: {args.rounds} rounds of {args.requests:,} requests, one at a time")
+    at_once = "one at a time" if args.together == 1 else f"{args.together} at a time"
+    out(f"POST {driver.scope['path']}: {args.rounds} rounds of {args.requests:,} requests, {at_once}")
     out(f"{'µs per request':<22}{'median':>9}{'min':>9}{'max':>9}")
     for label, pick in (
         ("event loop CPU", lambda f: f.loop_us),

@@ -55,11 +55,12 @@ relies on.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,6 @@ from connexion.spec import OpenAPISpecification
 from connexion.uri_parsing import AbstractURIParser
 from connexion.utils import is_nullable, split_content_type
 from connexion.validators import VALIDATOR_MAP, FormDataValidator
-from starlette.datastructures import Headers
 from starlette.responses import Response as StarletteResponse
 from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
@@ -117,6 +117,7 @@ def connexion_app(
     without_response_headers: Collection[str] = (),
     resolver: Resolver | None = None,
     fast_forms: bool = True,
+    routed_first: Sequence[str] = (),
 ) -> ConnexionMiddleware:
     """The Connexion app of ``contract`` at ``base_path`` ("" for the root: "/" breaks every operation).
 
@@ -127,7 +128,8 @@ def connexion_app(
     Connexion adds, left out of response validation; ``fast_forms``: plain forms the contract's rules prove
     valid skip Connexion's parse (``ContractForm``), and the validators are made once per operation
     (``_OnceValidation``); False: every form takes Connexion's way, through Connexion's own validation
-    middleware (the reference of tests/api/test_form_parsers.py)."""
+    middleware (the reference of tests/api/test_form_parsers.py); ``routed_first``: plain paths Connexion's
+    router tries first, the most requested (``Contract.specification``)."""
     # Without response validation (production), its middleware would only route each request once more.
     middlewares = [m for m in MIDDLEWARES if validate_responses or m is not ResponseValidationMiddleware]
     if not fast_forms:
@@ -137,7 +139,7 @@ def connexion_app(
     if contract_parameters:
         validator_map["parameter"] = ContractParameters()
     app.add_api(
-        contract.specification(without_response_headers=without_response_headers),
+        contract.specification(without_response_headers=without_response_headers, routed_first=routed_first),
         base_path=base_path,
         strict_validation=strict_validation,
         validate_responses=validate_responses,
@@ -255,22 +257,48 @@ class ContractForm(FormDataValidator):  # type: ignore[misc]  # connexion ships 
     first. A plain form that the schema's ``FormRules`` proves valid (``service.web.fast_forms``) is read once,
     by those rules, and its pairs put in the request's state for the handler (``FORM``); any other body takes
     Connexion's parse and the contract's rules. ``fast = False`` (``WithoutFastForms``): every body takes
-    Connexion's way (tests/api/test_form_parsers.py compares the two). Hooks: ``_schema``, ``_required``,
-    ``_strict_validation``, the attributes Connexion's base class keeps its arguments in (stable since 3.0).
-    Nothing upstream to remove: ``validator_map`` is the documented way."""
+    Connexion's way (tests/api/test_form_parsers.py compares the two). A body of a plain form is read in
+    ``wrap_receive`` itself, as the base class reads it, without its stream of chunks; the validator is made once
+    per operation and media type (``_OnceValidationOperation``), and its rules with it. Hooks: ``_schema``,
+    ``_required``, ``_nullable``, ``_strict_validation``, the attributes Connexion's base class keeps its arguments
+    in, and its ``_insert_messages`` (the body's messages handed on to the app) (stable since 3.0). Nothing
+    upstream to remove: ``validator_map`` is the documented way."""
 
     fast = True
 
     async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
-        length = Headers(scope=scope).get("content-length", "0").strip()
+        length, content_types = _form_headers(scope["headers"])
         if self._required and length.isdigit() and int(length) == 0:
             raise missing_body(self._schema)
-        wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
-        return wrapped
+        rules = self._rules
+        if rules is None or content_types != [_FORM] or not length.isdigit() or int(length) == 0:
+            wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
+            return wrapped
+        # What the base class's ``wrap_receive`` does with a body (``Content-Length`` above 0), its stream read
+        # here at once: the messages kept for the app, the body parsed (``_parse`` below) and validated.
+        messages = []
+        more = True
+        while more:
+            message = await receive()
+            messages.append(message)
+            more = message.get("more_body", False)
+        body = b"".join([message.get("body", b"") for message in messages])
+        pairs = rules.pairs(body)
+        if pairs is not None:
+            FORM.put(scope, pairs)
+        else:
+            parsed = await super()._parse(_once(body), scope)
+            if not (parsed is None and self._nullable):
+                self._validate(parsed)
+        return self._insert_messages(receive, messages=messages), scope
+
+    @functools.cached_property
+    def _rules(self) -> FormRules | None:
+        return _form_rules(self._schema, self._strict_validation) if self.fast else None
 
     async def _parse(self, stream: AsyncIterator[bytes], scope: Scope) -> Any:
-        rules = _form_rules(self._schema, self._strict_validation) if self.fast else None
-        if rules is None or Headers(scope=scope).getlist("content-type") != [_FORM]:
+        rules = self._rules
+        if rules is None or _form_headers(scope["headers"])[1] != [_FORM]:
             return await super()._parse(stream, scope)
         body = b"".join([chunk async for chunk in stream])
         pairs = rules.pairs(body)
@@ -302,11 +330,11 @@ class _OnceValidationOperation(RequestValidationOperation):  # type: ignore[misc
     parameter validator, a ``MediaTypeDict`` of the accepted media types, and the body validator, and works out
     the body's definition from the document four times (each a ``MediaTypeDict`` lookup by ``fnmatch``); none of
     it depends on the request but its media type and charset. Here the parameter validator is made at the first
-    request, and the body validator once per (media type, charset) seen, for at most ``_KEPT`` of them (a client
-    names them: any more are made per request, as Connexion does); the validators are those of the
-    ``validator_map``, called as Connexion calls them, and keep nothing of a request (Connexion's and ours alike).
-    The checks, their order and their errors are Connexion's: the parameters, then the media type (415), then the
-    body.
+    request, the body validator once per (media type, charset) seen and the media type's test once per media
+    type, for at most ``_KEPT`` of each (a client names them: any more are made per request, as Connexion
+    does); the validators are those of the ``validator_map``, called as Connexion calls them, and keep nothing
+    of a request (Connexion's and ours alike). The checks, their order and their errors are Connexion's: the
+    parameters, then the media type (415), then the body.
 
     Private hooks: the constructor's ``_operation`` and ``_validator_map`` (what Connexion's own ``__call__``
     reads), ``strict_validation`` and ``security_query_params``; ``RequestValidationAPI.make_operation``, the
@@ -329,8 +357,12 @@ class _OnceValidationOperation(RequestValidationOperation):  # type: ignore[misc
         return MediaTypeDict([(c.lower(), None) for c in self._operation.consumes])
 
     @functools.cached_property
+    def _answers(self) -> dict[str, bool]:
+        return {}  # media type as sent: accepted (at most ``_KEPT``)
+
+    @functools.cached_property
     def _bodies(self) -> dict[tuple[str, str], Any]:
-        return {}
+        return {}  # (media type, charset): the body validator (at most ``_KEPT``)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self._parameters.validate(scope)
@@ -347,7 +379,14 @@ class _OnceValidationOperation(RequestValidationOperation):  # type: ignore[misc
 
     def validate_mime_type(self, mime_type: str) -> None:
         consumes = self._operation.consumes
-        if consumes and mime_type.lower() not in self._accepted:
+        if not consumes:
+            return
+        accepted = self._answers.get(mime_type)
+        if accepted is None:
+            accepted = mime_type.lower() in self._accepted  # Connexion's test: media ranges, by ``fnmatch``
+            if len(self._answers) < _KEPT:
+                self._answers[mime_type] = accepted
+        if not accepted:
             raise UnsupportedMediaTypeProblem(detail=f"Invalid Content-type ({mime_type}), expected {consumes}")
 
     def _body_validator(self, mime_type: str, encoding: str) -> Any:
@@ -435,6 +474,20 @@ def _form_rules(schema: Mapping[str, Any], strict: bool) -> FormRules | None:
     return kept[1]
 
 
+def _form_headers(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str, list[str]]:
+    """The request's ``Content-Length`` (its first, stripped; "0" without one) and every ``Content-Type``, as
+    Starlette's ``Headers(scope=scope)`` reads them (``get``, ``getlist``: names as the server gave them)."""
+    length: str | None = None
+    content_types = []
+    for key, value in headers:
+        if key == b"content-length":
+            if length is None:
+                length = value.decode("latin-1")
+        elif key == b"content-type":
+            content_types.append(value.decode("latin-1"))
+    return ("0" if length is None else length).strip(), content_types
+
+
 async def _once(body: bytes) -> AsyncIterator[bytes]:
     yield body
 
@@ -447,7 +500,8 @@ class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion shi
     """``StarletteDecorator`` that decorates at once and builds the operation's URI parser on first use.
 
     A handler that takes no arguments skips the parameter decorator, which would parse the query and the body
-    only to pass none of it: such handlers read what they need from the request state.
+    only to pass none of it, and Connexion's request object, which nothing would read: such handlers read what
+    they need from the request state.
 
     Private hooks: ``_sync_async_decorator`` and ``_response_decorator_cls`` (the two halves of
     ``StarletteDecorator.decorate`` it uses without the parameter half), and ``uri_parser`` (a property
@@ -461,13 +515,22 @@ class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion shi
         if _takes_arguments(function):
             decorated: Callable[..., Any] = super().decorate(function)
             return decorated
-        bare = self._sync_async_decorator(function)
+        # A coroutine handler is awaited as it is: ``_sync_async_decorator``'s wrapper would ask, on every call,
+        # whether it is one (and otherwise run it in Starlette's thread pool, as it still does here).
+        bare = function if asyncio.iscoroutinefunction(function) else self._sync_async_decorator(function)
         respond = self._response_decorator_cls(framework=self.framework, jsonifier=self.jsonifier)
         bare_decorated: Callable[..., Any] = respond(lambda _: bare())
         return bare_decorated
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
         decorated = self.decorate(function)
+        if not _takes_arguments(function):  # nothing reads Connexion's request: none is made
+
+            @functools.wraps(function)
+            async def bare_wrapper(*_: Any, **__: Any) -> Any:
+                return await decorated(None)
+
+            return bare_wrapper
         parser: AbstractURIParser | None = None
 
         @functools.wraps(function)

@@ -4,6 +4,7 @@ the module's docstring and the upstream issue it names); and no hook changes a c
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 from typing import Any
@@ -23,6 +24,7 @@ from connexion.middleware.request_validation import (
 from connexion.resolver import RelativeResolver
 from connexion.spec import OpenAPISpecification, Specification
 from connexion.validators import FormDataValidator
+from starlette.responses import Response
 from starlette.testclient import TestClient
 
 from service.web import connexion_adapter
@@ -159,3 +161,18 @@ def test_an_operation_s_validators_are_made_once_and_kept_for_a_few_media_types_
     kept = operation._bodies[("application/x-www-form-urlencoded", "x-0")]
     assert isinstance(kept, connexion_adapter.ContractForm)
     assert operation._body_validator("application/x-www-form-urlencoded", "x-0") is kept
+
+
+def test_a_handler_without_arguments_is_called_without_connexion_s_request() -> None:
+    """No request object is made for it (it would need Connexion's request context), and a coroutine handler is
+    awaited as it is; a plain function still runs in Starlette's thread pool, as Connexion runs it."""
+
+    async def coroutine_handler() -> Response:
+        return Response(b"a")
+
+    def function_handler() -> Response:
+        return Response(b"b")
+
+    decorator = connexion_adapter._OnceDecorator(pythonic_params=False, jsonifier=None)
+    answers = [asyncio.run(decorator(handler)()) for handler in (coroutine_handler, function_handler)]
+    assert [answer.body for answer in answers] == [b"a", b"b"]
