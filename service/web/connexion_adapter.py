@@ -12,6 +12,14 @@ found by operationId, response validation when asked for. What it changes, and w
 - **No Swagger UI middleware.** The documentation step at the edge serves each API's documents and Swagger UI
   (``service.web.api_docs``, ``service.web.swagger_ui``) before Connexion sees the request; Connexion's
   middleware would route every request through a router of its own first, and build a Jinja environment.
+- **No lifespan middleware.** The app's dispatcher answers the ASGI lifespan itself (``service/app.py``) and no
+  Connexion app is given a ``lifespan``: Connexion's middleware would only hand each request on.
+- **Request validation made once per operation** (``_OnceValidation``, in the middleware list in place of
+  Connexion's ``RequestValidationMiddleware``): Connexion 3.3 builds two URI parsers, the parameter and body
+  validators and a ``MediaTypeDict`` of the accepted media types, and looks the body's definition up four times,
+  on every request; here each is made once per operation (the body validator once per media type and charset,
+  for a few), and the checks are Connexion's, in its order. Measured on an introspection
+  (``python -m bench.request_cost``): docs/performance.md, "Per-request CPU in process".
 - **Handlers decorated once** (``_OnceOperation``). Connexion 3.3's ``AsyncOperation.fn`` builds the
   parameter and response decorators, inspects the handler's signature and makes a URI parser on every
   request; none of it depends on the request. Measured on the menus API's unique queries, that was
@@ -72,6 +80,7 @@ from connexion.exceptions import UnsupportedMediaTypeProblem
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware import ConnexionMiddleware, SpecMiddleware
 from connexion.middleware.abstract import ROUTING_CONTEXT
+from connexion.middleware.lifespan import LifespanMiddleware
 from connexion.middleware.main import API
 from connexion.middleware.request_validation import (
     RequestValidationAPI,
@@ -451,12 +460,13 @@ class _OnceValidation(RequestValidationMiddleware):  # type: ignore[misc]
     api_cls = _OnceValidationApi
 
 
-# Connexion's own stack, minus its security and Swagger UI middlewares, with its request validation made once per
-# operation (``_OnceValidation``). A public, documented option (``middlewares``: "Customizing the middleware stack").
+# Connexion's own stack, minus its security, Swagger UI and lifespan middlewares, with its request validation made
+# once per operation (``_OnceValidation``). A public, documented option (``middlewares``: "Customizing the middleware
+# stack").
 MIDDLEWARES = [
     _OnceValidation if m is RequestValidationMiddleware else m
     for m in ConnexionMiddleware.default_middlewares
-    if m not in (SecurityMiddleware, SwaggerUIMiddleware)
+    if m not in (SecurityMiddleware, SwaggerUIMiddleware, LifespanMiddleware)
 ]
 
 
