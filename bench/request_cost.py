@@ -214,12 +214,13 @@ def _print_profile(stats: pstats.Stats, requests: int, top: int, out: Callable[[
     found = [(label, depth, table[_key(f)][3] / requests * 1e6) for label, depth, f in layers() if _key(f) in table]
     out(f"{'layer (inclusive µs; own: less the layers inside)':<54}{'µs':>8}{'own':>8}")
     for index, (label, depth, inclusive) in enumerate(found):
-        inner = 0.0
-        for _, other_depth, other in found[index + 1 :]:
-            if other_depth <= depth:
+        inside = []  # the layers nested in this one, up to the next that is not
+        for entry in found[index + 1 :]:
+            if entry[1] <= depth:
                 break
-            if other_depth == depth + 1:
-                inner += other
+            inside.append(entry)
+        nearest = min((entry[1] for entry in inside), default=0)  # a layer absent from a tree is skipped
+        inner = sum(entry[2] for entry in inside if entry[1] == nearest)
         out(f"{' ' * depth}{label:<{54 - depth}}{inclusive:>8.0f}{inclusive - inner:>8.0f}")
     out(f"\nthe {top} functions with the most own time (µs per request, calls per request):")
     rows = sorted(table.items(), key=lambda item: item[1][2], reverse=True)[:top]
