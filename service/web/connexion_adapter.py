@@ -52,9 +52,13 @@ Nothing here assigns to an attribute of a Connexion module or class: each change
 exports from its packages (``connexion``: ``AsyncApi``, ``ConnexionMiddleware``; ``connexion.middleware``:
 ``SpecMiddleware``; ``connexion.decorators``: ``StarletteDecorator``; ``connexion.validators``:
 ``FormDataValidator``), an object given through a documented option (``middlewares``, ``validator_map``,
-``resolver``), or, for the document check alone, a subclass of the specification class Connexion builds
-(``connexion.spec.OpenAPISpecification``, which no package exports). Each hook into a private part of Connexion
-below says why, and names the upstream issue whose fix would remove it. Checked against Connexion 3.3.0
+``resolver``), a subclass of one of Connexion's default middlewares given in its place through ``middlewares``
+(``connexion.middleware.request_validation.RequestValidationMiddleware`` with its API and operation classes;
+Connexion's "Customizing the middleware stack" imports its middlewares from such modules, as
+``connexion.middleware.security.SecurityMiddleware``, and no package re-exports them), or, for the document check
+alone, a subclass of the specification class Connexion builds (``connexion.spec.OpenAPISpecification``, which no
+package exports). Each hook into a private part of Connexion below says why, and names the upstream issue whose
+fix would remove it. Checked against Connexion 3.3.0
 (``uv.lock``); a new release means re-reading ``connexion/apps/asynchronous.py``, ``connexion/middleware/main.py``,
 ``connexion/middleware/abstract.py``, ``connexion/decorators/main.py`` and
 ``connexion/middleware/request_validation.py``; tests/unit/test_connexion_adapter.py checks what each hook
