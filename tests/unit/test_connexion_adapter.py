@@ -54,7 +54,16 @@ def test_connexion_checks_a_document_in_the_specification_s_constructor_through_
 
 
 def test_building_an_app_changes_no_class_of_connexion_s() -> None:
-    before = {cls: dict(vars(cls)) for cls in (OpenAPISpecification, Specification, ConnexionMiddleware, AsyncApi)}
+    classes = (
+        OpenAPISpecification,
+        Specification,
+        ConnexionMiddleware,
+        AsyncApi,
+        RequestValidationMiddleware,
+        RequestValidationAPI,
+        RequestValidationOperation,
+    )
+    before = {cls: dict(vars(cls)) for cls in classes}
     app = connexion_adapter.connexion_app(contract("operations.yaml"), base_path="", strict_validation=True)
     with TestClient(app) as client:
         assert client.get("/healthz").status_code == 200
