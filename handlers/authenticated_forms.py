@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 from service.identity_api.handler_support import current, off_the_loop
 from service.web.offload import Units
-from service.web.request_reading import form_pairs
+from service.web.request_reading import first_headers, form_pairs
 
 T = TypeVar("T")
 Pairs = Sequence[tuple[str, str]]
@@ -17,7 +17,7 @@ async def answer_form(method: Callable[..., T], *, units: Units | None = None, h
     work last, opened with ``hint(pairs)`` among the calls a worker runs in a row (service/web/offload.py)."""
     request = current()
     pairs = await form_pairs(request)
-    authorization, origin = request.headers.get("Authorization"), request.headers.get("Origin")
+    authorization, origin = first_headers(request.scope, (b"authorization", b"origin"))
     if units is None:
         return await off_the_loop(method, pairs, authorization, origin)
     return await off_the_loop(method, pairs, authorization, origin, units=units, hint=hint(pairs))

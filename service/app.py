@@ -161,7 +161,8 @@ def create_app(
     identity domain reads (the system's by default; tests move it). ``password_hashing``: Argon2id at OWASP's
     parameters, always, in the service; the tests hand in a cheaper one (``tests/support/passwords.py``). The
     contracts are parsed once per process (``service.web.contracts.contract``). ``fast_forms``: False leaves every
-    identity form to Connexion's parser (the differential test's reference: service/web/connexion_adapter.py)."""
+    identity form to Connexion's parser and its own validation middleware (the differential test's reference:
+    service/web/connexion_adapter.py)."""
     settings = settings or Settings.from_env()
     clock = clock or SYSTEM_CLOCK
     audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)

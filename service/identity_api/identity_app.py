@@ -33,6 +33,10 @@ from service.web.offload import Workers
 from service.web.problems import connexion_handler
 from service.web.request_reading import BODY, BodyRecorder
 
+# The paths clients call again and again (RFC 7662's introspection first, then tokens), routed before the browser
+# pages: each is answered by the same route in any order (``Contract.specification``).
+CLIENT_ENDPOINTS = ("/oauth2/introspect", "/oauth2/token", "/oauth2/revoke", "/oauth2/userinfo")
+
 
 @dataclass(frozen=True)
 class IdentityApp:
@@ -63,6 +67,7 @@ def create_identity_app(
         validate_responses=validate_responses,
         resolver=RelativeResolver("handlers"),
         fast_forms=fast_forms,
+        routed_first=CLIENT_ENDPOINTS,
     )
 
     errors = IdentityErrors(identity, issuer, connexion_handler(identity.allowed_methods(issuer.path)))

@@ -12,6 +12,14 @@ found by operationId, response validation when asked for. What it changes, and w
 - **No Swagger UI middleware.** The documentation step at the edge serves each API's documents and Swagger UI
   (``service.web.api_docs``, ``service.web.swagger_ui``) before Connexion sees the request; Connexion's
   middleware would route every request through a router of its own first, and build a Jinja environment.
+- **No lifespan middleware.** The app's dispatcher answers the ASGI lifespan itself (``service/app.py``) and no
+  Connexion app is given a ``lifespan``: Connexion's middleware would only hand each request on.
+- **Request validation made once per operation** (``_OnceValidation``, in the middleware list in place of
+  Connexion's ``RequestValidationMiddleware``): Connexion 3.3 builds two URI parsers, the parameter and body
+  validators and a ``MediaTypeDict`` of the accepted media types, and looks the body's definition up four times,
+  on every request; here each is made once per operation (the body validator once per media type and charset,
+  for a few), and the checks are Connexion's, in its order. Measured on an introspection
+  (``python -m bench.request_cost``): docs/performance.md, "Per-request CPU in process".
 - **Handlers decorated once** (``_OnceOperation``). Connexion 3.3's ``AsyncOperation.fn`` builds the
   parameter and response decorators, inspects the handler's signature and makes a URI parser on every
   request; none of it depends on the request. Measured on the menus API's unique queries, that was
@@ -44,9 +52,13 @@ Nothing here assigns to an attribute of a Connexion module or class: each change
 exports from its packages (``connexion``: ``AsyncApi``, ``ConnexionMiddleware``; ``connexion.middleware``:
 ``SpecMiddleware``; ``connexion.decorators``: ``StarletteDecorator``; ``connexion.validators``:
 ``FormDataValidator``), an object given through a documented option (``middlewares``, ``validator_map``,
-``resolver``), or, for the document check alone, a subclass of the specification class Connexion builds
-(``connexion.spec.OpenAPISpecification``, which no package exports). Each hook into a private part of Connexion
-below says why, and names the upstream issue whose fix would remove it. Checked against Connexion 3.3.0
+``resolver``), a subclass of one of Connexion's default middlewares given in its place through ``middlewares``
+(``connexion.middleware.request_validation.RequestValidationMiddleware`` with its API and operation classes;
+Connexion's "Customizing the middleware stack" imports its middlewares from such modules, as
+``connexion.middleware.security.SecurityMiddleware``, and no package re-exports them), or, for the document check
+alone, a subclass of the specification class Connexion builds (``connexion.spec.OpenAPISpecification``, which no
+package exports). Each hook into a private part of Connexion below says why, and names the upstream issue whose
+fix would remove it. Checked against Connexion 3.3.0
 (``uv.lock``); a new release means re-reading ``connexion/apps/asynchronous.py``, ``connexion/middleware/main.py``,
 ``connexion/middleware/abstract.py``, ``connexion/decorators/main.py`` and
 ``connexion/middleware/request_validation.py``; tests/unit/test_connexion_adapter.py checks what each hook
@@ -55,11 +67,12 @@ relies on.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,10 +80,17 @@ from connexion import AsyncApi
 from connexion.context import receive, scope
 from connexion.datastructures import MediaTypeDict
 from connexion.decorators import StarletteDecorator
+from connexion.exceptions import UnsupportedMediaTypeProblem
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from connexion.middleware import ConnexionMiddleware, SpecMiddleware
 from connexion.middleware.abstract import ROUTING_CONTEXT
+from connexion.middleware.lifespan import LifespanMiddleware
 from connexion.middleware.main import API
+from connexion.middleware.request_validation import (
+    RequestValidationAPI,
+    RequestValidationMiddleware,
+    RequestValidationOperation,
+)
 from connexion.middleware.response_validation import ResponseValidationMiddleware
 from connexion.middleware.security import SecurityMiddleware
 from connexion.middleware.swagger_ui import SwaggerUIMiddleware
@@ -78,8 +98,8 @@ from connexion.operations import AbstractOperation
 from connexion.resolver import Resolver
 from connexion.spec import OpenAPISpecification
 from connexion.uri_parsing import AbstractURIParser
+from connexion.utils import is_nullable, split_content_type
 from connexion.validators import VALIDATOR_MAP, FormDataValidator
-from starlette.datastructures import Headers
 from starlette.responses import Response as StarletteResponse
 from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
@@ -91,9 +111,6 @@ from service.web.request_state import ARGUMENTS, FORM
 from service.web.validation import ParameterRules, body_errors, missing_body
 
 ErrorHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse | Awaitable[ConnexionResponse]]
-
-# Connexion's own stack, minus its security and Swagger UI middlewares (see above). A public, documented option.
-MIDDLEWARES = [m for m in ConnexionMiddleware.default_middlewares if m not in (SecurityMiddleware, SwaggerUIMiddleware)]
 
 # Connexion's form validator logs each invalid form at ERROR with the offending value (a client secret, a token, a
 # 60 KiB state). ``ContractForm`` replaces its validation, so it no longer logs; the line stays as a guard should a
@@ -113,6 +130,7 @@ def connexion_app(
     without_response_headers: Collection[str] = (),
     resolver: Resolver | None = None,
     fast_forms: bool = True,
+    routed_first: Sequence[str] = (),
 ) -> ConnexionMiddleware:
     """The Connexion app of ``contract`` at ``base_path`` ("" for the root: "/" breaks every operation).
 
@@ -121,15 +139,20 @@ def connexion_app(
     ``contract_parameters``: validate parameters with the contract's rules (the menus API's voice) instead
     of Connexion's; ``without_response_headers`` (lower case): response headers that a layer outside
     Connexion adds, left out of response validation; ``fast_forms``: plain forms the contract's rules prove
-    valid skip Connexion's parse (``ContractForm``; False: every form takes Connexion's way)."""
+    valid skip Connexion's parse (``ContractForm``), and the validators are made once per operation
+    (``_OnceValidation``); False: every form takes Connexion's way, through Connexion's own validation
+    middleware (the reference of tests/api/test_form_parsers.py); ``routed_first``: plain paths Connexion's
+    router tries first, the most requested (``Contract.specification``)."""
     # Without response validation (production), its middleware would only route each request once more.
     middlewares = [m for m in MIDDLEWARES if validate_responses or m is not ResponseValidationMiddleware]
+    if not fast_forms:
+        middlewares = [RequestValidationMiddleware if m is _OnceValidation else m for m in middlewares]
     app = _ContractMiddleware(_OnceOperations(), import_name=__name__, middlewares=middlewares)
     validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS if fast_forms else _REFERENCE_BODY_VALIDATORS}
     if contract_parameters:
         validator_map["parameter"] = ContractParameters()
     app.add_api(
-        contract.specification(without_response_headers=without_response_headers),
+        contract.specification(without_response_headers=without_response_headers, routed_first=routed_first),
         base_path=base_path,
         strict_validation=strict_validation,
         validate_responses=validate_responses,
@@ -247,22 +270,48 @@ class ContractForm(FormDataValidator):  # type: ignore[misc]  # connexion ships 
     first. A plain form that the schema's ``FormRules`` proves valid (``service.web.fast_forms``) is read once,
     by those rules, and its pairs put in the request's state for the handler (``FORM``); any other body takes
     Connexion's parse and the contract's rules. ``fast = False`` (``WithoutFastForms``): every body takes
-    Connexion's way (tests/api/test_form_parsers.py compares the two). Hooks: ``_schema``, ``_required``,
-    ``_strict_validation``, the attributes Connexion's base class keeps its arguments in (stable since 3.0).
-    Nothing upstream to remove: ``validator_map`` is the documented way."""
+    Connexion's way (tests/api/test_form_parsers.py compares the two). A body of a plain form is read in
+    ``wrap_receive`` itself, as the base class reads it, without its stream of chunks; the validator is made once
+    per operation and media type (``_OnceValidationOperation``), and its rules with it. Hooks: ``_schema``,
+    ``_required``, ``_nullable``, ``_strict_validation``, the attributes Connexion's base class keeps its arguments
+    in, and its ``_insert_messages`` (the body's messages handed on to the app) (stable since 3.0). Nothing
+    upstream to remove: ``validator_map`` is the documented way."""
 
     fast = True
 
     async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
-        length = Headers(scope=scope).get("content-length", "0").strip()
+        length, content_types = _form_headers(scope["headers"])
         if self._required and length.isdigit() and int(length) == 0:
             raise missing_body(self._schema)
-        wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
-        return wrapped
+        rules = self._rules
+        if rules is None or content_types != [_FORM] or not length.isdigit() or int(length) == 0:
+            wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
+            return wrapped
+        # What the base class's ``wrap_receive`` does with a body (``Content-Length`` above 0), its stream read
+        # here at once: the messages kept for the app, the body parsed (``_parse`` below) and validated.
+        messages = []
+        more = True
+        while more:
+            message = await receive()
+            messages.append(message)
+            more = message.get("more_body", False)
+        body = b"".join([message.get("body", b"") for message in messages])
+        pairs = rules.pairs(body)
+        if pairs is not None:
+            FORM.put(scope, pairs)
+        else:
+            parsed = await super()._parse(_once(body), scope)
+            if not (parsed is None and self._nullable):
+                self._validate(parsed)
+        return self._insert_messages(receive, messages=messages), scope
+
+    @functools.cached_property
+    def _rules(self) -> FormRules | None:
+        return _form_rules(self._schema, self._strict_validation) if self.fast else None
 
     async def _parse(self, stream: AsyncIterator[bytes], scope: Scope) -> Any:
-        rules = _form_rules(self._schema, self._strict_validation) if self.fast else None
-        if rules is None or Headers(scope=scope).getlist("content-type") != [_FORM]:
+        rules = self._rules
+        if rules is None or _form_headers(scope["headers"])[1] != [_FORM]:
             return await super()._parse(stream, scope)
         body = b"".join([chunk async for chunk in stream])
         pairs = rules.pairs(body)
@@ -287,6 +336,144 @@ class WithoutFastForms(ContractForm):
     fast = False
 
 
+class _OnceValidationOperation(RequestValidationOperation):  # type: ignore[misc]
+    """Connexion's request validation of one operation, with what it makes on every request made once.
+
+    Connexion 3.3's ``RequestValidationOperation.__call__`` builds, for every request, two URI parsers, the
+    parameter validator, a ``MediaTypeDict`` of the accepted media types, and the body validator, and works out
+    the body's definition from the document four times (each a ``MediaTypeDict`` lookup by ``fnmatch``); none of
+    it depends on the request but its media type and charset. Here the parameter validator is made at the first
+    request, the body validator once per (media type, charset) seen and the media type's test once per media
+    type, for at most ``_KEPT`` of each (a client names them: any more are made per request, as Connexion
+    does); the validators are those of the ``validator_map``, called as Connexion calls them, and keep nothing
+    of a request (Connexion's and ours alike). The checks, their order and their errors are Connexion's: the
+    parameters, then the media type (415), then the body.
+
+    Private hooks: the constructor's ``_operation`` and ``_validator_map`` (what Connexion's own ``__call__``
+    reads), ``strict_validation`` and ``security_query_params``; ``RequestValidationAPI.make_operation``, the
+    method its base class declares for subclasses to make their operations. Upstream, validators made once per
+    operation would remove this class: spec-first/connexion#2045 and #2077 report Connexion 3's per-request cost
+    (open; no fix released as of 3.3.0); we found no issue about the validators in particular."""
+
+    @functools.cached_property
+    def _parameters(self) -> Any:
+        operation = self._operation
+        return self._validator_map["parameter"](
+            operation.parameters,
+            uri_parser=operation.uri_parser_class(operation.parameters, operation.body_definition()),
+            strict_validation=self.strict_validation,
+            security_query_params=self.security_query_params,
+        )
+
+    @functools.cached_property
+    def _accepted(self) -> MediaTypeDict:
+        return MediaTypeDict([(c.lower(), None) for c in self._operation.consumes])
+
+    @functools.cached_property
+    def _answers(self) -> dict[str, bool]:
+        return {}  # media type as sent: accepted (at most ``_KEPT``)
+
+    @functools.cached_property
+    def _bodies(self) -> dict[tuple[str, str], Any]:
+        return {}  # (media type, charset): the body validator (at most ``_KEPT``)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._parameters.validate(scope)
+        mime_type, encoding = _content_type(scope["headers"], self._operation.consumes)
+        self.validate_mime_type(mime_type)
+        validator = self._body_validator(mime_type, encoding)
+        if validator is _UNVALIDATED:
+            _validation_logger.info(
+                f"Skipping validation. No validator registered for content type: {mime_type}."  # Connexion's words
+            )
+        elif validator is not None:
+            receive, scope = await validator.wrap_receive(receive, scope=scope)
+        await self.next_app(scope, receive, send)
+
+    def validate_mime_type(self, mime_type: str) -> None:
+        consumes = self._operation.consumes
+        if not consumes:
+            return
+        accepted = self._answers.get(mime_type)
+        if accepted is None:
+            accepted = mime_type.lower() in self._accepted  # Connexion's test: media ranges, by ``fnmatch``
+            if len(self._answers) < _KEPT:
+                self._answers[mime_type] = accepted
+        if not accepted:
+            raise UnsupportedMediaTypeProblem(detail=f"Invalid Content-type ({mime_type}), expected {consumes}")
+
+    def _body_validator(self, mime_type: str, encoding: str) -> Any:
+        """The body validator for this media type and charset (None: no body schema; ``_UNVALIDATED``: none
+        registered for the media type), as Connexion makes it."""
+        kept = self._bodies.get((mime_type, encoding), _NOT_KEPT)
+        if kept is not _NOT_KEPT:
+            return kept
+        operation = self._operation
+        validator: Any = None
+        schema = operation.body_schema(mime_type)
+        if schema:
+            try:
+                body_validator = self._validator_map["body"][mime_type]
+            except KeyError:
+                validator = _UNVALIDATED
+            else:
+                validator = body_validator(
+                    schema=schema,
+                    required=operation.request_body.get("required", False),
+                    nullable=is_nullable(operation.body_definition(mime_type)),
+                    encoding=encoding,
+                    strict_validation=self.strict_validation,
+                    uri_parser=operation.uri_parser_class(operation.parameters, operation.body_definition()),
+                )
+        if len(self._bodies) < _KEPT:
+            self._bodies[(mime_type, encoding)] = validator
+        return validator
+
+
+_KEPT = 8  # body validators kept per operation: one per (media type, charset) a client sent, the first ones
+_NOT_KEPT = object()
+_UNVALIDATED = object()  # a body schema, but no validator registered for the media type: Connexion skips it
+_validation_logger = logging.getLogger("connexion.middleware.validation")  # the logger Connexion's validation uses
+_CONTENT_TYPE = b"content-type"
+
+
+def _content_type(headers: Iterable[tuple[bytes, bytes]], consumes: list[str]) -> tuple[str, str]:
+    """The request's media type and charset, as ``RequestValidationOperation.extract_content_type`` works them out
+    (the first ``Content-Type``; without one, the operation's first media type; UTF-8 by default)."""
+    content_type = next((value.decode("latin-1") for key, value in headers if key.lower() == _CONTENT_TYPE), None)
+    mime_type, encoding = split_content_type(content_type)
+    if mime_type is None:
+        mime_type = consumes[0] if consumes else "application/octet-stream"
+    return mime_type, encoding or "utf-8"
+
+
+class _OnceValidationApi(RequestValidationAPI):  # type: ignore[misc]
+    def make_operation(self, operation: AbstractOperation) -> _OnceValidationOperation:
+        return _OnceValidationOperation(
+            self.next_app,
+            operation=operation,
+            strict_validation=self.strict_validation,
+            validator_map=self.validator_map,
+        )
+
+
+class _OnceValidation(RequestValidationMiddleware):  # type: ignore[misc]
+    """Connexion's request validation middleware, its operations ``_OnceValidationOperation``s: in the middleware
+    list in its place (Connexion's documented "Customizing the middleware stack")."""
+
+    api_cls = _OnceValidationApi
+
+
+# Connexion's own stack, minus its security, Swagger UI and lifespan middlewares, with its request validation made
+# once per operation (``_OnceValidation``). A public, documented option (``middlewares``: "Customizing the middleware
+# stack").
+MIDDLEWARES = [
+    _OnceValidation if m is RequestValidationMiddleware else m
+    for m in ConnexionMiddleware.default_middlewares
+    if m not in (SecurityMiddleware, SwaggerUIMiddleware, LifespanMiddleware)
+]
+
+
 _FORM = "application/x-www-form-urlencoded"
 _PROVEN = object()  # the body ``FormRules`` proved valid: its pairs are in the request's state
 _RULES: dict[tuple[int, bool], tuple[Mapping[str, Any], FormRules | None]] = {}  # keeps each schema, so its id
@@ -301,6 +488,20 @@ def _form_rules(schema: Mapping[str, Any], strict: bool) -> FormRules | None:
     return kept[1]
 
 
+def _form_headers(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str, list[str]]:
+    """The request's ``Content-Length`` (its first, stripped; "0" without one) and every ``Content-Type``, as
+    Starlette's ``Headers(scope=scope)`` reads them (``get``, ``getlist``: names as the server gave them)."""
+    length: str | None = None
+    content_types = []
+    for key, value in headers:
+        if key == b"content-length":
+            if length is None:
+                length = value.decode("latin-1")
+        elif key == b"content-type":
+            content_types.append(value.decode("latin-1"))
+    return ("0" if length is None else length).strip(), content_types
+
+
 async def _once(body: bytes) -> AsyncIterator[bytes]:
     yield body
 
@@ -313,7 +514,8 @@ class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion shi
     """``StarletteDecorator`` that decorates at once and builds the operation's URI parser on first use.
 
     A handler that takes no arguments skips the parameter decorator, which would parse the query and the body
-    only to pass none of it: such handlers read what they need from the request state.
+    only to pass none of it, and Connexion's request object, which nothing would read: such handlers read what
+    they need from the request state.
 
     Private hooks: ``_sync_async_decorator`` and ``_response_decorator_cls`` (the two halves of
     ``StarletteDecorator.decorate`` it uses without the parameter half), and ``uri_parser`` (a property
@@ -327,13 +529,22 @@ class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion shi
         if _takes_arguments(function):
             decorated: Callable[..., Any] = super().decorate(function)
             return decorated
-        bare = self._sync_async_decorator(function)
+        # A coroutine handler is awaited as it is: ``_sync_async_decorator``'s wrapper would ask, on every call,
+        # whether it is one (and otherwise run it in Starlette's thread pool, as it still does here).
+        bare = function if asyncio.iscoroutinefunction(function) else self._sync_async_decorator(function)
         respond = self._response_decorator_cls(framework=self.framework, jsonifier=self.jsonifier)
         bare_decorated: Callable[..., Any] = respond(lambda _: bare())
         return bare_decorated
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
         decorated = self.decorate(function)
+        if not _takes_arguments(function):  # nothing reads Connexion's request: none is made
+
+            @functools.wraps(function)
+            async def bare_wrapper(*_: Any, **__: Any) -> Any:
+                return await decorated(None)
+
+            return bare_wrapper
         parser: AbstractURIParser | None = None
 
         @functools.wraps(function)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from importlib import resources
@@ -108,13 +108,27 @@ class Contract:
         parameter: Mapping[str, Any] = self.document["components"]["parameters"][name]
         return parameter
 
-    def specification(self, *, without_response_headers: Collection[str] = ()) -> dict[str, Any]:
+    def specification(
+        self, *, without_response_headers: Collection[str] = (), routed_first: Sequence[str] = ()
+    ) -> dict[str, Any]:
         """A copy of the document for Connexion's ``add_api`` (which changes what it is given).
 
         ``without_response_headers`` (lower case): response headers left out of the copy, for headers
         that a layer outside Connexion adds after its response validation has run (the menus gate's).
+        ``routed_first``: paths put first in the copy, in this order. Connexion adds a route per operation
+        in the document's order, and Starlette's router tries them in turn until one matches the path in
+        full: a request to a path near the end pays a failed match for every route before it. Each of
+        these must be a path no other path of the document matches (no template, and no template of
+        another matching it: checked, ValueError), so that the order changes which route answers no path.
         The copy is Connexion's alone: the served document stays the one written (``served``)."""
         specification = copy.deepcopy(dict(self.document))
+        if routed_first:
+            paths = specification["paths"]
+            for path in routed_first:
+                others = [t for t in paths if t != path and template_pattern(t).fullmatch(path)]
+                if path not in paths or "{" in path or others:
+                    raise ValueError(f"{path!r} cannot be routed first: {others or 'not a plain path of ' + self.name}")
+            specification["paths"] = {**{path: paths[path] for path in routed_first}, **paths}
         if without_response_headers:
             responses = [
                 response

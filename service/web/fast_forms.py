@@ -68,7 +68,7 @@ class FormRules:
             raw_name, equals, raw_value = part.partition(b"=")
             if not raw_name or not equals or b"=" in raw_value:
                 return None  # not plain name=value: Starlette's parser decides what it means
-            pairs.append((unquote_plus(raw_name.decode("latin-1")), unquote_plus(raw_value.decode("latin-1"))))
+            pairs.append((_unquoted(raw_name), _unquoted(raw_value)))
         names = {name for name, _ in pairs}
         if len(names) != len(pairs) or not self.required <= names or self.strict and not names <= self.declared:
             return None
@@ -80,3 +80,10 @@ class FormRules:
             if pattern is not None and pattern.search(value) is None:
                 return None
         return pairs
+
+
+def _unquoted(raw: bytes) -> str:
+    """``unquote_plus`` of the Latin-1 text, as Starlette's parser reads a name or value; without ``+`` or ``%``
+    it is the text itself (``unquote_plus`` returns it unchanged), so the call is skipped."""
+    text = raw.decode("latin-1")
+    return unquote_plus(text) if b"%" in raw or b"+" in raw else text

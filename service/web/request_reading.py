@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Scope
 
 from identity.accounts.device_cookies import DEVICE_COOKIE
 from identity.common.text import has_control
@@ -56,6 +56,16 @@ async def form_pairs(request: Request) -> list[tuple[str, str]]:
 
     form = await Request(request.scope, replay).form()
     return without_controls([(name, value) for name, value in form.multi_items() if isinstance(value, str)])
+
+
+def first_headers(scope: Scope, names: tuple[bytes, ...]) -> list[str | None]:
+    """The first value of each header of ``names`` (lower case), None where the request has none: what
+    ``request.headers.get(name)`` gives for each, in one pass over the headers instead of one each."""
+    found: dict[bytes, str] = {}
+    for key, value in scope["headers"]:
+        if key in names and key not in found:
+            found[key] = value.decode("latin-1")
+    return [found.get(name) for name in names]
 
 
 def query_pairs(request: Request) -> list[tuple[str, str]]:

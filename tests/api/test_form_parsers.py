@@ -27,6 +27,7 @@ from service.web.contracts import contract
 from service.web.fast_forms import FormRules
 from tests.support import token_flows as flows
 from tests.support.clocks import MovableClock
+from tests.support.loops import each
 from tests.support.passwords import FAST_HASHING
 
 EXAMPLES = 60  # per operation, per generation mode, and of raw bodies (docs/testing.md counts the cases)
@@ -111,3 +112,49 @@ def test_generated_token_and_introspection_forms_are_answered_alike_by_both_pars
             raw_bodies(path, extra)
     assert len(cases) >= 2 * 3 * EXAMPLES * 0.9  # hypothesis may stop a mode early when it runs out of cases
     assert set(proven) == set(extras), "both parsers must each read some of the bodies"
+
+
+# Media types and charsets as clients send them: each reaches Connexion's validation (its 415, its choice of the body
+# validator by media type); more charsets than the validators kept per operation (connexion_adapter._KEPT).
+CONTENT_TYPES: list[list[tuple[str, str]]] = [
+    [],
+    [("content-type", "application/x-www-form-urlencoded")],
+    [("content-type", "application/x-www-form-urlencoded; charset=utf-8")],
+    [("content-type", "application/x-www-form-urlencoded;charset=latin-1")],
+    [("content-type", "Application/X-WWW-Form-Urlencoded")],
+    [("content-type", "application/x-www-form-urlencoded; boundary=x")],
+    [("content-type", "application/x-www-form-urlencoded"), ("content-type", "text/plain")],
+    [("content-type", "text/plain"), ("content-type", "application/x-www-form-urlencoded")],
+    [("content-type", "text/plain")],
+    [("content-type", "application/json")],
+    [("content-type", "multipart/form-data; boundary=x")],
+    [("content-type", "")],
+    [("content-type", "application/x-www-form-urlencoded; charset=utf-8; n=1")],
+    *([("content-type", f"application/x-www-form-urlencoded;charset=x-{n}")] for n in range(10)),
+]
+
+
+def test_media_types_and_charsets_are_answered_alike_with_validators_made_once_or_per_request(
+    app: Any, settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock, world: flows.World
+) -> None:
+    """The fast app keeps each operation's validators (``_OnceValidation``); the reference makes them on every
+    request, as Connexion does: the same answers for every ``Content-Type`` (none, several, unknown, cased)."""
+    reference = create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, fast_forms=False)
+    with TestClient(app) as fast, TestClient(reference) as slow:
+        token = flows.application_token(fast, world.reporter).json()["access_token"]
+        bodies = {
+            "/oauth2/token": [b"grant_type=client_credentials", b"grant_type="],
+            "/oauth2/introspect": [b"token=" + token.encode(), b"tokens=x"],
+        }
+        for path, forms in bodies.items():
+            for body in forms:
+                for content_type in each(CONTENT_TYPES):
+                    answers = []
+                    for http in (fast, slow):
+                        response = http.post(path, content=body, headers=[*content_type, *world.reporter.basic.items()])
+                        kept = {k: v for k, v in response.headers.items() if k not in VARYING_HEADERS}
+                        document = response.json() if "json" in response.headers.get("content-type", "") else None
+                        if isinstance(document, dict):
+                            document = {k: ("fresh" if k in FRESH else v) for k, v in document.items()}
+                        answers.append((response.status_code, kept, document))
+                    assert answers[0] == answers[1], (path, body, content_type)

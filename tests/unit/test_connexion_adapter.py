@@ -4,6 +4,7 @@ the module's docstring and the upstream issue it names); and no hook changes a c
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 from typing import Any
@@ -15,8 +16,15 @@ from connexion.exceptions import InvalidSpecification
 from connexion.middleware import ConnexionMiddleware, SpecMiddleware
 from connexion.middleware.abstract import ROUTING_CONTEXT
 from connexion.middleware.main import API
+from connexion.middleware.request_validation import (
+    RequestValidationAPI,
+    RequestValidationMiddleware,
+    RequestValidationOperation,
+)
+from connexion.resolver import RelativeResolver
 from connexion.spec import OpenAPISpecification, Specification
 from connexion.validators import FormDataValidator
+from starlette.responses import Response
 from starlette.testclient import TestClient
 
 from service.web import connexion_adapter
@@ -46,7 +54,16 @@ def test_connexion_checks_a_document_in_the_specification_s_constructor_through_
 
 
 def test_building_an_app_changes_no_class_of_connexion_s() -> None:
-    before = {cls: dict(vars(cls)) for cls in (OpenAPISpecification, Specification, ConnexionMiddleware, AsyncApi)}
+    classes = (
+        OpenAPISpecification,
+        Specification,
+        ConnexionMiddleware,
+        AsyncApi,
+        RequestValidationMiddleware,
+        RequestValidationAPI,
+        RequestValidationOperation,
+    )
+    before = {cls: dict(vars(cls)) for cls in classes}
     app = connexion_adapter.connexion_app(contract("operations.yaml"), base_path="", strict_validation=True)
     with TestClient(app) as client:
         assert client.get("/healthz").status_code == 200
@@ -86,3 +103,85 @@ def test_a_handler_is_decorated_once_not_on_every_request() -> None:
     operation = connexion_adapter._OnceOperation(handler, "handler", pythonic_params=False, jsonifier=None)
     assert operation.operation_id == "handler"
     assert operation.fn is operation.fn
+
+
+def test_connexion_s_request_validation_makes_what_once_validation_keeps_on_every_request() -> None:
+    """``_OnceValidationOperation`` does what ``RequestValidationOperation.__call__`` does, in its order, with the
+    state its constructor keeps; ``RequestValidationAPI`` makes its operations through ``make_operation``."""
+    source = inspect.getsource(RequestValidationOperation.__call__)
+    steps = [
+        "parameter_validator.validate(scope)",
+        "self.extract_content_type(headers)",
+        "self.validate_mime_type(mime_type)",
+        "self._operation.body_schema(mime_type)",
+        'self._validator_map["body"][mime_type]',
+        "await validator.wrap_receive(receive, scope=scope)",
+        "await self.next_app(scope, receive, send)",
+    ]
+    places = [source.index(step) for step in steps]
+    assert places == sorted(places)
+    init = inspect.getsource(RequestValidationOperation.__init__)
+    assert "self._operation = operation" in init and "self._validator_map.update(validator_map or {})" in init
+    assert "make_operation" in vars(RequestValidationAPI)
+    assert connexion_adapter._OnceValidation.api_cls is connexion_adapter._OnceValidationApi
+    assert RequestValidationMiddleware in ConnexionMiddleware.default_middlewares
+    assert connexion_adapter._OnceValidation in connexion_adapter.MIDDLEWARES
+    assert RequestValidationMiddleware not in connexion_adapter.MIDDLEWARES
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [],
+        [(b"content-type", b"application/x-www-form-urlencoded")],
+        [(b"Content-Type", b"text/plain; charset=latin-1")],
+        [(b"host", b"a"), (b"CONTENT-TYPE", b"a/b;charset=x;y=z"), (b"content-type", b"c/d")],
+        [(b"content-type", b"a/b; charset=x")],
+        [(b"content-type", b"")],
+        [(b"content-type", b"\xe9/\xff")],
+    ],
+)
+@pytest.mark.parametrize("consumes", [[], ["application/x-www-form-urlencoded", "text/plain"]])
+def test_the_content_type_is_read_as_connexion_reads_it(
+    headers: list[tuple[bytes, bytes]], consumes: list[str]
+) -> None:
+    class Operation:
+        pass
+
+    operation: Any = Operation()
+    operation.consumes = consumes
+    connexion = RequestValidationOperation(lambda *_: None, operation=operation)
+    assert connexion_adapter._content_type(headers, consumes) == connexion.extract_content_type(headers)
+
+
+def test_an_operation_s_validators_are_made_once_and_kept_for_a_few_media_types_only() -> None:
+    app = connexion_adapter.connexion_app(
+        contract("identity.yaml"), base_path="", strict_validation=False, resolver=RelativeResolver("handlers")
+    )
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for n in range(3 * connexion_adapter._KEPT):
+            charset = n % (2 * connexion_adapter._KEPT)
+            headers = {"content-type": f"application/x-www-form-urlencoded;charset=x-{charset}"}
+            assert client.post("/oauth2/introspect", content=b"tokens=x", headers=headers).status_code == 400
+    validation = next(m for m in app.middleware_stack if isinstance(m, connexion_adapter._OnceValidation))
+    operation = validation.apis[""][0].operations["handlers.introspection.introspect"]
+    assert len(operation._bodies) == connexion_adapter._KEPT
+    assert operation._parameters is operation._parameters
+    kept = operation._bodies[("application/x-www-form-urlencoded", "x-0")]
+    assert isinstance(kept, connexion_adapter.ContractForm)
+    assert operation._body_validator("application/x-www-form-urlencoded", "x-0") is kept
+
+
+def test_a_handler_without_arguments_is_called_without_connexion_s_request() -> None:
+    """No request object is made for it (it would need Connexion's request context), and a coroutine handler is
+    awaited as it is; a plain function still runs in Starlette's thread pool, as Connexion runs it."""
+
+    async def coroutine_handler() -> Response:
+        return Response(b"a")
+
+    def function_handler() -> Response:
+        return Response(b"b")
+
+    decorator = connexion_adapter._OnceDecorator(pythonic_params=False, jsonifier=None)
+    answers = [asyncio.run(decorator(handler)()) for handler in (coroutine_handler, function_handler)]
+    assert [answer.body for answer in answers] == [b"a", b"b"]
