@@ -251,7 +251,9 @@ def length_rule(schema: dict[str, Any]) -> str:
     return f"must be at most {high} characters long"
 
 
-def body_errors(schema: Mapping[str, Any], body: Mapping[str, Any], *, strict: bool) -> list[tuple[str, str]]:
+def body_errors(
+    schema: Mapping[str, Any], body: Mapping[str, Any], *, strict: bool, what: str = "form"
+) -> list[tuple[str, str]]:
     """Every refused field of a form ``body`` under its ``schema``, by name and in words (each field once):
     a missing required field, a value breaking its field's rule, and, when ``strict``, a field the
     schema does not declare. A field's value is never repeated."""
@@ -259,7 +261,7 @@ def body_errors(schema: Mapping[str, Any], body: Mapping[str, Any], *, strict: b
     errors: list[tuple[str, str]] = []
     if strict:
         names = ", ".join(declared)
-        errors += [(name, f"is not a field of this form; it takes {names}") for name in body if name not in declared]
+        errors += [(name, f"is not a field of this {what}; it takes {names}") for name in body if name not in declared]
     for name in schema.get("required", []):
         if name not in body:
             errors.append((name, "is required"))
@@ -279,3 +281,11 @@ def missing_body(schema: Mapping[str, Any]) -> Problem:
     if required:
         return invalid_parameters((name, "is required") for name in required)
     return Problem(400, "invalid_parameter", "This operation takes a form body (application/x-www-form-urlencoded).")
+
+
+def missing_json(schema: Mapping[str, Any]) -> Problem:
+    """A required JSON body that was not sent: its required fields by name, or (none required) the body itself."""
+    required = list(schema.get("required", []))
+    if required:
+        return invalid_parameters((name, "is required") for name in required)
+    return invalid_parameters([("body", "is required: a JSON object (application/json)")])
