@@ -1,0 +1,53 @@
+"""The management API: Connexion over ``openapi/management.yaml`` (``service.web.connexion_adapter``), at
+``/management/v1`` on the menus API's host.
+
+Handlers (``handlers/management.py``) call ``ManagementWeb`` (``management_web.py``), which authenticates the
+access token, asks the domain (``identity/organizations/``) and shapes the JSON. Every error, Connexion's own
+included, leaves as a problem (``service/web/problems.py``), the domain's words mapped in ``problem_of``.
+"""
+
+from __future__ import annotations
+
+from connexion.exceptions import ProblemException
+from connexion.resolver import RelativeResolver
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from service.management_api.management_web import MANAGEMENT, ManagementWeb, problem_of
+from service.web.connexion_adapter import connexion_app
+from service.web.contracts import contract
+from service.web.problems import connexion_handler
+
+BASE_PATH = "/management/v1"
+
+
+def create_management_app(web: ManagementWeb, *, validate_responses: bool = False) -> ASGIApp:
+    management = contract("management.yaml")
+    handler = connexion_handler(management.allowed_methods(BASE_PATH), problem_of)
+    app = connexion_app(
+        management,
+        base_path=BASE_PATH,
+        strict_validation=True,
+        contract_parameters=True,  # every parameter error names the parameter, in the service's words
+        validate_responses=validate_responses,
+        resolver=RelativeResolver("handlers"),
+        errors=[(error, handler) for error in (ProblemException, HTTPException, Exception)],
+    )
+    return _WithManagement(app, web)
+
+
+class _WithManagement:
+    """Puts the management API's web side in each request's state, where the handlers find it."""
+
+    def __init__(self, app: ASGIApp, web: ManagementWeb) -> None:
+        self.app = app
+        self.web = web
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            MANAGEMENT.put(scope, self.web)
+        await self.app(scope, receive, send)
+
+
+def is_management_path(path: str) -> bool:
+    return path == BASE_PATH or path.startswith(BASE_PATH + "/")
