@@ -195,6 +195,11 @@ PATTERN_WORDS = {
     "\\S": "must hold more than white space: send at least one search term",
     "^[A-Za-z0-9_-]+$": "must be a next_cursor sent back exactly as it came",
     "^key_[0-9a-f]{16}$": "must be an API key id: key_ and 16 hexadecimal digits (like key_3f9a0c1e5b7d2468)",
+    "^usr_[0-9a-f]{16}$": "must be a user id: usr_ and 16 hexadecimal digits (like usr_3f9a0c1e5b7d2468)",
+    "^inv_[0-9a-f]{16}$": "must be an invitation id: inv_ and 16 hexadecimal digits (like inv_3f9a0c1e5b7d2468)",
+    "^cli_[0-9a-f]{16}$": "must be a client id: cli_ and 16 hexadecimal digits (like cli_3f9a0c1e5b7d2468)",
+    "^[A-Za-z0-9_-]{1,100}$": "must be the token of an invitation's link, sent exactly as the link carries it",
+    "^[\\x21-\\x7E]+$": "must hold printable ASCII characters without spaces only (%x21-7E)",
     # RFC 6749 Appendix A's character classes, for the OAuth forms and the console's CSRF token:
     "^[\\x20-\\x7E]*$": "must hold printable ASCII characters only (RFC 6749 Appendix A: VSCHAR, %x20-7E)",
     "^[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]*$": (
