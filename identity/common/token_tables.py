@@ -39,6 +39,12 @@ class TokenTable:
         revoke_live(connection, cls._table, cls._table.c.user_id == user_id, at)
 
     @classmethod
+    def revoke_member(cls, connection: Connection, user_id: str, org_id: str, at: datetime) -> None:
+        """Revoke every token issued to a user for one organization (they were removed from it, or left it)."""
+        table = cls._table
+        revoke_live(connection, table, sa.and_(table.c.user_id == user_id, table.c.org_id == org_id), at)
+
+    @classmethod
     def purge(cls, connection: Connection, at: datetime) -> int:
         """Delete the records of the tokens expired at ``at`` (refused by their expiry already); how many."""
         return connection.execute(cls._table.delete().where(cls._table.c.expires_at < at)).rowcount

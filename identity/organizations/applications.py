@@ -244,7 +244,11 @@ class Applications:
         if client.public:
             raise rules.Conflict("A public application cannot use the management API.")
         wanted = tuple(scope for scope in MANAGEMENT_SCOPES if scope in scopes)
-        grants = client.grants if not wanted or "client_credentials" in client.grants else (*client.grants, "client_credentials")
+        grants = (
+            client.grants
+            if not wanted or "client_credentials" in client.grants
+            else (*client.grants, "client_credentials")
+        )
         changed = self._clients.set_scopes(client_id, (*user_scopes(client), *wanted), grants)
         self._trail.write(actor, trail.CLIENT_MANAGEMENT_SCOPES_CHANGED, client_id, scopes=" ".join(wanted) or "none")
         return changed

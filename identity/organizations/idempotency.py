@@ -25,23 +25,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from identity.common.clock import SYSTEM_CLOCK, Clock
-from identity.common.database import metadata, writing
+from identity.common.database import writing
 from identity.keys.sealing import Sealer
 from identity.organizations import trail
-
-idempotency_keys = sa.Table(
-    "idempotency_keys",
-    metadata,
-    sa.Column("org_id", sa.String(32), primary_key=True),
-    sa.Column("key_hash", sa.String(64), primary_key=True),  # SHA-256 of the key the client chose
-    sa.Column("operation", sa.String(60), nullable=False),
-    sa.Column("fingerprint", sa.String(64), nullable=False),  # SHA-256 of the request (operation and body)
-    sa.Column("status", sa.Integer, nullable=False),
-    sa.Column("answer", sa.Text, nullable=False),  # the answer's JSON, sealed
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Index("ix_idempotency_keys_expires_at", "expires_at"),
-)
+from identity.organizations.tables import idempotency_keys
 
 
 class KeyReused(Exception):

@@ -30,38 +30,17 @@ from sqlalchemy.exc import IntegrityError
 from cursors import CursorCodec, InvalidCursor
 from identity.accounts.users import User, UserStore, check_email, check_name, email_key
 from identity.common.clock import SYSTEM_CLOCK, Clock, new_id, utc
-from identity.common.database import metadata, writing
+from identity.common.database import writing
 from identity.common.errors import InvalidInput
 from identity.common.tables import memberships, organizations, users
 from identity.mail.outbox import Mail, Outbox
 from identity.organizations import rules, trail
 from identity.organizations.actors import Actor
+from identity.organizations.tables import invitations
 from identity.organizations.trail import Trail
 
 PENDING, ACCEPTED, REVOKED, EXPIRED = "pending", "accepted", "revoked", "expired"
 KIND = "invitation"  # the mail's template (service/mail/templates/invitation.*)
-
-invitations = sa.Table(
-    "invitations",
-    metadata,
-    sa.Column("id", sa.String(32), primary_key=True),
-    sa.Column("org_id", sa.String(32), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
-    sa.Column("email", sa.String(320), nullable=False),
-    sa.Column("email_key", sa.String(320), nullable=False),  # casefolded, as users.email_key
-    sa.Column("role", sa.String(16), nullable=False),
-    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),  # SHA-256 of the link's token
-    sa.Column("invited_by", sa.String(32), nullable=True),  # a user id
-    sa.Column("invited_by_client", sa.String(32), nullable=True),  # or a client id
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("last_sent_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("sends", sa.Integer, nullable=False),
-    sa.Column("accepted_at", sa.DateTime(timezone=True), nullable=True),
-    sa.Column("accepted_by", sa.String(32), nullable=True),
-    sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
-    sa.Index("ix_invitations_org_id_created_at", "org_id", "created_at"),
-    sa.Index("ix_invitations_expires_at", "expires_at"),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,9 +224,7 @@ class Invitations:
             at = self._clock.now()
             invitation = self._pending_one(connection, actor, invitation_id, at)
             changed = connection.execute(
-                invitations.update()
-                .where(invitations.c.id == invitation.id, _pending(at))
-                .values(revoked_at=at)
+                invitations.update().where(invitations.c.id == invitation.id, _pending(at)).values(revoked_at=at)
             ).rowcount
             if changed != 1:
                 raise rules.Conflict("This invitation is no longer pending.")
@@ -331,7 +308,9 @@ class Invitations:
                 .where(users.c.id == user_id, users.c.email_key == email_key(invitation.email))
                 .values(email_verified=True)
             )
-            written = self._trail.record(connection, actor, trail.INVITATION_ACCEPTED, invitation.id, role=invitation.role)
+            written = self._trail.record(
+                connection, actor, trail.INVITATION_ACCEPTED, invitation.id, role=invitation.role
+            )
         trail.logged(written)
         return invitation
 
@@ -381,7 +360,10 @@ class Invitations:
             return None
         at = self._clock.now()
         where = (invitations.c.token_hash == hash_token(token), _pending(at))
-        if connection.execute(invitations.update().where(*where).values(accepted_at=at, accepted_by=user_id)).rowcount != 1:
+        if (
+            connection.execute(invitations.update().where(*where).values(accepted_at=at, accepted_by=user_id)).rowcount
+            != 1
+        ):
             return None
         row = connection.execute(sa.select(invitations).where(invitations.c.token_hash == hash_token(token))).one()
         return _invitation(row)
@@ -410,9 +392,7 @@ class Invitations:
         return invitation
 
     def _get(self, connection: Connection, org_id: str, invitation_id: str) -> Invitation:
-        row = connection.execute(
-            sa.select(invitations).where(invitations.c.id == invitation_id, _org(org_id))
-        ).first()
+        row = connection.execute(sa.select(invitations).where(invitations.c.id == invitation_id, _org(org_id))).first()
         if row is None:
             raise rules.Unknown("The organization has no invitation with this id.")
         return _invitation(row)
@@ -420,7 +400,12 @@ class Invitations:
     def _mail(self, connection: Connection, invitation: Invitation, token: str, org_name: str) -> None:
         days = int(self.lifetime.total_seconds() // 86400)
         valid_for = f"{days} days" if days > 1 else f"{int(self.lifetime.total_seconds() // 3600)} hours"
-        params = {"org_name": org_name, "role": invitation.role, "link": f"{self._link}?token={token}", "valid_for": valid_for}
+        params = {
+            "org_name": org_name,
+            "role": invitation.role,
+            "link": f"{self._link}?token={token}",
+            "valid_for": valid_for,
+        }
         self._outbox.enqueue(Mail(KIND, invitation.email, params), connection)
 
     @staticmethod
@@ -438,7 +423,9 @@ def _email(key: str) -> sa.ColumnElement[bool]:
 
 
 def _pending(at: datetime) -> sa.ColumnElement[bool]:
-    return sa.and_(invitations.c.accepted_at.is_(None), invitations.c.revoked_at.is_(None), invitations.c.expires_at > at)
+    return sa.and_(
+        invitations.c.accepted_at.is_(None), invitations.c.revoked_at.is_(None), invitations.c.expires_at > at
+    )
 
 
 def _invitation(row: Any) -> Invitation:

@@ -94,8 +94,10 @@ class Members:
     def page(self, org_id: str, *, limit: int = 20, cursor: str | None = None) -> MemberPage:
         """The organization's members, oldest membership first (ties by user id)."""
         filters = f"members|{org_id}"
-        base = sa.select(*_COLUMNS).join(memberships, memberships.c.user_id == users.c.id).where(
-            memberships.c.org_id == org_id
+        base = (
+            sa.select(*_COLUMNS)
+            .join(memberships, memberships.c.user_id == users.c.id)
+            .where(memberships.c.org_id == org_id)
         )
         query = base
         if cursor is not None:
@@ -119,6 +121,14 @@ class Members:
         if len(rows) > limit:
             next_cursor = self._cursors.encode((found[-1].joined_at.isoformat(), found[-1].user_id), filters)
         return MemberPage(found, int(total or 0), next_cursor)
+
+    def owners(self, org_id: str) -> int:
+        """How many owners the organization has (what the console offers depends on it)."""
+        with self._engine.connect() as connection:
+            found = connection.scalar(
+                sa.select(sa.func.count()).where(memberships.c.org_id == org_id, memberships.c.role == "owner")
+            )
+        return int(found or 0)
 
     def get(self, org_id: str, user_id: str) -> MemberRecord:
         with self._engine.connect() as connection:
@@ -181,9 +191,7 @@ class Members:
         trail.logged(written)
 
     def _end(self, connection: Connection, user_id: str, org_id: str) -> int:
-        connection.execute(
-            memberships.delete().where(memberships.c.user_id == user_id, memberships.c.org_id == org_id)
-        )
+        connection.execute(memberships.delete().where(memberships.c.user_id == user_id, memberships.c.org_id == org_id))
         return self._revoker.revoke_member_in(connection, user_id, org_id)
 
 

@@ -22,8 +22,8 @@ from sqlalchemy.engine import Connection, Engine
 from cursors import CursorCodec, InvalidCursor
 from identity.common import audit
 from identity.common.clock import SYSTEM_CLOCK, Clock, new_id, utc
-from identity.common.database import metadata
-from identity.organizations.actors import Actor
+from identity.organizations.actors import USER, Actor
+from identity.organizations.tables import organization_events
 
 API_KEY_CREATED = "api_key_created"
 API_KEY_REVOKED = "api_key_revoked"
@@ -59,22 +59,6 @@ KINDS = (
 )
 SENDS = (MEMBER_INVITED, INVITATION_RESENT)  # the entries that mailed an invitation (the bound per hour counts them)
 DETAIL_MAX = 200  # characters of one detail's value
-
-organization_events = sa.Table(
-    "organization_events",
-    metadata,
-    sa.Column("id", sa.String(32), primary_key=True),
-    sa.Column("org_id", sa.String(32), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("kind", sa.String(40), nullable=False),
-    sa.Column("actor_kind", sa.String(16), nullable=False),  # user, client or command_line
-    sa.Column("actor_id", sa.String(32), nullable=True),
-    sa.Column("network", sa.String(64), nullable=True),  # the request's address, after the trusted proxies
-    sa.Column("subject", sa.String(40), nullable=True),  # the id of what was acted on
-    sa.Column("details", sa.JSON, nullable=False),
-    sa.Index("ix_organization_events_org_id_at", "org_id", "at"),
-    sa.Index("ix_organization_events_org_id_kind_at", "org_id", "kind", "at"),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +132,10 @@ class Trail:
         with self._engine.begin() as connection:
             written = self.record(connection, actor, kind, subject, **details)
         logged(written)
+
+    def console_sign_in(self, user_id: str, org_id: str, network: str | None) -> None:
+        """A member signed in to the console (the entry names no role: the console reads it at every request)."""
+        self.write(Actor(USER, user_id, org_id, "member", network), CONSOLE_SIGN_IN, user_id)
 
     def page(self, org_id: str, *, kind: str | None = None, limit: int = 20, cursor: str | None = None) -> EntryPage:
         """The organization's entries, newest first; ``InvalidCursor`` for a cursor not made for these filters."""

@@ -58,6 +58,16 @@ class SessionStore:
     def start(
         self, user_id: str, org_id: str | None, credential_version: int, replacing: str | None = None
     ) -> tuple[BrowserSession, str]:
+        """``_start``, then the user's last sign-in (the members list), in a short transaction of its own after the
+        session's: the sign-in's never waits on it."""
+        started = self._start(user_id, org_id, credential_version, replacing)
+        with self._engine.begin() as connection:
+            connection.execute(_SIGNED_IN, {"user_id": user_id, "at": started[0].auth_time})
+        return started
+
+    def _start(
+        self, user_id: str, org_id: str | None, credential_version: int, replacing: str | None = None
+    ) -> tuple[BrowserSession, str]:
         """Start a session after a sign-in that verified ``credential_version``; returns it and its new cookie
         secret. ``CredentialMoved`` (nothing written) when that version is no longer the user's.
 
@@ -178,6 +188,20 @@ class SessionStore:
             ).rowcount
         )
 
+    @staticmethod
+    def end_in_organization(connection: Connection, user_id: str, org_id: str, at: datetime) -> list[str]:
+        """End the user's live browser sessions signed in to the organization (they left it, or were removed);
+        their ids."""
+        where = (
+            browser_sessions.c.user_id == user_id,
+            browser_sessions.c.org_id == org_id,
+            browser_sessions.c.ended_at.is_(None),
+        )
+        ids = [str(row.id) for row in connection.execute(sa.select(browser_sessions.c.id).where(*where))]
+        if ids:
+            connection.execute(browser_sessions.update().where(*where).values(ended_at=at))
+        return ids
+
     def end(self, session_id: str) -> bool:
         """End the session (sign-out); True when it was live."""
         with self._engine.begin() as connection:
@@ -212,6 +236,7 @@ _RENEW = (
     )
     .returning(browser_sessions.c.id)
 )
+_SIGNED_IN = users.update().where(users.c.id == sa.bindparam("user_id")).values(last_sign_in_at=sa.bindparam("at"))
 _START_COLUMNS = ("id", "secret_hash", "user_id", "org_id", "auth_time", "expires_at", "credential_version")
 _VERIFIED_ROW = sa.select(*(sa.bindparam(name, type_=browser_sessions.c[name].type) for name in _START_COLUMNS)).where(
     users.c.id == sa.bindparam("user_id"), users.c.credential_version == sa.bindparam("version")

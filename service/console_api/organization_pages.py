@@ -25,6 +25,7 @@ from identity.organizations import rules, trail
 from identity.organizations.actors import Actor
 from identity.organizations.applications import Applications, Changes, Registration
 from identity.organizations.invitations import Invitation, Invitations
+from identity.organizations.keys import OrganizationKeys
 from identity.organizations.members import MemberRecord, Members
 from identity.organizations.trail import Trail
 from service.console_api.cookies import NEW_SECRET_COOKIE, NewKey
@@ -78,8 +79,10 @@ class OrganizationPages:
         invitations: Invitations,
         applications: Applications,
         journal: Trail,
+        keys: OrganizationKeys,
     ) -> None:
         self.web = web
+        self.keys = keys
         self.members = members
         self.invitations = invitations
         self.applications = applications
@@ -354,9 +357,7 @@ class OrganizationPages:
             return refused
         assert visitor is not None
         try:
-            client, secret = await in_thread(
-                self.applications.rotate_secret, self._actor(visitor, request), client_id
-            )
+            client, secret = await in_thread(self.applications.rotate_secret, self._actor(visitor, request), client_id)
         except NotAllowed as error:
             return self.web.message("Not allowed", str(error), visitor, status=403)
         except rules.Unknown as error:
@@ -452,8 +453,11 @@ class OrganizationPages:
     # Helpers
 
     def _actor(self, visitor: Visitor, request: Request | None) -> Actor:
+        return self.actor_of(visitor, browser(request).address if request is not None else None)
+
+    @staticmethod
+    def actor_of(visitor: Visitor, address: str | None) -> Actor:
         member = visitor.member
-        address = browser(request).address if request is not None else None
         return Actor.member(member.user_id, member.org_id, member.role, address, member.org_name)
 
 
@@ -571,7 +575,9 @@ def _registration(form: dict[str, str]) -> Registration:
         web_origins=_lines(form.get("web_origins", "")),
         backchannel_logout_uri=form.get("backchannel_logout_uri", "").strip() or None,
         grants=tuple(grant for grant in GRANTS if form.get(f"grant_{grant}") == "on"),
-        scopes=tuple(scope for scope in apps.ORGANIZATION_SCOPES if form.get("scope_" + scope.replace(":", "_")) == "on"),
+        scopes=tuple(
+            scope for scope in apps.ORGANIZATION_SCOPES if form.get("scope_" + scope.replace(":", "_")) == "on"
+        ),
         jwks=jwks,
     )
 

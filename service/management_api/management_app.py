@@ -14,11 +14,12 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.management_api.management_web import MANAGEMENT, ManagementWeb, problem_of
+from service.management_api.paths import MANAGEMENT_PATH
 from service.web.connexion_adapter import connexion_app
 from service.web.contracts import contract
 from service.web.problems import connexion_handler
 
-BASE_PATH = "/management/v1"
+BASE_PATH = MANAGEMENT_PATH
 
 
 def create_management_app(web: ManagementWeb, *, validate_responses: bool = False) -> ASGIApp:
@@ -47,7 +48,3 @@ class _WithManagement:
         if scope["type"] == "http":
             MANAGEMENT.put(scope, self.web)
         await self.app(scope, receive, send)
-
-
-def is_management_path(path: str) -> bool:
-    return path == BASE_PATH or path.startswith(BASE_PATH + "/")

@@ -200,9 +200,7 @@ class SettingsTable:
         env="MENUS_CLIENT_SECRET_GRACE",
         grammar=AT_LEAST_0,
     )
-    management_body_limit: int = setting(
-        64 * KIB, "bytes of a management API request body at most (413 beyond)"
-    )
+    management_body_limit: int = setting(64 * KIB, "bytes of a management API request body at most (413 beyond)")
     key_failures_per_minute: int = setting(
         30,
         "menus requests with an unknown API key per network per minute before 429"

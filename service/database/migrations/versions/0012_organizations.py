@@ -38,9 +38,7 @@ def upgrade() -> None:
     op.create_table(
         "invitations",
         sa.Column("id", sa.String(32), primary_key=True),
-        sa.Column(
-            "org_id", sa.String(32), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("org_id", sa.String(32), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
         sa.Column("email", sa.String(320), nullable=False),
         sa.Column("email_key", sa.String(320), nullable=False),
         sa.Column("role", sa.String(16), nullable=False),
@@ -60,9 +58,7 @@ def upgrade() -> None:
     op.create_table(
         "organization_events",
         sa.Column("id", sa.String(32), primary_key=True),
-        sa.Column(
-            "org_id", sa.String(32), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("org_id", sa.String(32), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
         sa.Column("at", Timestamp, nullable=False),
         sa.Column("kind", sa.String(40), nullable=False),
         sa.Column("actor_kind", sa.String(16), nullable=False),
