@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from cursors import CursorCodec, InvalidCursor
+from cursors import CursorCodec
 from identity.clients.registry import Client, ClientStore, StaleClient
 from identity.common.clock import SYSTEM_CLOCK, Clock
 from identity.common.errors import InvalidInput, UnknownRecord
@@ -65,6 +65,11 @@ class Changes:
     backchannel_logout_uri: str | None = None
     backchannel_logout_session_required: bool | None = None
     changed: tuple[str, ...] = field(default=())  # the names of the fields given, for the trail
+
+
+def _position(client: Client) -> tuple[str, str]:
+    """Where a client stands in the list's order (oldest first), as a cursor names it."""
+    return (client.created_at.isoformat() if client.created_at else "", client.id)
 
 
 def tag(client: Client) -> str:
@@ -141,14 +146,12 @@ class Applications:
         start = 0
         if cursor is not None:
             created, client_id = self._cursors.decode(cursor, filters)
-            positions = [i for i, c in enumerate(every) if (c.created_at.isoformat(), c.id) > (created, client_id)]
-            start = positions[0] if positions else len(every)
-            if not created:
-                raise InvalidCursor("The cursor is not a cursor of this API.")
+            later = [i for i, c in enumerate(every) if _position(c) > (created, client_id)]
+            start = later[0] if later else len(every)
         chosen = every[start : start + limit]
         next_cursor = None
         if start + limit < len(every) and chosen:
-            next_cursor = self._cursors.encode((chosen[-1].created_at.isoformat(), chosen[-1].id), filters)
+            next_cursor = self._cursors.encode(_position(chosen[-1]), filters)
         return ClientPage(chosen, len(every), next_cursor)
 
     def get(self, org_id: str, client_id: str) -> Client:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 
-from identity.api_keys.console_rules import MANAGING_ROLES, NotAllowed
+from identity.api_keys.console_rules import MANAGING_ROLES
+from identity.api_keys.console_rules import NotAllowed as NotAllowed
 from identity.common.vocabulary import ROLES
 from identity.organizations.actors import Actor
 

@@ -58,7 +58,8 @@ class PendingSignIn:
         if not all(isinstance(value, str) and value for value in values):
             return None
         invitation = data.get("invitation")
-        return cls(*values, invitation if isinstance(invitation, str) else None)  # type: ignore[arg-type]
+        state, nonce, verifier = (str(value) for value in values)
+        return cls(state, nonce, verifier, invitation if isinstance(invitation, str) else None)
 
 
 @dataclass(frozen=True, slots=True)
