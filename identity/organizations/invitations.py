@@ -314,8 +314,9 @@ class Invitations:
         trail.logged(written)
         return invitation
 
-    def sign_up(self, token: str, email: str, name: str, password: str, network: str | None = None) -> User:
-        """Someone new signs up through the link: their account joins its organization, and no organization is
+    def sign_up(self, token_hash: str, email: str, name: str, password: str, network: str | None = None) -> User:
+        """Someone new signs up through the link (its token's hash, as the sign-in keeps it): their account joins its
+        organization, and no organization is
         made for them (``UserStore.sign_up`` makes one). ``rules.Unknown`` when the link no longer opens;
         ``InvalidInput`` for an address taken or a field refused, and then nothing is spent."""
         email, name = check_email(email), check_name(name)
@@ -323,7 +324,7 @@ class Invitations:
         try:
             with self._engine.begin() as connection:
                 user_id = self._users.insert(connection, email, name, password_hash)
-                invitation = self._spend(connection, token, user_id)
+                invitation = self._spend_hash(connection, token_hash, user_id)
                 if invitation is None:
                     raise rules.Unknown("This invitation has expired, was revoked, or was already used.")
                 connection.execute(
@@ -358,15 +359,18 @@ class Invitations:
     def _spend(self, connection: Connection, token: str, user_id: str) -> Invitation | None:
         if not token or len(token) > 100:
             return None
+        return self._spend_hash(connection, hash_token(token), user_id)
+
+    def _spend_hash(self, connection: Connection, token_hash: str, user_id: str) -> Invitation | None:
+        """Mark the pending invitation of this token hash accepted by ``user_id``; None when none is pending."""
         at = self._clock.now()
-        where = (invitations.c.token_hash == hash_token(token), _pending(at))
-        if (
-            connection.execute(invitations.update().where(*where).values(accepted_at=at, accepted_by=user_id)).rowcount
-            != 1
-        ):
+        where = (invitations.c.token_hash == token_hash, _pending(at))
+        changed = connection.execute(invitations.update().where(*where).values(accepted_at=at, accepted_by=user_id))
+        if changed.rowcount != 1:
             return None
-        row = connection.execute(sa.select(invitations).where(invitations.c.token_hash == hash_token(token))).one()
-        return _invitation(row)
+        return _invitation(
+            connection.execute(sa.select(invitations).where(invitations.c.token_hash == token_hash)).one()
+        )
 
     def _lock(self, connection: Connection, actor: Actor, at: datetime) -> str:
         """Lock the organization's row (concurrent invitations are counted one after another) and check the bound

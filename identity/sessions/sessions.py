@@ -17,6 +17,7 @@ very moment gets no session, or a session that nothing accepts.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -189,12 +190,14 @@ class SessionStore:
         )
 
     @staticmethod
-    def end_in_organization(connection: Connection, user_id: str, org_id: str, at: datetime) -> list[str]:
-        """End the user's live browser sessions signed in to the organization (they left it, or were removed);
-        their ids."""
+    def end_in_organization(
+        connection: Connection, user_id: str, org_id: str, at: datetime, also: Collection[str] = ()
+    ) -> list[str]:
+        """End the user's live browser sessions signed in to the organization (they left it, or were removed): the
+        sessions whose organization it is, and those among ``also`` (where tokens for it were issued); their ids."""
         where = (
             browser_sessions.c.user_id == user_id,
-            browser_sessions.c.org_id == org_id,
+            sa.or_(browser_sessions.c.org_id == org_id, browser_sessions.c.id.in_(list(also))),
             browser_sessions.c.ended_at.is_(None),
         )
         ids = [str(row.id) for row in connection.execute(sa.select(browser_sessions.c.id).where(*where))]

@@ -90,10 +90,12 @@ class Revoker:
         clients holding those sessions get logout tokens (Back-Channel Logout 1.0). Their sessions and tokens for
         their other organizations live on. How many logout tokens were written (``written`` after the commit)."""
         at = self._clock.now()
+        issued_in = RefreshTokenStore.sessions_of_member(connection, user_id, org_id)
+        issued_in |= AccessTokenStore.sessions_of_member(connection, user_id, org_id)
         RefreshTokenStore.revoke_member(connection, user_id, org_id, at)
         AccessTokenStore.revoke_member(connection, user_id, org_id, at)
         told = 0
-        for session_id in SessionStore.end_in_organization(connection, user_id, org_id, at):
+        for session_id in SessionStore.end_in_organization(connection, user_id, org_id, at, issued_in):
             told += backchannel_logout.notify_session(connection, session_id, at)
         return told
 

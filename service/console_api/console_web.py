@@ -130,8 +130,10 @@ class ConsoleWeb:
         if self.signed_in is not None:  # the organization's audit trail: a sign-in to the console
             await in_thread(self.signed_in, signed_in.user_id, signed_in.org_id, browser(request).address)
         response = self.redirect(self.home)
-        if pending is not None and pending.invitation is not None:  # back to the invitation it started from
-            response = self.redirect(f"{self.path}/invitation?{urlencode({'token': pending.invitation})}")
+        if pending is not None and pending.invitation is not None and self.organization is not None:
+            # back to the invitation it started from, unless signing up through it used it (joined: home)
+            if await in_thread(self.organization.invitations.preview, pending.invitation) is not None:
+                response = self.redirect(f"{self.path}/invitation?{urlencode({'token': pending.invitation})}")
         self.forget_cookie(response, SIGN_IN_COOKIE, self.path + "/callback")  # a replayed callback finds no sign-in
         self.set_cookie(response, SESSION_COOKIE, value, self.cookies.lifetimes.session, self.path)
         return response
