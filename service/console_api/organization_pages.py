@@ -546,15 +546,16 @@ def _app(client: Any) -> _App:
 def _values(client: Any) -> dict[str, str]:
     return {
         "name": client.name,
-        "redirect_uris": "\n".join(client.redirect_uris),
-        "post_logout_redirect_uris": "\n".join(client.post_logout_redirect_uris),
-        "web_origins": "\n".join(client.web_origins),
+        "redirect_uris": " ".join(client.redirect_uris),
+        "post_logout_redirect_uris": " ".join(client.post_logout_redirect_uris),
+        "web_origins": " ".join(client.web_origins),
         "backchannel_logout_uri": client.backchannel_logout_uri or "",
     }
 
 
 def _lines(text: str) -> tuple[str, ...]:
-    return tuple(line.strip() for line in text.splitlines() if line.strip())
+    """A list typed into one field, separated by spaces (a form's value holds no line break: request_reading)."""
+    return tuple(text.split())
 
 
 def _registration(form: dict[str, str]) -> Registration:
