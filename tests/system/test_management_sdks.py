@@ -154,9 +154,17 @@ def refreshed(service: InProcess, client_id: str, secret: str, refresh_token: st
 
 def test_the_python_sdk_runs_the_organization(python_sdk: Any, service: InProcess, bot: dict[str, str]) -> None:
     models = sdk(python_sdk, "models")
-    client = python_sdk.AuthenticatedClient(
+    with python_sdk.AuthenticatedClient(
         base_url=f"{service.url}{API}", token=management_token(service, bot), raise_on_unexpected_status=True
-    )
+    ) as client:
+        teammate, tom_id, app, tokens, rotated = before_the_clock_moves(python_sdk, models, client, service)
+    try:
+        after_the_clock_moves(python_sdk, service, bot, teammate, tom_id, app, tokens, rotated)
+    finally:
+        teammate.http.close()
+
+
+def before_the_clock_moves(python_sdk: Any, models: Any, client: Any, service: InProcess) -> tuple[Any, ...]:
     invite = sdk(python_sdk, "api.invitations.management_create_invitation")
     body = models.InvitationRequest(email="tom@example.com", role=models.Role.MEMBER)
     first = invite.sync_detailed(client=client, body=body, idempotency_key="invite-tom")
@@ -191,6 +199,19 @@ def test_the_python_sdk_runs_the_organization(python_sdk: Any, service: InProces
 
     rotate = sdk(python_sdk, "api.clients.management_rotate_client_secret")
     rotated = rotate.sync(client=client, client_id=app.client_id)
+    return teammate, tom.user_id, app, tokens, rotated
+
+
+def after_the_clock_moves(
+    python_sdk: Any,
+    service: InProcess,
+    bot: dict[str, str],
+    teammate: Browser,
+    tom_id: str,
+    app: Any,
+    tokens: Any,
+    rotated: Any,
+) -> None:
     within = refreshed(service, app.client_id, app.client_secret, tokens["refresh_token"])
     assert within.status_code == 200, within.text
     service.clock.advance(service.settings.client_secret_grace + 60)
@@ -199,19 +220,18 @@ def test_the_python_sdk_runs_the_organization(python_sdk: Any, service: InProces
     fresh = refreshed(service, app.client_id, rotated.client_secret, within.json()["refresh_token"])
     assert fresh.status_code == 200, fresh.text
 
-    client = python_sdk.AuthenticatedClient(
+    with python_sdk.AuthenticatedClient(  # a new token: the clock moved past the first one's lifetime
         base_url=f"{service.url}{API}", token=management_token(service, bot), raise_on_unexpected_status=True
-    )  # the clock moved past the first token's lifetime
-    remove = sdk(python_sdk, "api.members.management_remove_member")
-    assert remove.sync_detailed(client=client, user_id=tom.user_id).status_code == 204
+    ) as client:
+        remove = sdk(python_sdk, "api.members.management_remove_member")
+        assert remove.sync_detailed(client=client, user_id=tom_id).status_code == 204
+        trail = sdk(python_sdk, "api.audit.management_list_audit_events").sync(client=client)
     userinfo = requests.get(
         f"{service.url}/oauth2/userinfo",
         headers={"Authorization": f"Bearer {fresh.json()['access_token']}"},
         timeout=10,
     )
     assert userinfo.status_code == 401
-
-    trail = sdk(python_sdk, "api.audit.management_list_audit_events").sync(client=client)
     kinds = [entry.kind.value for entry in trail.data]
     assert kinds[:4] == ["member_removed", "client_secret_rotated", "client_created", "member_role_changed"]
 
