@@ -261,7 +261,9 @@ class Applications:
         rules.require_manager(actor, "delete applications")
         client = self.get(actor.org_id, client_id)
         if client_id == actor.client_id:
-            raise rules.Conflict("A client cannot delete itself with its own token: an owner deletes it in the console.")
+            raise rules.Conflict(
+                "A client cannot delete itself with its own token: an owner deletes it in the console."
+            )
         if expected is not None and expected != tag(client):
             raise rules.Stale("The application changed since it was read; read it again and retry.")
         self._clients.delete(client_id)
