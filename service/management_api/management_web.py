@@ -31,7 +31,7 @@ from identity.organizations.keys import OrganizationKeys
 from identity.organizations.members import Members
 from identity.organizations.trail import Trail
 from identity.tokens.bearer_tokens import bearer_credentials
-from identity.tokens.verification import TokenVerifier
+from identity.tokens.verification import AccessToken, TokenVerifier
 from service.web.link_header import next_link
 from service.web.offload import in_thread
 from service.web.problems import Problem
@@ -71,9 +71,11 @@ class ManagementWeb:
 
     # Authentication
 
-    def actor(self, request: Request, scope: str) -> Actor:
-        """The client the token was issued to, acting on its organization; 401 or 403 problems else."""
-        credentials = bearer_credentials(request.headers.get("authorization"))
+    def verified(self, authorization: str | None) -> AccessToken:
+        """The live access token of this issuer the request carries, whose client is still the organization's;
+        401 problems else. Checked before anything else (``management_app``): a request without one learns
+        nothing of the API, not even whether its parameters are valid."""
+        credentials = bearer_credentials(authorization)
         if credentials is None:
             raise Problem(401, "unauthorized", "An access token is required.", headers={"WWW-Authenticate": REALM})
         try:
@@ -83,6 +85,11 @@ class ManagementWeb:
         client = self.clients.get(access.client_id)
         if client is None or client.org_id != access.org_id:
             raise _invalid_token()
+        return access
+
+    def actor(self, request: Request, scope: str) -> Actor:
+        """The client the token was issued to, acting on its organization; 401 or 403 problems else."""
+        access = CALLER.find(request.scope) or self.verified(request.headers.get("authorization"))
         if access.user_id is not None:
             raise Problem(
                 403,
@@ -98,7 +105,7 @@ class ManagementWeb:
                 f"This token lacks the scope {scope}.",
                 headers={"WWW-Authenticate": f'{REALM}, error="insufficient_scope", scope="{scope}"'},
             )
-        return Actor.client(client.id, access.org_id, browser(request).address)
+        return Actor.client(access.client_id, access.org_id, browser(request).address)
 
     async def run(self, request: Request, scope: str, call: Callable[[Actor], T]) -> T:
         def work() -> T:
@@ -219,5 +226,6 @@ def problem_of(error: Exception) -> Problem | None:
 
 
 MANAGEMENT: Slot[ManagementWeb] = Slot("management")  # the management API's web side, for the handlers
+CALLER: Slot[AccessToken] = Slot("management_caller")  # the request's verified token (management_app)
 
 __all__ = ["MANAGEMENT", "ManagementWeb", "apps", "org_keys", "problem_of"]

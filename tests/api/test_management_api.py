@@ -63,6 +63,11 @@ def ops(http: TestClient, engine: Engine, grove: Organization, people: dict[str,
     return bearer(http, bot(engine, grove))
 
 
+def change(http: TestClient, url: str, *, json: dict[str, Any], headers: dict[str, str]) -> Any:
+    """A PATCH with a JSON body."""
+    return http.request("PATCH", url, json=json, headers=headers)
+
+
 def problem(answer: Any, status: int, code: str) -> dict[str, Any]:
     assert answer.status_code == status, answer.text
     assert answer.headers["content-type"] == PROBLEM, answer.headers
@@ -139,11 +144,11 @@ def test_a_role_change_needs_if_match_and_a_lost_update_is_refused(
     member = people["member"].id
     read = http.get(f"{API}/members/{member}", headers=ops)
     etag = read.headers["etag"]
-    problem(http.patch(f"{API}/members/{member}", json={"role": "admin"}, headers=ops), 428, "precondition_required")
-    changed = http.patch(f"{API}/members/{member}", json={"role": "admin"}, headers={**ops, "If-Match": etag})
+    problem(change(http, f"{API}/members/{member}", json={"role": "admin"}, headers=ops), 428, "precondition_required")
+    changed = change(http, f"{API}/members/{member}", json={"role": "admin"}, headers={**ops, "If-Match": etag})
     assert changed.status_code == 200 and changed.json()["role"] == "admin"
     assert changed.headers["etag"] != etag
-    lost = http.patch(f"{API}/members/{member}", json={"role": "member"}, headers={**ops, "If-Match": etag})
+    lost = change(http, f"{API}/members/{member}", json={"role": "member"}, headers={**ops, "If-Match": etag})
     problem(lost, 412, "precondition_failed")
 
 
@@ -152,10 +157,10 @@ def test_a_token_has_an_admins_powers_and_never_an_owners(
 ) -> None:
     member, owner = people["member"].id, people["owner"].id
     etag = http.get(f"{API}/members/{member}", headers=ops).headers["etag"]
-    made_owner = http.patch(f"{API}/members/{member}", json={"role": "owner"}, headers={**ops, "If-Match": etag})
+    made_owner = change(http, f"{API}/members/{member}", json={"role": "owner"}, headers={**ops, "If-Match": etag})
     problem(made_owner, 403, "forbidden")
     owner_etag = http.get(f"{API}/members/{owner}", headers=ops).headers["etag"]
-    demoted = http.patch(f"{API}/members/{owner}", json={"role": "member"}, headers={**ops, "If-Match": owner_etag})
+    demoted = change(http, f"{API}/members/{owner}", json={"role": "member"}, headers={**ops, "If-Match": owner_etag})
     problem(demoted, 403, "forbidden")
     problem(http.delete(f"{API}/members/{owner}", headers=ops), 403, "forbidden")
     problem(
@@ -298,10 +303,10 @@ def test_a_client_is_changed_under_if_match_and_deleted_with_its_tokens(http: Te
         created["client_id"],
         http.get(f"{API}/clients/{created['client_id']}", headers=ops).headers["etag"],
     )
-    problem(http.patch(f"{API}/clients/{client_id}", json={"name": "New"}, headers=ops), 428, "precondition_required")
-    renamed = http.patch(f"{API}/clients/{client_id}", json={"name": "Renamed"}, headers={**ops, "If-Match": etag})
+    problem(change(http, f"{API}/clients/{client_id}", json={"name": "New"}, headers=ops), 428, "precondition_required")
+    renamed = change(http, f"{API}/clients/{client_id}", json={"name": "Renamed"}, headers={**ops, "If-Match": etag})
     assert renamed.status_code == 200 and renamed.json()["name"] == "Renamed"
-    stale = http.patch(f"{API}/clients/{client_id}", json={"name": "Again"}, headers={**ops, "If-Match": etag})
+    stale = change(http, f"{API}/clients/{client_id}", json={"name": "Again"}, headers={**ops, "If-Match": etag})
     problem(stale, 412, "precondition_failed")
     token = http.post(
         "/oauth2/token",
@@ -369,7 +374,7 @@ def test_the_audit_trail_says_who_what_when_and_from_where_and_filters_by_kind(
     http.post(f"{API}/invitations", json={"email": "tom@example.com"}, headers=ops)
     http.post(f"{API}/api-keys", json={"name": "nightly"}, headers=ops)
     etag = http.get(f"{API}/members/{people['member'].id}", headers=ops).headers["etag"]
-    http.patch(f"{API}/members/{people['member'].id}", json={"role": "admin"}, headers={**ops, "If-Match": etag})
+    change(http, f"{API}/members/{people['member'].id}", json={"role": "admin"}, headers={**ops, "If-Match": etag})
     everything = http.get(f"{API}/audit", headers=ops).json()
     kinds = [entry["kind"] for entry in everything["data"]]
     assert kinds == ["member_role_changed", "api_key_created", "member_invited"]  # newest first
@@ -397,7 +402,7 @@ def test_the_membership_versions_move_on_with_each_change(
     member = people["member"].id
     for role in ("admin", "member"):
         etag = http.get(f"{API}/members/{member}", headers=ops).headers["etag"]
-        http.patch(f"{API}/members/{member}", json={"role": role}, headers={**ops, "If-Match": etag})
+        change(http, f"{API}/members/{member}", json={"role": role}, headers={**ops, "If-Match": etag})
     with engine.connect() as connection:
         version = connection.scalar(sa.select(memberships.c.version).where(memberships.c.user_id == member))
     assert version == 2
