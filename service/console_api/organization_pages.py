@@ -87,7 +87,7 @@ class OrganizationPages:
         self.invitations = invitations
         self.applications = applications
         self.trail = journal
-        self.secret_path = web.path + "/apps/secret"
+        self.secret_path = web.path + "/app-secret"
 
     # Members and invitations
 

@@ -65,8 +65,8 @@ def register(console: ConsoleBrowser, **fields: str) -> Any:
 def registered(console: ConsoleBrowser) -> tuple[str, str]:
     """Register an application and read its secret from the page that shows it once: (client id, secret)."""
     answer = register(console)
-    assert answer.status_code == 303 and answer.headers["location"] == "/console/apps/secret", answer.text
-    page = console.get("/console/apps/secret")
+    assert answer.status_code == 303 and answer.headers["location"] == "/console/app-secret", answer.text
+    page = console.get("/console/app-secret")
     secret = SECRET.search(page.text)
     client_id = re.search(r"<code>(cli_[0-9a-f]{16})</code>", page.text)
     assert secret and client_id, page.text
@@ -82,7 +82,7 @@ def token_status(app: Any, client_id: str, secret: str) -> int:
 def test_an_owner_registers_an_application_and_sees_its_secret_once(owner: ConsoleBrowser, engine: Engine) -> None:
     assert "Register an application" in owner.get("/console/apps").text
     client_id, secret = registered(owner)
-    again = owner.get("/console/apps/secret")
+    again = owner.get("/console/app-secret")
     assert "no longer shown" in again.text and secret not in again.text
     with engine.connect() as connection:
         row = connection.execute(sa.select(clients).where(clients.c.id == client_id)).one()
@@ -113,7 +113,7 @@ def test_a_rotated_secret_keeps_the_old_one_for_the_grace_and_not_after(
     client_id, old = registered(owner)
     rotated = owner.post(f"/console/apps/{client_id}/secret", {"csrf_token": owner.csrf()})
     assert rotated.status_code == 303
-    page = owner.get("/console/apps/secret")
+    page = owner.get("/console/app-secret")
     new = SECRET.search(page.text)
     assert new and new.group(1) != old and "previous secret works until" in page.text
     assert token_status(app, client_id, old) == 200 and token_status(app, client_id, new.group(1)) == 200
