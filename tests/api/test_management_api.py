@@ -407,3 +407,28 @@ def test_the_membership_versions_move_on_with_each_change(
         version = connection.scalar(sa.select(memberships.c.version).where(memberships.c.user_id == member))
     assert version == 2
     assert re.fullmatch(r'"[0-9a-f]{16}"', http.get(f"{API}/members/{member}", headers=ops).headers["etag"])
+
+
+def test_a_public_client_is_registered_where_the_node_allows_public_clients(
+    settings: Settings, engine: Engine, catalog: Any, clock: MovableClock, grove: Organization
+) -> None:
+    import dataclasses
+
+    from service.app import create_app
+    from tests.support.passwords import FAST_HASHING as HASHING
+
+    app = create_app(
+        dataclasses.replace(settings, public_clients=True), catalog=catalog, clock=clock, password_hashing=HASHING
+    )
+    with TestClient(app, base_url="http://127.0.0.1:8000") as http:
+        ops = bearer(http, bot(engine, grove))
+        spa = registration(
+            token_endpoint_auth_method="none",
+            redirect_uris=["http://127.0.0.1:5173/callback"],
+            web_origins=["http://127.0.0.1:5173"],
+        )
+        made = http.post(f"{API}/clients", json=spa, headers=ops)
+        assert made.status_code == 201, made.text
+        assert made.json()["client_secret"] is None and made.json()["web_origins"] == ["http://127.0.0.1:5173"]
+        confidential_origins = registration(web_origins=["https://app.example.com"])
+        problem(http.post(f"{API}/clients", json=confidential_origins, headers=ops), 400, "invalid_parameter")
