@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from identity.common.clock import SYSTEM_CLOCK, Clock
+from identity.common.clock import SYSTEM_CLOCK, Clock, utc
 from identity.common.database import writing
 from identity.keys.sealing import Sealer
 from identity.organizations import trail
@@ -107,7 +107,7 @@ class IdempotencyKeys:
         ).first()
         if row is None:
             return None
-        if _utc(row.expires_at) <= at:
+        if utc(row.expires_at) <= at:
             connection.execute(
                 idempotency_keys.delete().where(
                     idempotency_keys.c.org_id == org_id, idempotency_keys.c.key_hash == key_hash
@@ -122,9 +122,3 @@ class IdempotencyKeys:
     def purge(connection: Connection, before: datetime) -> int:
         """Forget keys whose answer expired before ``before``; how many."""
         return int(connection.execute(idempotency_keys.delete().where(idempotency_keys.c.expires_at < before)).rowcount)
-
-
-def _utc(moment: datetime) -> datetime:
-    from identity.common.clock import utc
-
-    return utc(moment)

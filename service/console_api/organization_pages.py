@@ -8,7 +8,7 @@ record of another organization (or none) 404, a conflict 409, a bound per hour 4
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -459,9 +459,6 @@ class OrganizationPages:
     def actor_of(visitor: Visitor, address: str | None) -> Actor:
         member = visitor.member
         return Actor.member(member.user_id, member.org_id, member.role, address, member.org_name)
-
-
-Change = Callable[[Actor, dict[str, str]], Awaitable[object]]
 
 
 @dataclass(frozen=True, slots=True)
