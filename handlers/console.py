@@ -4,6 +4,7 @@ from connexion import context
 from starlette.responses import Response
 
 from service.console_api.console_web import CONSOLE, ConsoleWeb
+from service.console_api.organization_pages import OrganizationPages
 from service.identity_api.handler_support import current
 
 
@@ -53,3 +54,92 @@ async def send_verification() -> Response:
 
 async def sign_out() -> Response:
     return await _console().sign_out(current())
+
+
+# The organization's pages (service/console_api/organization_pages.py)
+
+
+def _organization() -> OrganizationPages:
+    pages = _console().organization
+    assert pages is not None  # wired by service.app.console_web with the console
+    return pages
+
+
+async def members() -> Response:
+    return await _organization().members_page(current())
+
+
+async def change_role(user_id: str) -> Response:
+    return await _organization().change_role(current(), user_id)
+
+
+async def remove_member_form(user_id: str) -> Response:
+    return await _organization().remove_form(current(), user_id)
+
+
+async def remove_member(user_id: str) -> Response:
+    return await _organization().remove(current(), user_id)
+
+
+async def leave_form() -> Response:
+    return await _organization().leave_form(current())
+
+
+async def leave() -> Response:
+    return await _organization().leave(current())
+
+
+async def invite() -> Response:
+    return await _organization().invite(current())
+
+
+async def resend_invitation(invitation_id: str) -> Response:
+    return await _organization().resend(current(), invitation_id)
+
+
+async def revoke_invitation(invitation_id: str) -> Response:
+    return await _organization().revoke_invitation(current(), invitation_id)
+
+
+async def invitation() -> Response:
+    return await _organization().invitation_page(current())
+
+
+async def accept_invitation() -> Response:
+    return await _organization().accept(current())
+
+
+async def apps() -> Response:
+    return await _organization().apps_page(current())
+
+
+async def create_app() -> Response:
+    return await _organization().create_app(current())
+
+
+async def app_secret() -> Response:
+    return await _organization().secret_page(current())
+
+
+async def app(client_id: str) -> Response:
+    return await _organization().app_page(current(), client_id)
+
+
+async def update_app(client_id: str) -> Response:
+    return await _organization().update_app(current(), client_id)
+
+
+async def rotate_secret(client_id: str) -> Response:
+    return await _organization().rotate_secret(current(), client_id)
+
+
+async def set_management_scopes(client_id: str) -> Response:
+    return await _organization().set_management_scopes(current(), client_id)
+
+
+async def delete_app(client_id: str) -> Response:
+    return await _organization().delete_app(current(), client_id)
+
+
+async def audit() -> Response:
+    return await _organization().audit_page(current())

@@ -7,6 +7,7 @@ Nothing here knows Connexion or Starlette: the web layer calls in with plain val
 - ``purge`` (deleting what nothing can use any more), ``discovery`` (RFC 8414) and ``member_directory``;
 - ``interaction``: the browser sign-in (the authorization request, the interaction policy and a handler a page) and
   RP-initiated logout;
+- ``organizations``: members, roles and invitations, the organization's clients and keys, its audit trail;
 - ``tokens``: the token endpoint and its grants, codes, access and refresh tokens, introspection, revocation;
 - ``clients``: registration, client authentication, web origins, consents;
 - ``sessions`` and ``api_keys``;

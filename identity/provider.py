@@ -33,6 +33,11 @@ from identity.keys.signing_keys import SigningKeys
 from identity.mail.email_links import EmailLinks
 from identity.mail.outbox import DeliveryPolicy, Doorbell, Outbox
 from identity.member_directory import Directory
+from identity.organizations.applications import Applications
+from identity.organizations.idempotency import IdempotencyKeys
+from identity.organizations.invitations import Bounds, Invitations
+from identity.organizations.members import Members
+from identity.organizations.trail import Trail
 from identity.purge import Purger
 from identity.sessions import backchannel_logout
 from identity.sessions.sessions import SessionStore
@@ -83,6 +88,9 @@ class Tuning:
     clients_max_age: timedelta = timedelta(seconds=1)  # a client authenticating is read again at most this often
     clients_kept: int = 1024  # clients whose row client authentication keeps in memory at most
     outbound_loopback: bool = False  # outbound URIs may reach loopback addresses (identity/common/outbound_uris.py)
+    invitations_per_hour: int = 20  # invitation mails an organization may send an hour
+    max_pending_invitations: int = 100  # pending invitations an organization may have
+    client_secret_grace: timedelta = timedelta(hours=1)  # a rotated secret keeps working this long
 
 
 class Provider:
@@ -97,6 +105,7 @@ class Provider:
         device_key: bytes,  # signs the device cookies of the sign-in throttle (a service secret)
         clock: Clock = SYSTEM_CLOCK,  # every object that reads the time reads this one
         password_hashing: PasswordHashing = OWASP_ARGON2ID,  # the users' passwords (identity/accounts/passwords.py)
+        invitation_link: str = "",  # the page an invitation's link opens (the console's), without its query
     ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
@@ -157,6 +166,18 @@ class Provider:
         self.verifier = TokenVerifier(issuer, public_keys, access_tokens, tuning.verified_tokens, clock)
         # the units of work of the token and introspection requests a worker runs in a row
         self.token_work = TokenWork(access_tokens, self.verifier.jti_of)
+        # organizations run themselves (identity/organizations/): the trail, and invitations (signing up through one)
+        self.trail = Trail(engine, cursor_key, clock)
+        self.invitations = Invitations(
+            engine,
+            self.users,
+            self.outbox,
+            self.trail,
+            Bounds(per_hour=tuning.invitations_per_hour, pending=tuning.max_pending_invitations),
+            invitation_link,
+            cursor_key,
+            clock=clock,
+        )
         self.sign_in_pages = SignInPages.build(
             issuer=issuer,
             clients=self.clients,
@@ -173,6 +194,7 @@ class Provider:
             password_reset=self.password_reset,
             clock=clock,
             public_clients=tuning.public_clients,
+            invitations=self.invitations,
         )
         self.client_auth = ClientAuthenticator(
             engine, self.clients, issuer, clock, public_clients=tuning.public_clients
@@ -216,6 +238,17 @@ class Provider:
             public_clients=tuning.public_clients,
         )
         self.directory = Directory(engine, self.verifier, cursor_key)
+        # members and roles, and the organization's own clients
+        self.members = Members(engine, revoker, self.trail, cursor_key, clock)
+        self.applications = Applications(
+            self.clients,
+            self.trail,
+            cursor_key,
+            public_clients=tuning.public_clients,
+            secret_grace=tuning.client_secret_grace,
+            clock=clock,
+        )
+        self.idempotency = IdempotencyKeys(engine, sealer, clock)
         self.purger = Purger(engine, lifetimes.refresh_token, tuning.purge_grace, tuning.throttle.window, clock)
 
         # OpenID Connect Discovery 1.0 §4.2: the metadata, fixed by the settings, serialised once.

@@ -41,6 +41,8 @@ from identity.common.tables import (
 )
 from identity.mail.email_links import EmailLinks
 from identity.mail.outbox import Outbox
+from identity.organizations.idempotency import IdempotencyKeys
+from identity.organizations.invitations import Invitations
 from identity.sessions import backchannel_logout
 from identity.tokens.access_tokens import AccessTokenStore
 from identity.tokens.codes import CodeStore
@@ -98,6 +100,8 @@ class Purger:
             "signing_keys": _deleting(signing_keys.delete().where(signing_keys.c.expires_at < at - self._grace)),
             "mail_outbox": lambda connection: Outbox.purge(connection, at - self._grace),
             "email_links": lambda connection: EmailLinks.purge(connection, at - self._grace),
+            "invitations": lambda connection: Invitations.purge(connection, at - self._grace),
+            "idempotency_keys": lambda connection: IdempotencyKeys.purge(connection, at),
             "session_clients": backchannel_logout.purge,  # after browser_sessions
         }
         deleted = {}

@@ -31,6 +31,7 @@ from identity.common.clock import SYSTEM_CLOCK, Clock
 from identity.common.errors import InvalidInput
 from identity.common.issuer import Issuer
 from identity.keys.sealing import Sealer
+from identity.organizations.keys import OrganizationKeys
 from identity.provider import Provider
 from identity.sessions.console_sessions import ConsoleSessionStore
 from service.console_api.console_web import ConsoleWeb
@@ -43,6 +44,7 @@ from service.identity_api.client_cors import ClientCrossOrigin
 from service.identity_api.identity_app import create_identity_app
 from service.identity_api.published import PublishedDocuments
 from service.mail.transports import Courier
+from service.management_api.paths import MANAGEMENT_PATH, is_management_path
 from service.menus_api.answer_cache import AnswerCache
 from service.menus_api.key_cache import KeyCache
 from service.menus_api.key_failures import KeyFailures
@@ -94,6 +96,7 @@ class Dispatcher:
     on_shutdown: Callable[[], Awaitable[None]] | None = None  # closes the rate limit's Redis connections
     console: Api | None = None  # the developer console, at console_path
     console_path: str = ""  # given with console
+    management: Api | None = None  # the management API, at /management/v1 (openapi/management.yaml)
     # the worker's background jobs (service/ops/periodic.py), started and stopped with the lifespan
     background: BackgroundJobs = field(default_factory=BackgroundJobs)
 
@@ -118,6 +121,8 @@ class Dispatcher:
             return NOT_FOUND
         if is_operations_path(path):
             return self.operations
+        if self.management is not None and is_management_path(path):
+            return self.management
         if path.startswith("/v1/"):  # "/v1" itself is a 404 here: Starlette would redirect it, from Host
             return self.menus
         if not self.identity_path or path.startswith(self.identity_path + "/"):
@@ -217,8 +222,10 @@ def create_app(
         device_key=service_secret(engine, sealer, "device-cookie-key"),
         clock=clock,
         password_hashing=password_hashing,
+        invitation_link=settings.base_url + settings.console_path + "/invitation",
     )
     provider.start()
+    organization_keys = OrganizationKeys(keys, provider.trail, service_secret(engine, sealer, "directory-cursor-key"))
     identity = create_identity_app(
         provider,
         client_threads=client_threads(engine, pool),
@@ -226,7 +233,7 @@ def create_app(
         validate_responses=settings.validate_responses,
         fast_forms=fast_forms,
     )
-    web = console_web(settings, engine, sealer, provider, keys, clock)
+    web = console_web(settings, engine, sealer, provider, keys, clock, organization_keys)
     console = None
     if web is not None:
         too_slow = web.too_slow
@@ -241,6 +248,7 @@ def create_app(
             ("identity.yaml", provider.issuer.path, provider.issuer.path),
             ("operations.yaml", "", DOCUMENT_PREFIX.rstrip("/")),
             ("console.yaml", settings.console_path, settings.console_path),
+            ("management.yaml", MANAGEMENT_PATH, MANAGEMENT_PATH),
         ],
         cached_paths=settings.route_cache_paths,
     )
@@ -305,6 +313,13 @@ def create_app(
         on_shutdown=lambda: _close_all(limiter, failure_limiter),
         console=console,
         console_path=settings.console_path,
+        management=Api(
+            BuiltOnFirstRequest(lambda: _management_app(settings, provider, organization_keys)),
+            (
+                *documented(settings, "management.yaml", MANAGEMENT_PATH, settings.base_url + MANAGEMENT_PATH),
+                BodyCap(settings.management_body_limit, _problem_too_large),
+            ),
+        ),
         background=BackgroundJobs(background_jobs(settings, provider, usage, mail, admission, logouts)),
     )
 
@@ -365,6 +380,25 @@ class BuiltOnFirstRequest:
         await self._app(scope, receive, send)
 
 
+def _management_app(settings: Settings, provider: Provider, keys: OrganizationKeys) -> ASGIApp:
+    """The management API (openapi/management.yaml), built at its first request."""
+    from service.management_api.management_app import create_management_app
+    from service.management_api.management_web import ManagementWeb
+
+    web = ManagementWeb(
+        url=settings.base_url + MANAGEMENT_PATH,
+        verifier=provider.verifier,
+        clients=provider.clients,
+        members=provider.members,
+        invitations=provider.invitations,
+        applications=provider.applications,
+        keys=keys,
+        journal=provider.trail,
+        idempotency=provider.idempotency,
+    )
+    return create_management_app(web, validate_responses=settings.validate_responses)
+
+
 def _console_app(web: ConsoleWeb, settings: Settings) -> ASGIApp:
     from service.console_api.console_app import create_console_app
 
@@ -412,7 +446,13 @@ def _problem_too_large(_: Scope, limit: int) -> Response:
 
 
 def console_web(
-    settings: Settings, engine: Engine, sealer: Sealer, provider: Provider, keys: ApiKeyStore, clock: Clock
+    settings: Settings,
+    engine: Engine,
+    sealer: Sealer,
+    provider: Provider,
+    keys: ApiKeyStore,
+    clock: Clock,
+    organization_keys: OrganizationKeys | None = None,
 ) -> ConsoleWeb | None:
     """The developer console, registered as a client of the provider (one registration for every node).
 
@@ -430,7 +470,7 @@ def console_web(
     except InvalidInput as error:
         logger.warning("the developer console is off: %s (MENUS_BASE_URL must be https, or http on loopback)", error)
         return None
-    return ConsoleWeb(
+    web = ConsoleWeb(
         path=settings.console_path,
         base_url=settings.base_url,
         issuer_url=provider.issuer.url,
@@ -446,4 +486,12 @@ def console_web(
         secure=provider.issuer.secure or console_url.startswith("https://"),
         form_limit=settings.console_form_limit,
         own_account=provider.own_account,
+        signed_in=provider.trail.console_sign_in,
     )
+    if organization_keys is not None:
+        from service.console_api.organization_pages import OrganizationPages
+
+        web.organization = OrganizationPages(
+            web, provider.members, provider.invitations, provider.applications, provider.trail, organization_keys
+        )
+    return web

@@ -238,6 +238,14 @@ class UserStore:
             member = _memberships(connection, [row.id for row in rows])
         return [_user(row, member[row.id]) for row in rows]
 
+    def insert(self, connection: sa.Connection, email: str, name: str, password_hash: str) -> str:
+        """In the caller's transaction: a new user with this (checked) address, name and password hash, in no
+        organization yet (the caller adds the membership: signing up through an invitation); their id.
+        ``IntegrityError`` when the address is taken."""
+        user_id = new_id("usr")
+        self._insert(connection, user_id, check_email(email), check_name(name), password_hash)
+        return user_id
+
     def _insert(self, connection: sa.Connection, user_id: str, email: str, name: str, password_hash: str) -> None:
         connection.execute(
             users.insert().values(

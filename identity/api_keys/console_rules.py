@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from identity.accounts.users import UserStore
 from identity.api_keys.keys import ApiKey, ApiKeyStore, UnknownApiKey
 from identity.api_keys.usage import DailyUsage, KeyUsage, UsageReport
-from identity.common.tables import users
+from identity.common.tables import clients, users
 
 MANAGING_ROLES = frozenset({"owner", "admin"})
 
@@ -104,6 +104,16 @@ class Console:
     def _require_manager(member: Member, action: str) -> None:
         if not member.manages_keys:
             raise NotAllowed(f"Only an owner or an admin of {member.org_name} may {action} API keys.")
+
+    def names(self, ids: set[str]) -> dict[str, str]:
+        """The names of the users and clients among ``ids`` (the audit trail's page shows them)."""
+        found = self._names({i for i in ids if i.startswith("usr_")})
+        client_ids = {i for i in ids if i.startswith("cli_")}
+        if client_ids:
+            with self._engine.connect() as connection:
+                rows = connection.execute(sa.select(clients.c.id, clients.c.name).where(clients.c.id.in_(client_ids)))
+                found.update({row.id: row.name for row in rows})
+        return found
 
     def _names(self, user_ids: set[str]) -> dict[str, str]:
         if not user_ids:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -149,6 +150,22 @@ class ApiKeyStore:
 
     def create(self, name: str, *, org_id: str | None = None, created_by: str | None = None) -> tuple[ApiKey, str]:
         """Create a key; return its record and the key itself, which is never stored or shown again."""
+        with self.transaction() as connection:
+            record, key = self.create_in(connection, name, org_id=org_id, created_by=created_by)
+        self.created(record)
+        return record, key
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A transaction begun as a writer (``writing``: the count of active keys stays true until the commit)."""
+        with self._engine.connect() as connection, connection.begin():
+            writing(connection)
+            yield connection
+
+    def create_in(
+        self, connection: Connection, name: str, *, org_id: str | None = None, created_by: str | None = None
+    ) -> tuple[ApiKey, str]:
+        """``create`` in the caller's transaction, begun as a writer (``transaction``); ``created`` once it commits."""
         name = check_name(name)
         key = PREFIX + secrets.token_urlsafe(32)
         record = ApiKey(
@@ -160,23 +177,25 @@ class ApiKeyStore:
             created_by=created_by,
             prefix=key[:SHOWN_PREFIX],
         )
-        with self._engine.begin() as connection:
-            if org_id is not None:
-                writing(connection)  # SQLite: the count below cannot go stale before the insert
-                self._check_room(connection, org_id)
-            connection.execute(
-                api_keys.insert().values(
-                    id=record.id,
-                    name=record.name,
-                    key_hash=hash_key(key),
-                    created_at=record.created_at,
-                    org_id=org_id,
-                    created_by=created_by,
-                    prefix=record.prefix,
-                )
+        if org_id is not None:
+            self._check_room(connection, org_id)
+        connection.execute(
+            api_keys.insert().values(
+                id=record.id,
+                name=record.name,
+                key_hash=hash_key(key),
+                created_at=record.created_at,
+                org_id=org_id,
+                created_by=created_by,
+                prefix=record.prefix,
             )
-        audit.record(audit.API_KEY_CREATED, key_id=record.id, org_id=org_id, user_id=created_by)
+        )
         return record, key
+
+    @staticmethod
+    def created(record: ApiKey) -> None:
+        """After the commit of a key's creation: its audit line."""
+        audit.record(audit.API_KEY_CREATED, key_id=record.id, org_id=record.org_id, user_id=record.created_by)
 
     def _check_room(self, connection: Connection, org_id: str) -> None:
         """In the creating transaction: the organization exists and has room for one more active key.

@@ -119,7 +119,7 @@ class ClientAuthenticator:
         if client is None or client.auth_method not in methods or client.secret_hash is None:
             hmac.compare_digest(hash_secret(secret), _DUMMY_HASH)  # the same work as for a known client
             raise InvalidClient(detail=_not_by(client, methods, client_id, "secret"))
-        if not client.verify_secret(secret):
+        if not client.verify_secret(secret, self._clock.now()):
             raise InvalidClient(detail=f"The secret of client {client.id} is wrong.")
         return client
 

@@ -23,18 +23,20 @@ from __future__ import annotations
 import hmac
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from time import monotonic
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from identity.clients.metadata import check_jwks, check_redirect_uri, check_web_origins
 from identity.common import token_tables
-from identity.common.clock import SYSTEM_CLOCK, Clock, new_id
+from identity.common.clock import SYSTEM_CLOCK, Clock, new_id, utc
 from identity.common.database import writing
 from identity.common.digests import sha256_hex
 from identity.common.errors import InvalidInput, UnknownRecord
@@ -43,12 +45,13 @@ from identity.common.tables import clients, organizations
 from identity.common.text import display_name, has_control
 from identity.common.vocabulary import AUTH_METHODS as AUTH_METHODS
 from identity.common.vocabulary import GRANTS as GRANTS
+from identity.common.vocabulary import MANAGEMENT_SCOPES
 from identity.common.vocabulary import PUBLIC as PUBLIC
 from identity.common.vocabulary import REGISTRABLE_AUTH_METHODS as REGISTRABLE_AUTH_METHODS
 from identity.common.vocabulary import SCOPES as SCOPES
 from identity.sessions.backchannel_logout import check_backchannel_logout_uri
 
-APPLICATION_SCOPES = frozenset({"members:read"})  # client_credentials only
+APPLICATION_SCOPES = frozenset({"members:read", *MANAGEMENT_SCOPES})  # client_credentials only
 DEFAULT_GRANTS = ("authorization_code", "refresh_token")
 DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access")
 
@@ -74,17 +77,28 @@ class Client:
     # the back-channel logout URI may reach loopback, private and unique-local addresses (--allow-internal: an
     # operator's decision, identity/common/outbound_uris.py)
     backchannel_logout_internal: bool = False
+    version: int = 0  # moved on by every change (the ETag a change must match; migration 0012)
+    # a rotated secret keeps working until previous_secret_expires_at (MENUS_CLIENT_SECRET_GRACE)
+    previous_secret_hash: str | None = None
+    previous_secret_expires_at: datetime | None = None
+    created_at: datetime | None = None
 
     @property
     def public(self) -> bool:
         """A public client (RFC 6749 §2.1): no credentials, so anyone may present its id."""
         return self.auth_method == PUBLIC
 
-    def verify_secret(self, secret: str) -> bool:
-        """Constant-time comparison of the presented secret's hash with the stored one."""
+    def verify_secret(self, secret: str, now: datetime | None = None) -> bool:
+        """Constant-time comparison of the presented secret's hash with the stored one; given ``now``, the
+        previous secret too while its grace lasts (a rotation's, ``ClientStore.new_secret``)."""
         if self.secret_hash is None:
             return False
-        return hmac.compare_digest(hash_secret(secret), self.secret_hash)
+        presented = hash_secret(secret)
+        current = hmac.compare_digest(presented, self.secret_hash)
+        previous = self.previous_secret_hash or _NO_HASH
+        in_grace = hmac.compare_digest(presented, previous)
+        expires = self.previous_secret_expires_at
+        return current or (in_grace and now is not None and expires is not None and now < expires)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +121,11 @@ class Client:
 
 
 hash_secret = sha256_hex
+_NO_HASH = "0" * 64  # compared against when there is no previous secret, so the work is the same
+
+
+class StaleClient(Exception):
+    """The client changed since its author read it (its version tag no longer matches): nothing was changed."""
 
 
 class ClientStore:
@@ -171,10 +190,12 @@ class ClientStore:
         backchannel_logout_session_required: bool = False,
         require_verified_email: bool = False,
         allow_internal: bool = False,
+        connection: Connection | None = None,
     ) -> tuple[Client, str | None]:
         """Register a client; return it and its secret (None for private_key_jwt and public clients), shown once.
         ``allow_internal``: the back-channel logout URI may reach internal addresses (an operator's decision, the
-        command line's ``--allow-internal``; never a client owner's)."""
+        command line's ``--allow-internal``; never a client owner's). ``connection``: write in the caller's
+        transaction (a create of the management API and its idempotency key), else in one of its own."""
         name = display_name(name, "the client's name")
         if auth_method not in REGISTRABLE_AUTH_METHODS:
             raise InvalidInput(f"the auth method must be one of {', '.join(REGISTRABLE_AUTH_METHODS)}")
@@ -223,12 +244,34 @@ class ClientStore:
             backchannel_logout_session_required=backchannel_logout_session_required,
             require_verified_email=require_verified_email,
             backchannel_logout_internal=allow_internal and backchannel is not None,
+            created_at=self._clock.now(),
         )
-        with self._engine.begin() as connection:
-            if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == org_id)) is None:
-                raise InvalidInput(f"no organization has the id {org_id!r}")
-            connection.execute(clients.insert().values(**_row(client), created_at=self._clock.now()))
+        if connection is not None:
+            self._insert(connection, client)
+        else:
+            with self._engine.begin() as own:
+                self._insert(own, client)
         return client, secret
+
+    @staticmethod
+    def _insert(connection: Connection, client: Client) -> None:
+        if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == client.org_id)) is None:
+            raise InvalidInput(f"no organization has the id {client.org_id!r}")
+        connection.execute(clients.insert().values(**_row(client), created_at=client.created_at))
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A transaction of the clients' database (a change and its audit trail's entry)."""
+        with self._engine.begin() as connection:
+            yield connection
+
+    def of_organization(self, org_id: str) -> list[Client]:
+        """The organization's clients, oldest first."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(clients).where(clients.c.org_id == org_id).order_by(clients.c.created_at, clients.c.id)
+            ).all()
+        return [_client(row) for row in rows]
 
     def ensure_first_party(
         self,
@@ -300,18 +343,29 @@ class ClientStore:
         backchannel_logout_session_required: bool | None = None,
         require_verified_email: bool | None = None,
         allow_internal: bool = False,
+        name: str | None = None,
+        org_id: str | None = None,
+        expected: str | None = None,
+        tag_of: Callable[[Client], str] | None = None,
     ) -> Client:
-        """Replace the lists and flags given (None: keep), under the same id and secret; checked as at
+        """Replace the name, lists and flags given (None: keep), under the same id and secret; checked as at
         registration. A back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of
         ``sid``). ``allow_internal``: as at registration; a new URI without it must reach the public internet,
-        the URI kept keeps what was allowed for it."""
+        the URI kept keeps what was allowed for it. ``org_id``: only a client of that organization (any other is
+        ``UnknownRecord``); ``expected``: only while ``tag_of`` the client read is that (``StaleClient`` else)."""
         with self._engine.begin() as connection:
             writing(connection)  # SQLite: the row read below stays as read until this update commits
             row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
             if row is None:
                 raise UnknownRecord(client_id)
             client = _client(row)
+            if org_id is not None and client.org_id != org_id:
+                raise UnknownRecord(client_id)
+            if expected is not None and tag_of is not None and tag_of(client) != expected:
+                raise StaleClient(client_id)
             changes: dict[str, Any] = {}
+            if name is not None:
+                changes["name"] = display_name(name, "the client's name")
             if redirect_uris is not None:
                 changes["redirect_uris"] = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris))
                 if "authorization_code" in client.grants and not changes["redirect_uris"]:
@@ -341,13 +395,35 @@ class ClientStore:
             if require_verified_email is not None:
                 changes["require_verified_email"] = require_verified_email
             if changes:
+                changes["version"] = client.version + 1
                 connection.execute(
                     clients.update()
                     .where(clients.c.id == client_id)
-                    .values({name: _stored(value) for name, value in changes.items()})
+                    .values({column: _stored(value) for column, value in changes.items()})
                 )
         self._forget(client_id)
         return replace(client, **changes)
+
+    def set_scopes(self, client_id: str, scopes: Sequence[str], grants: Sequence[str]) -> Client:
+        """Replace the client's scopes and grants (an owner granting management scopes); checked as at
+        registration."""
+        scopes, grants = tuple(dict.fromkeys(scopes)), tuple(dict.fromkeys(grants))
+        unknown = [s for s in scopes if s not in SCOPES]
+        if unknown:
+            raise InvalidInput(f"unknown scope {unknown[0]!r}; scopes are {', '.join(SCOPES)}")
+        if APPLICATION_SCOPES & set(scopes) and "client_credentials" not in grants:
+            raise InvalidInput("an application scope needs the client_credentials grant")
+        with self._engine.begin() as connection:
+            changed = connection.execute(
+                clients.update()
+                .where(clients.c.id == client_id)
+                .values(scopes=list(scopes), grants=list(grants), version=clients.c.version + 1)
+            ).rowcount
+            if changed == 0:
+                raise UnknownRecord(client_id)
+            row = connection.execute(_BY_ID, {"client_id": client_id}).one()
+        self._forget(client_id)
+        return _client(row)
 
     def web_origins(self) -> frozenset[str]:
         """Every origin some public client registered."""
@@ -360,14 +436,22 @@ class ClientStore:
             rows = connection.execute(sa.select(clients).order_by(clients.c.created_at, clients.c.id)).all()
         return [_client(row) for row in rows]
 
-    def new_secret(self, client_id: str) -> str:
-        """Replace the secret of a client_secret_* client; the old one stops working at once. Shown this once."""
+    def new_secret(self, client_id: str, grace: timedelta | None = None) -> str:
+        """Replace the secret of a client_secret_* client. Shown this once. Without ``grace`` the old one stops
+        working at once; with it, it keeps working that long (and any secret before it stops at once)."""
         secret = "cs_" + secrets.token_urlsafe(32)
+        if grace:
+            previous: dict[str, Any] = {
+                "previous_secret_hash": clients.c.secret_hash,
+                "previous_secret_expires_at": self._clock.now() + grace,
+            }
+        else:
+            previous = {"previous_secret_hash": None, "previous_secret_expires_at": None}
         with self._engine.begin() as connection:
             changed = connection.execute(
                 clients.update()
                 .where(clients.c.id == client_id, clients.c.auth_method.not_in(("private_key_jwt", PUBLIC)))
-                .values(secret_hash=hash_secret(secret))
+                .values(secret_hash=hash_secret(secret), version=clients.c.version + 1, **previous)
             )
             if changed.rowcount == 0:
                 raise UnknownRecord(client_id)
@@ -461,4 +545,8 @@ def _client(row: Any) -> Client:
         backchannel_logout_session_required=bool(row.backchannel_logout_session_required),
         require_verified_email=bool(row.require_verified_email),
         backchannel_logout_internal=bool(row.backchannel_logout_internal),
+        version=int(row.version),
+        previous_secret_hash=row.previous_secret_hash,
+        previous_secret_expires_at=utc(row.previous_secret_expires_at) if row.previous_secret_expires_at else None,
+        created_at=utc(row.created_at) if row.created_at else None,
     )

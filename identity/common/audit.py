@@ -37,6 +37,8 @@ EMAIL_VERIFIED = "email_verified"  # a verification link was followed (or users 
 PASSWORD_RESET = "password_reset"  # success: the password was replaced and every session and token ended
 USER_DISABLED = "user_disabled"  # `users disable`: every session and token of the user ended
 USER_ENABLED = "user_enabled"  # `users enable`: the user may sign in again
+# a change of an organization by its members or clients (identity/organizations/trail.py): reason is its kind
+ORGANIZATION_CHANGED = "organization_changed"
 EVENTS = (
     SIGN_IN,
     SIGN_UP,
@@ -54,6 +56,7 @@ EVENTS = (
     PASSWORD_RESET,
     USER_DISABLED,
     USER_ENABLED,
+    ORGANIZATION_CHANGED,
 )
 FIELDS = frozenset(
     {
@@ -69,6 +72,7 @@ FIELDS = frozenset(
         "key_id",
         "kid",
         "reason",
+        "subject_id",  # the id of the record an organization_changed event acted on
     }
 )
 

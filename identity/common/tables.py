@@ -42,6 +42,8 @@ users = sa.Table(
     # set by `users disable`: no sign-in, no token issued or served (migration 0008)
     sa.Column("disabled_at", Timestamp, nullable=True),
     credential_version(),
+    # when the user last gave their credentials (the members list; migration 0012: NULL for sign-ins before it)
+    sa.Column("last_sign_in_at", Timestamp, nullable=True),
 )
 
 memberships = sa.Table(
@@ -51,6 +53,8 @@ memberships = sa.Table(
     sa.Column("org_id", sa.String(32), sa.ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("role", sa.String(16), nullable=False),
     sa.Column("joined_at", Timestamp, nullable=False),
+    # moved on by every change of the role: the ETag a change must match (migration 0012)
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
 )
 
 clients = sa.Table(
@@ -80,6 +84,11 @@ clients = sa.Table(
     # the back-channel logout URI may reach a loopback, private or unique-local address: the operator registered
     # it with --allow-internal (identity/common/outbound_uris.py; migration 0011)
     sa.Column("backchannel_logout_internal", sa.Boolean, nullable=False, server_default=sa.false()),
+    # moved on by every change: the ETag a change must match (migration 0012)
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
+    # a rotated secret keeps working until then (MENUS_CLIENT_SECRET_GRACE; migration 0012)
+    sa.Column("previous_secret_hash", sa.String(64), nullable=True),
+    sa.Column("previous_secret_expires_at", Timestamp, nullable=True),
 )
 
 signing_keys = sa.Table(

@@ -39,6 +39,24 @@ class TokenTable:
         revoke_live(connection, cls._table, cls._table.c.user_id == user_id, at)
 
     @classmethod
+    def sessions_of_member(cls, connection: Connection, user_id: str, org_id: str) -> set[str]:
+        """The browser sessions in which the user was issued live tokens for the organization."""
+        table = cls._table
+        rows = connection.execute(
+            sa.select(table.c.session_id)
+            .where(table.c.user_id == user_id, table.c.org_id == org_id, table.c.revoked_at.is_(None))
+            .where(table.c.session_id.is_not(None))
+            .distinct()
+        )
+        return {str(row.session_id) for row in rows}
+
+    @classmethod
+    def revoke_member(cls, connection: Connection, user_id: str, org_id: str, at: datetime) -> None:
+        """Revoke every token issued to a user for one organization (they were removed from it, or left it)."""
+        table = cls._table
+        revoke_live(connection, table, sa.and_(table.c.user_id == user_id, table.c.org_id == org_id), at)
+
+    @classmethod
     def purge(cls, connection: Connection, at: datetime) -> int:
         """Delete the records of the tokens expired at ``at`` (refused by their expiry already); how many."""
         return connection.execute(cls._table.delete().where(cls._table.c.expires_at < at)).rowcount

@@ -8,5 +8,8 @@ AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt") 
 PUBLIC = "none"  # RFC 7591 §2: the auth method of a public client, which has no credentials
 REGISTRABLE_AUTH_METHODS = (*AUTH_METHODS, PUBLIC)
 GRANTS = ("authorization_code", "refresh_token", "client_credentials")
-SCOPES = ("openid", "profile", "email", "offline_access", "members:read")
+# what an organization's own clients may ask for with client_credentials to use the management API
+# (openapi/management.yaml), once an owner granted them (identity/organizations/applications.py)
+MANAGEMENT_SCOPES = ("manage:members", "manage:clients", "manage:keys", "manage:audit")
+SCOPES = ("openid", "profile", "email", "offline_access", "members:read", *MANAGEMENT_SCOPES)
 ROLES = ("owner", "admin", "member")  # a user's role in an organization

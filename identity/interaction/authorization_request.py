@@ -10,6 +10,7 @@ ignored.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,7 @@ from identity.tokens.pkce import CHALLENGE, METHOD
 PROMPTS = ("login", "consent", "create", "select_account", "none")
 PARAMETERS = frozenset(  # the parameters this provider reads; any other is ignored
     "client_id redirect_uri response_type response_mode scope state nonce code_challenge"
-    " code_challenge_method prompt max_age login_hint ui_locales request request_uri".split()
+    " code_challenge_method prompt max_age login_hint ui_locales request request_uri invitation".split()
 )
 MAX_PARAMETER_LENGTH = 2048  # longer values are refused rather than stored
 
@@ -48,6 +49,9 @@ class AuthorizationRequest:
     prompt: frozenset[str] = field(default_factory=frozenset)
     max_age: int | None = None
     login_hint: str | None = None
+    # this provider's own parameter: the token of an invitation to an organization (identity/organizations/), kept
+    # only as its SHA-256; signing up in this sign-in joins that organization instead of making one
+    invitation: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +64,7 @@ class AuthorizationRequest:
             "prompt": sorted(self.prompt),
             "max_age": self.max_age,
             "login_hint": self.login_hint,
+            "invitation": self.invitation,
         }
 
     def again(self, authorization_endpoint: str) -> str:
@@ -89,6 +94,7 @@ class AuthorizationRequest:
             prompt=frozenset(data["prompt"]),
             max_age=data["max_age"],
             login_hint=data["login_hint"],
+            invitation=data.get("invitation"),  # absent from interactions stored before invitations
         )
 
 
@@ -286,8 +292,17 @@ def parse_request(
         prompt=draft.prompt,
         max_age=draft.max_age,
         login_hint=draft.one("login_hint"),
+        invitation=invitation_hash(draft.one("invitation")),
     )
     return request, draft.client
+
+
+def invitation_hash(token: str | None) -> str | None:
+    """The SHA-256 of an invitation's token (as identity/organizations/invitations.py keeps it); None for none, or
+    for a value too long to be one (ignored, as an unknown parameter is)."""
+    if token is None or len(token) > 100:
+        return None
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def redirect_with(redirect_uri: str, params: dict[str, str | None]) -> str:

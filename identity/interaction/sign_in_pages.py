@@ -34,6 +34,7 @@ from identity.interaction.steps import Steps, VerificationMail
 from identity.interaction.store import InteractionStore
 from identity.interaction.verify_email import VerifyEmailLink
 from identity.mail.outbox import Outbox
+from identity.organizations.invitations import Invitations
 from identity.sessions.sessions import SessionStore
 from identity.tokens.store_protocols import AuthorizationCodes
 
@@ -68,6 +69,7 @@ class SignInPages:
         password_reset: PasswordReset,
         clock: Clock = SYSTEM_CLOCK,
         public_clients: bool = False,  # MENUS_PUBLIC_CLIENTS: whether public clients may sign users in here
+        invitations: Invitations | None = None,  # signing up through an invitation joins its organization
     ) -> SignInPages:
         pending = Pending(interactions, clients, users, sessions)
         mail = VerificationMail(issuer, users, throttle, verification)
@@ -84,7 +86,7 @@ class SignInPages:
         return cls(
             authorization=Authorization(clients, sessions, steps, interaction_ttl, clock, public_clients),
             sign_in=SignInPage(issuer, pending, users, throttle, devices, signed_in),
-            sign_up=SignUpPage(issuer, pending, users, throttle, outbox, mail, signed_in),
+            sign_up=SignUpPage(issuer, pending, users, throttle, outbox, mail, signed_in, invitations),
             forgot_password=ForgotPasswordPage(issuer, pending, password_reset),
             check_email=CheckEmailPage(issuer, pending, throttle, verification, mail, steps),
             verify_email=VerifyEmailLink(verification, interactions, clients, steps),

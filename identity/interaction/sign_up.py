@@ -1,4 +1,10 @@
-"""The sign-up page: a new user and a new organization they own, then the sign-in goes on signed in."""
+"""The sign-up page: a new user and a new organization they own, then the sign-in goes on signed in.
+
+A sign-in that carries an invitation (the authorization request's ``invitation``, kept as its hash) signs up into
+the invitation's organization instead, with its role, and makes no organization (identity/organizations/
+invitations.py); the page says which organization, and asks for no organization's name. An invitation that no
+longer opens is said so on the page, and nothing is made.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,8 @@ from identity.interaction.signed_in import SignedIn
 from identity.interaction.steps import VerificationMail
 from identity.interaction.store import Interaction
 from identity.mail.outbox import Mail, Outbox
+from identity.organizations.invitations import Invitations
+from identity.organizations.rules import Unknown
 
 
 class SignUpPage:
@@ -31,6 +39,7 @@ class SignUpPage:
         outbox: Outbox,
         mail: VerificationMail,
         signed_in: SignedIn,
+        invitations: Invitations | None = None,
     ) -> None:
         self.issuer = issuer
         self.pending = pending
@@ -39,16 +48,25 @@ class SignUpPage:
         self.outbox = outbox
         self.mail = mail
         self.signed_in = signed_in
+        self.invitations = invitations
 
     def show(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self.pending.get(interaction_id, browser)
-        return Outcome(page=self._page(interaction, client, Form({"email": interaction.request.login_hint or ""}), {}))
+        joining = self._joining(interaction)
+        email = interaction.request.login_hint or (joining["email"] if joining else "")
+        errors = {}
+        if interaction.request.invitation is not None and joining is None:
+            errors["invitation"] = "This invitation has expired, was revoked, or was already used."
+        return Outcome(page=self._page(interaction, client, Form({"email": email}), errors))
 
     def post(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
         """Create the user and a new organization they own, then continue signed in."""
         form = Form.parse(pairs)
         interaction, client = self.pending.posted(form, browser)
-        errors = _sign_up_errors(form)
+        joining = self._joining(interaction)
+        errors = _sign_up_errors(form, organization=joining is None)
+        if interaction.request.invitation is not None and joining is None:
+            errors["invitation"] = "This invitation has expired, was revoked, or was already used."
         if errors:
             return Outcome(page=self._page(interaction, client, form, errors))
         try:
@@ -57,9 +75,20 @@ class SignUpPage:
             audit.record(audit.SIGN_UP, audit.FAILURE, reason="throttled", client_id=client.id)
             return Outcome(page=throttled(error))
         try:
-            user = self.users.sign_up(
-                form.get("email"), form.get("name"), form.get("password"), form.get("organization")
-            )
+            if joining is not None and interaction.request.invitation is not None and self.invitations is not None:
+                user = self.invitations.sign_up(
+                    interaction.request.invitation,
+                    form.get("email"),
+                    form.get("name"),
+                    form.get("password"),
+                    browser.address,
+                )
+            else:
+                user = self.users.sign_up(
+                    form.get("email"), form.get("name"), form.get("password"), form.get("organization")
+                )
+        except Unknown as error:
+            return Outcome(page=self._page(interaction, client, form, {"invitation": str(error)}))
         except InvalidInput as error:
             audit.record(audit.SIGN_UP, audit.FAILURE, reason="account_exists", client_id=client.id)
             self._tell_owner(form.get("email"))
@@ -70,9 +99,10 @@ class SignUpPage:
         # the client require a verified address (it then pauses on the check-your-email page). A new account
         # always gets it, and it counts against the account's bound of verification mails like any other (5 in
         # the window in all: docs/identity.md).
-        self.throttle.verification_mail(user.email)
-        self.mail.send(user, interaction)
-        interaction = interaction.changed(verification_sent=True)
+        if not user.email_verified:  # signing up at the address an invitation was mailed to verifies it
+            self.throttle.verification_mail(user.email)
+            self.mail.send(user, interaction)
+            interaction = interaction.changed(verification_sent=True)
         try:
             started = self.signed_in.start_session(interaction, browser, user, org_id=user.memberships[0].org.id)
         except CredentialMoved:  # disabled (or its password reset) in the instant after it was created
@@ -98,13 +128,27 @@ class SignUpPage:
                 "csrf_token": interaction.csrf_token,
                 "values": {name: form.get(name) for name in ("name", "email", "organization")},
                 "errors": errors,
+                "joining": self._joining(interaction),
             },
         )
 
+    def _joining(self, interaction: Interaction) -> dict[str, str] | None:
+        """The organization and role an invitation of this sign-in joins, while it opens; else None."""
+        hashed = interaction.request.invitation
+        if hashed is None or self.invitations is None:
+            return None
+        preview = self.invitations.opens(hashed)
+        if preview is None:
+            return None
+        return {"org_name": preview.org_name, "role": preview.invitation.role, "email": preview.invitation.email}
 
-def _sign_up_errors(form: Form) -> dict[str, str]:
+
+def _sign_up_errors(form: Form, *, organization: bool = True) -> dict[str, str]:
     errors: dict[str, str] = {}
-    for name, check in (("name", check_name), ("email", check_email), ("organization", check_organization_name)):
+    checks = [("name", check_name), ("email", check_email)]
+    if organization:  # no organization is made for someone joining through an invitation
+        checks.append(("organization", check_organization_name))
+    for name, check in checks:
         try:
             check(form.get(name))
         except InvalidInput as error:

@@ -17,6 +17,7 @@ very moment gets no session, or a session that nothing accepts.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -56,6 +57,16 @@ class SessionStore:
         self._logouts = logouts
 
     def start(
+        self, user_id: str, org_id: str | None, credential_version: int, replacing: str | None = None
+    ) -> tuple[BrowserSession, str]:
+        """``_start``, then the user's last sign-in (the members list), in a short transaction of its own after the
+        session's: the sign-in's never waits on it."""
+        started = self._start(user_id, org_id, credential_version, replacing)
+        with self._engine.begin() as connection:
+            connection.execute(_SIGNED_IN, {"user_id": user_id, "at": started[0].auth_time})
+        return started
+
+    def _start(
         self, user_id: str, org_id: str | None, credential_version: int, replacing: str | None = None
     ) -> tuple[BrowserSession, str]:
         """Start a session after a sign-in that verified ``credential_version``; returns it and its new cookie
@@ -178,6 +189,22 @@ class SessionStore:
             ).rowcount
         )
 
+    @staticmethod
+    def end_in_organization(
+        connection: Connection, user_id: str, org_id: str, at: datetime, also: Collection[str] = ()
+    ) -> list[str]:
+        """End the user's live browser sessions signed in to the organization (they left it, or were removed): the
+        sessions whose organization it is, and those among ``also`` (where tokens for it were issued); their ids."""
+        where = (
+            browser_sessions.c.user_id == user_id,
+            sa.or_(browser_sessions.c.org_id == org_id, browser_sessions.c.id.in_(list(also))),
+            browser_sessions.c.ended_at.is_(None),
+        )
+        ids = [str(row.id) for row in connection.execute(sa.select(browser_sessions.c.id).where(*where))]
+        if ids:
+            connection.execute(browser_sessions.update().where(*where).values(ended_at=at))
+        return ids
+
     def end(self, session_id: str) -> bool:
         """End the session (sign-out); True when it was live."""
         with self._engine.begin() as connection:
@@ -212,6 +239,7 @@ _RENEW = (
     )
     .returning(browser_sessions.c.id)
 )
+_SIGNED_IN = users.update().where(users.c.id == sa.bindparam("user_id")).values(last_sign_in_at=sa.bindparam("at"))
 _START_COLUMNS = ("id", "secret_hash", "user_id", "org_id", "auth_time", "expires_at", "credential_version")
 _VERIFIED_ROW = sa.select(*(sa.bindparam(name, type_=browser_sessions.c[name].type) for name in _START_COLUMNS)).where(
     users.c.id == sa.bindparam("user_id"), users.c.credential_version == sa.bindparam("version")

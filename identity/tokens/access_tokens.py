@@ -47,6 +47,8 @@ _RECORD = (
                 sa.or_(
                     sa.bindparam("secret_hash", type_=clients.c.secret_hash.type).is_(None),
                     clients.c.secret_hash == sa.bindparam("secret_hash", type_=clients.c.secret_hash.type),
+                    # rotated meanwhile with a grace (MENUS_CLIENT_SECRET_GRACE): the secret read is the previous one
+                    clients.c.previous_secret_hash == sa.bindparam("secret_hash", type_=clients.c.secret_hash.type),
                 ),
             )
         ),

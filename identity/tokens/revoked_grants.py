@@ -84,6 +84,21 @@ class Revoker:
         AccessTokenStore.revoke_user(connection, user_id, at)
         return backchannel_logout.notify_user(connection, user_id, at)
 
+    def revoke_member_in(self, connection: Connection, user_id: str, org_id: str) -> int:
+        """In the caller's transaction (the membership's end: identity/organizations/members.py): the user's access
+        and refresh tokens for the organization are revoked, their browser sessions signed in to it end, and the
+        clients holding those sessions get logout tokens (Back-Channel Logout 1.0). Their sessions and tokens for
+        their other organizations live on. How many logout tokens were written (``written`` after the commit)."""
+        at = self._clock.now()
+        issued_in = RefreshTokenStore.sessions_of_member(connection, user_id, org_id)
+        issued_in |= AccessTokenStore.sessions_of_member(connection, user_id, org_id)
+        RefreshTokenStore.revoke_member(connection, user_id, org_id, at)
+        AccessTokenStore.revoke_member(connection, user_id, org_id, at)
+        told = 0
+        for session_id in SessionStore.end_in_organization(connection, user_id, org_id, at, issued_in):
+            told += backchannel_logout.notify_session(connection, session_id, at)
+        return told
+
     def written(self, logout_tokens: int) -> None:
         """After the commit: logout tokens were written, the node's worker may post them now."""
         if logout_tokens and self._logouts is not None:

@@ -9,8 +9,10 @@ organization is 404, as if it did not exist.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode, urljoin
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -39,6 +41,9 @@ from service.web.problems import Problem
 from service.web.request_reading import browser, form_pairs
 from service.web.request_state import Slot
 
+if TYPE_CHECKING:
+    from service.console_api.organization_pages import OrganizationPages
+
 log = logging.getLogger("service.console")
 
 
@@ -63,6 +68,7 @@ class ConsoleWeb:
         secure: bool,
         form_limit: int,
         own_account: OwnAccount | None = None,
+        signed_in: Callable[[str, str, str], None] | None = None,
     ) -> None:
         self.path = path  # e.g. /console
         self.form_limit = form_limit  # bytes of a console form at most (a larger one is 413)
@@ -78,23 +84,25 @@ class ConsoleWeb:
         self.secure = secure
         self.own_account = own_account  # the account page's changes (None: no account page)
         self.account_path = path + "/account"
+        self.signed_in = signed_in  # told of each sign-in (user, organization, network): the organization's trail
+        self.organization: OrganizationPages | None = None  # the organization's pages (organization_pages.py)
 
     # Pages
 
     async def home_page(self, request: Request) -> Response:
-        visitor = await in_thread(self._visitor, request)
+        visitor = await in_thread(self.visitor, request)
         if visitor is None:
-            response = self._page("welcome.html", "Developer console")
+            response = self.page("welcome.html", "Developer console")
             if SESSION_COOKIE in request.cookies:
-                self._forget(response, SESSION_COOKIE)
+                self.forget_cookie(response, SESSION_COOKIE)
             return response
         view = await in_thread(self.console.keys, visitor.member)
-        return self._page("keys.html", "API keys", visitor, view=view, chart=pages.chart(view.daily))
+        return self.page("keys.html", "API keys", visitor, view=view, chart=pages.chart(view.daily), section="keys")
 
     async def sign_in(self, request: Request) -> Response:
-        url, pending = self.client.start(request.query_params.get("prompt"))
+        url, pending = self.client.start(request.query_params.get("prompt"), request.query_params.get("invitation"))
         response = self.redirect(url)
-        self._set(
+        self.set_cookie(
             response,
             SIGN_IN_COOKIE,
             self.cookies.seal(pending.as_dict()),
@@ -112,89 +120,107 @@ class ConsoleWeb:
                 raise SignInFailed("The answer repeats a parameter.")
             signed_in = await in_thread(self.client.finish, params, pending)
         except SignInFailed as failure:
-            response = self._message("Sign-in failed", f"{failure} Please sign in again.", status=400)
-            self._forget(response, SIGN_IN_COOKIE, self.path + "/callback")
+            response = self.message("Sign-in failed", f"{failure} Please sign in again.", status=400)
+            self.forget_cookie(response, SIGN_IN_COOKIE, self.path + "/callback")
             return response
         console_id = await in_thread(self.console_sessions.start, signed_in.user_id)
         _, value = self.cookies.new_session(
             signed_in.user_id, signed_in.org_id, signed_in.session_id, signed_in.id_token, console_id
         )
+        if self.signed_in is not None:  # the organization's audit trail: a sign-in to the console
+            await in_thread(self.signed_in, signed_in.user_id, signed_in.org_id, browser(request).address)
         response = self.redirect(self.home)
-        self._forget(response, SIGN_IN_COOKIE, self.path + "/callback")  # a replayed callback finds no sign-in
-        self._set(response, SESSION_COOKIE, value, self.cookies.lifetimes.session, self.path)
+        if pending is not None and pending.invitation is not None and self.organization is not None:
+            # back to the invitation it started from, unless signing up through it used it (joined: home)
+            if await in_thread(self.organization.invitations.preview, pending.invitation) is not None:
+                response = self.redirect(f"{self.path}/invitation?{urlencode({'token': pending.invitation})}")
+        self.forget_cookie(response, SIGN_IN_COOKIE, self.path + "/callback")  # a replayed callback finds no sign-in
+        self.set_cookie(response, SESSION_COOKIE, value, self.cookies.lifetimes.session, self.path)
         return response
 
     async def create_key(self, request: Request) -> Response:
-        visitor, form, refused = await self._posted(request)
+        visitor, form, refused = await self.posted(request)
         if refused is not None:
             return refused
         assert visitor is not None
         try:
-            record, key = await in_thread(self.console.create_key, visitor.member, form.get("name", ""))
+            record, key = await in_thread(self._create_key, visitor, form.get("name", ""), browser(request).address)
         except NotAllowed as error:
-            return self._message("Not allowed", str(error), visitor, status=403)
+            return self.message("Not allowed", str(error), visitor, status=403)
         except KeyLimitReached as error:
-            return self._message("Too many API keys", str(error) + ".", visitor, status=409)
+            return self.message("Too many API keys", str(error) + ".", visitor, status=409)
         except InvalidInput as error:
-            return self._message("Invalid key name", str(error).capitalize() + ".", visitor, status=400)
+            return self.message("Invalid key name", str(error).capitalize() + ".", visitor, status=400)
         # POST/redirect/GET: the key rides to the page that shows it in a cookie that page clears, so
         # reloading that page neither shows the key again nor posts the form again (no second key).
         response = self.redirect(self.new_key_path)
         sealed = NewKey(record.id, key, visitor.session.csrf_token).seal(self.cookies)
-        self._set(response, NEW_KEY_COOKIE, sealed, self.cookies.lifetimes.new_key, self.new_key_path)
+        self.set_cookie(response, NEW_KEY_COOKIE, sealed, self.cookies.lifetimes.new_key, self.new_key_path)
         return response
+
+    def _create_key(self, visitor: Visitor, name: str, address: str) -> tuple[Any, str]:
+        """A key of the visitor's organization, written with its entry of the organization's trail."""
+        if self.organization is None:
+            return self.console.create_key(visitor.member, name)
+        return self.organization.keys.create(self.organization.actor_of(visitor, address), name)
+
+    def _revoke_key(self, visitor: Visitor, key_id: str, address: str) -> None:
+        if self.organization is None:
+            self.console.revoke_key(visitor.member, key_id)
+        else:
+            self.organization.keys.revoke(self.organization.actor_of(visitor, address), key_id)
 
     async def new_key_page(self, request: Request) -> Response:
         """The key just created, shown once: the cookie that carries it is cleared by this very answer."""
-        visitor = await in_thread(self._visitor, request)
+        visitor = await in_thread(self.visitor, request)
         new = NewKey.open(self.cookies, request.cookies.get(NEW_KEY_COOKIE))
         if visitor is None:
             response = self.redirect(self.home)
         elif new is None or not new.belongs_to(visitor.session):
-            response = self._page("key_gone.html", "This key is no longer shown", visitor)
+            response = self.page("key_gone.html", "This key is no longer shown", visitor)
         else:
             try:
                 record = await in_thread(self.console.key, visitor.member, new.key_id)
             except UnknownApiKey:  # the organization was switched in between
                 record = None
             if record is None or record.revoked_at is not None:
-                response = self._page("key_gone.html", "This key is no longer shown", visitor)
+                response = self.page("key_gone.html", "This key is no longer shown", visitor)
             else:
-                response = self._page("key_created.html", "Your new API key", visitor, record=record, key=new.key)
+                response = self.page("key_created.html", "Your new API key", visitor, record=record, key=new.key)
         if NEW_KEY_COOKIE in request.cookies:
-            self._forget(response, NEW_KEY_COOKIE, self.new_key_path)
+            self.forget_cookie(response, NEW_KEY_COOKIE, self.new_key_path)
         return response
 
     async def revoke_form(self, request: Request, key_id: str) -> Response:
-        visitor = await in_thread(self._visitor, request)
+        visitor = await in_thread(self.visitor, request)
         if visitor is None:
             return self.redirect(self.home)
         if not visitor.member.manages_keys:
             text = f"Only an owner or an admin of {visitor.member.org_name} may revoke API keys."
-            return self._message("Not allowed", text, visitor, status=403)
+            return self.message("Not allowed", text, visitor, status=403)
         try:
             record = await in_thread(self.console.key, visitor.member, key_id)
         except UnknownApiKey:
-            return self._message("No such key", "Your organization has no API key with this id.", visitor, status=404)
+            return self.message("No such key", "Your organization has no API key with this id.", visitor, status=404)
         if record.revoked_at is not None:
             return self.redirect(self.home)
-        return self._page("revoke.html", "Revoke this key?", visitor, record=record)
+        return self.page("revoke.html", "Revoke this key?", visitor, record=record)
 
     async def revoke(self, request: Request, key_id: str) -> Response:
-        visitor, _, refused = await self._posted(request)
+        visitor, _, refused = await self.posted(request)
         if refused is not None:
             return refused
         assert visitor is not None
         try:
-            await in_thread(self.console.revoke_key, visitor.member, key_id)
+            await in_thread(self._revoke_key, visitor, key_id, browser(request).address)
         except NotAllowed as error:
-            return self._message("Not allowed", str(error), visitor, status=403)
-        except UnknownApiKey:
-            return self._message("No such key", "Your organization has no API key with this id.", visitor, status=404)
+            return self.message("Not allowed", str(error), visitor, status=403)
+        except (UnknownApiKey, LookupError):
+            return self.message("No such key", "Your organization has no API key with this id.", visitor, status=404)
         return self.redirect(self.home)
 
     async def account_page(self, request: Request) -> Response:
-        visitor = await in_thread(self._visitor, request)
+        visitor = await in_thread(self.visitor, request)
         if visitor is None or self.own_account is None:
             return self.redirect(self.home)
         return await self._account(visitor)
@@ -202,7 +228,7 @@ class ConsoleWeb:
     async def change_password(self, request: Request) -> Response:
         """The current password checked under the sign-in throttle, then every session and token of the user
         ends (this console session with them): a page says so, and the console's cookie is cleared."""
-        visitor, form, refused = await self._posted(request, member_needed=False)
+        visitor, form, refused = await self.posted(request, member_needed=False)
         if refused is not None:
             return refused
         assert visitor is not None and self.own_account is not None
@@ -217,17 +243,17 @@ class ConsoleWeb:
         except Throttled as error:
             minutes = max(1, round(error.retry_after / 60))
             text = f"Too many attempts. Try again in about {minutes} minute{'s' if minutes > 1 else ''}."
-            response = self._message("Too many attempts", text, visitor, status=429)
+            response = self.message("Too many attempts", text, visitor, status=429)
             response.headers["Retry-After"] = str(error.retry_after)
             return response
         await in_thread(self.console_sessions.end, visitor.session.console_id)
         text = "Your password is changed, and you are signed out everywhere. Sign in again with the new one."
-        response = self._message("Password changed", text)
-        self._forget(response, SESSION_COOKIE)
+        response = self.message("Password changed", text)
+        self.forget_cookie(response, SESSION_COOKIE)
         return response
 
     async def send_verification(self, request: Request) -> Response:
-        visitor, _, refused = await self._posted(request, member_needed=False)
+        visitor, _, refused = await self.posted(request, member_needed=False)
         if refused is not None:
             return refused
         assert visitor is not None and self.own_account is not None
@@ -241,18 +267,18 @@ class ConsoleWeb:
     ) -> Response:
         assert self.own_account is not None
         user = await in_thread(self.own_account.user, visitor.member.user_id)
-        return self._page("account.html", "Your account", visitor, status=status, user=user, error=error, note=note)
+        return self.page("account.html", "Your account", visitor, status=status, user=user, error=error, note=note)
 
     async def sign_out(self, request: Request) -> Response:
         """End the console session on the server (a copy of its cookie opens nothing after this), forget the
         cookie, and send the browser to the provider's end-session endpoint (global)."""
-        visitor, _, refused = await self._posted(request, member_needed=False)
+        visitor, _, refused = await self.posted(request, member_needed=False)
         if refused is not None:
             return refused
         assert visitor is not None
         await in_thread(self.console_sessions.end, visitor.session.console_id)
         response = self.redirect(self.client.end_session_url(visitor.session.id_token))
-        self._forget(response, SESSION_COOKIE)
+        self.forget_cookie(response, SESSION_COOKIE)
         return response
 
     # Shapes
@@ -261,16 +287,16 @@ class ConsoleWeb:
         return RedirectResponse(location, status_code=303, headers={"Cache-Control": "no-store"})
 
     def too_large(self) -> Response:
-        return self._message("Request too large", f"A console form is at most {self.form_limit} bytes.", status=413)
+        return self.message("Request too large", f"A console form is at most {self.form_limit} bytes.", status=413)
 
     def too_slow(self) -> Response:
         """408: the form did not arrive within the bound (service/web/body_arrival.py)."""
-        return self._message("Request timeout", "The form did not arrive in time; please send it again.", status=408)
+        return self.message("Request timeout", "The form did not arrive in time; please send it again.", status=408)
 
     def error_response(self, status: int, error: Exception) -> Response:
         if status >= 500:
             log.exception("unexpected error in the console", exc_info=error)
-            return self._message("Something went wrong", "Something went wrong; please try again.", status=500)
+            return self.message("Something went wrong", "Something went wrong; please try again.", status=500)
         titles = {404: "Not found", 405: "Method not allowed"}
         texts = {
             404: "There is no console page here.",
@@ -280,11 +306,11 @@ class ConsoleWeb:
         text = texts.get(status, "The request is malformed.")
         if status == 400 and isinstance(error, Problem):  # the contract's rules, by name (service.web.validation)
             text = f"This request was refused: {error.detail}."
-        return self._message(titles.get(status, "Invalid request"), text, status=status)
+        return self.message(titles.get(status, "Invalid request"), text, status=status)
 
     # Helpers
 
-    def _visitor(self, request: Request) -> Visitor | None:
+    def visitor(self, request: Request) -> Visitor | None:
         """The signed-in member, while both the console session (its cookie and its row) and the provider's
         session live."""
         session = self.cookies.session(request.cookies.get(SESSION_COOKIE))
@@ -299,30 +325,30 @@ class ConsoleWeb:
             return None
         return Visitor(session, member)
 
-    async def _posted(
+    async def posted(
         self, request: Request, *, member_needed: bool = True
     ) -> tuple[Visitor | None, dict[str, str], Response | None]:
         """The visitor and the form of a POST, or the answer that refuses it (not signed in, CSRF, repeats)."""
         pairs = await form_pairs(request)
-        visitor = await in_thread(self._visitor, request)
+        visitor = await in_thread(self.visitor, request)
         if visitor is None:
             if not member_needed and SESSION_COOKIE in request.cookies:
                 return None, {}, self._signed_out_anyway()
             return None, {}, self.redirect(self.home)
         form = _single(pairs)
         if form is None:
-            return visitor, {}, self._message("Invalid request", "A field of the form is repeated.", visitor, 400)
+            return visitor, {}, self.message("Invalid request", "A field of the form is repeated.", visitor, 400)
         if not visitor.session.csrf_matches(form.get("csrf_token")):
             text = "This form has expired or did not come from the console. Go back and try again."
-            return visitor, form, self._message("Form expired", text, visitor, status=403)
+            return visitor, form, self.message("Form expired", text, visitor, status=403)
         return visitor, form, None
 
     def _signed_out_anyway(self) -> Response:
         response = self.redirect(self.home)
-        self._forget(response, SESSION_COOKIE)
+        self.forget_cookie(response, SESSION_COOKIE)
         return response
 
-    def _page(
+    def page(
         self, template: str, title: str, visitor: Visitor | None = None, *, status: int = 200, **context: object
     ) -> Response:
         html = pages.render(
@@ -337,15 +363,26 @@ class ConsoleWeb:
         )
         return HTMLResponse(html, status_code=status, headers=pages.PAGE_HEADERS)
 
-    def _message(self, title: str, text: str, visitor: Visitor | None = None, status: int = 200) -> Response:
-        return self._page("message.html", title, visitor, status=status, message=text, alert=status >= 400)
+    def message(self, title: str, text: str, visitor: Visitor | None = None, status: int = 200) -> Response:
+        return self.page("message.html", title, visitor, status=status, message=text, alert=status >= 400)
 
-    def _set(self, response: Response, name: str, value: str, max_age: int, path: str) -> None:
+    def forget_session(self, response: Response) -> None:
+        self.forget_cookie(response, SESSION_COOKIE)
+
+    def switch_organization(self, response: Response, visitor: Visitor, org_id: str) -> None:
+        """The console session goes on in another of the user's organizations (one they just joined)."""
+        session = visitor.session
+        _, value = self.cookies.new_session(
+            session.user_id, org_id, session.session_id, session.id_token, session.console_id
+        )
+        self.set_cookie(response, SESSION_COOKIE, value, self.cookies.lifetimes.session, self.path)
+
+    def set_cookie(self, response: Response, name: str, value: str, max_age: int, path: str) -> None:
         cookie = dump_cookie(name, value, max_age=max_age, path=path, secure=self.secure, httponly=True, samesite="Lax")
         response.headers.append("Set-Cookie", cookie)
 
-    def _forget(self, response: Response, name: str, path: str | None = None) -> None:
-        self._set(response, name, "", 0, path or self.path)
+    def forget_cookie(self, response: Response, name: str, path: str | None = None) -> None:
+        self.set_cookie(response, name, "", 0, path or self.path)
 
 
 def _single(pairs: list[tuple[str, str]]) -> dict[str, str] | None:

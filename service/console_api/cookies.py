@@ -33,6 +33,7 @@ from identity.common.clock import SYSTEM_CLOCK, Clock
 SESSION_COOKIE = "console_session"
 SIGN_IN_COOKIE = "console_sign_in"
 NEW_KEY_COOKIE = "console_new_key"
+NEW_SECRET_COOKIE = "console_new_secret"  # an application's secret just made, on its way to the page that shows it
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ SERVICE_ORG_ID = "org_service"  # the organization that owns the service's own c
 SERVICE_ORG_NAME = "Regional Menus"
 SERVICE_ORG_SLUG = "_service"  # no organization made by a user can have it (slugs start with a letter or digit)
 SCOPE = "openid profile email"
-PROMPTS = ("create", "select_account")  # "Create an account", "Switch organization"
+PROMPTS = ("create", "select_account", "login")  # "Create an account", "Switch organization", "Use another account"
 
 
 class SignInFailed(Exception):
@@ -46,16 +46,20 @@ class PendingSignIn:
     state: str
     nonce: str
     verifier: str
+    invitation: str | None = None  # an invitation's token: the sign-in comes back to its page
 
     def as_dict(self) -> dict[str, str]:
-        return {"state": self.state, "nonce": self.nonce, "verifier": self.verifier}
+        kept = {"state": self.state, "nonce": self.nonce, "verifier": self.verifier}
+        return kept if self.invitation is None else {**kept, "invitation": self.invitation}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PendingSignIn | None:
         values = [data.get(name) for name in ("state", "nonce", "verifier")]
         if not all(isinstance(value, str) and value for value in values):
             return None
-        return cls(*values)  # type: ignore[arg-type]
+        invitation = data.get("invitation")
+        state, nonce, verifier = (str(value) for value in values)
+        return cls(state, nonce, verifier, invitation if isinstance(invitation, str) else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +96,13 @@ class ConsoleClient:
             post_logout_redirect_uris=[self.post_logout_redirect_uri],
         )
 
-    def start(self, prompt: str | None) -> tuple[str, PendingSignIn]:
-        """The authorization URL to send the browser to, and what its pending sign-in cookie must hold."""
-        pending = PendingSignIn(secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48))
+    def start(self, prompt: str | None, invitation: str | None = None) -> tuple[str, PendingSignIn]:
+        """The authorization URL to send the browser to, and what its pending sign-in cookie must hold.
+        ``invitation``: an invitation's token, which the provider's sign-up (``prompt=create``) joins instead of
+        making an organization, and whose page the sign-in comes back to."""
+        pending = PendingSignIn(
+            secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48), invitation
+        )
         query = {
             "response_type": "code",
             "client_id": CLIENT_ID,
@@ -107,6 +115,8 @@ class ConsoleClient:
         }
         if prompt in PROMPTS:
             query["prompt"] = prompt
+        if invitation is not None:
+            query["invitation"] = invitation
         return f"{self.provider.issuer.endpoint(AUTHORIZATION_PATH)}?{urlencode(query)}", pending
 
     def finish(self, params: Mapping[str, str], pending: PendingSignIn | None) -> SignedIn:

@@ -44,6 +44,11 @@ STYLE = (
     ".visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}"
     ".chart{max-width:100%;height:auto}figure{margin:0}figcaption{font-size:.9rem;color:#5c574b}"
     ".swatch.ok{color:#15803d}.swatch.client{color:#b45309}.swatch.server{color:#b91c1c}"
+    "nav.sections{display:flex;flex-wrap:wrap;gap:1.5rem;max-width:62rem;margin:1rem auto 0;padding:0 2rem}"
+    "nav.sections a{color:#9a3412}nav.sections a[aria-current=page]{font-weight:700;color:#1d1b16}"
+    "select{font:inherit;padding:.4rem;border:1px solid #8a8578;border-radius:.25rem}"
+    "fieldset{border:0;padding:0;margin-top:1rem}legend{font-weight:600}"
+    "label.choice{display:inline-block;font-weight:400;margin:.25rem 1rem 0 0}dt{font-weight:600}dd{margin:0 0 .5rem}"
 )
 SCRIPT = (
     "document.querySelectorAll('[data-copy]').forEach(function(b){b.hidden=false;"

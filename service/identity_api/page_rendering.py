@@ -78,10 +78,14 @@ SIGN_UP_FIELDS: tuple[dict[str, str], ...] = (
 
 def _sign_up(page: Page) -> dict[str, Any]:
     values, errors = page.data["values"], page.data["errors"]
+    joining = page.data.get("joining")
     fields = [
-        {**item, "value": values.get(item["name"], ""), "error": errors.get(item["name"])} for item in SIGN_UP_FIELDS
+        {**item, "value": values.get(item["name"], ""), "error": errors.get(item["name"])}
+        for item in SIGN_UP_FIELDS
+        if not (joining and item["name"] == "organization")  # joining through an invitation makes none
     ]
-    return {"title": "Create your account", "fields": fields}
+    title = f"Create your account to join {joining['org_name']}" if joining else "Create your account"
+    return {"title": title, "fields": fields}
 
 
 def _consent(page: Page) -> dict[str, Any]:

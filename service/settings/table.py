@@ -181,6 +181,26 @@ class SettingsTable:
         env="MENUS_MAX_KEYS_PER_ORG",
         grammar=AT_LEAST_1,
     )
+    invitations_per_hour: int = setting(
+        20,
+        "invitation mails (new and sent again) an organization may send an hour; the console and the management API"
+        " answer 429 past it",
+        env="MENUS_INVITATIONS_PER_HOUR",
+        grammar=AT_LEAST_1,
+    )
+    max_pending_invitations: int = setting(
+        100,
+        "pending invitations an organization may have; the console and the management API refuse one more (409)",
+        env="MENUS_MAX_PENDING_INVITATIONS",
+        grammar=AT_LEAST_1,
+    )
+    client_secret_grace: int = setting(
+        HOUR,
+        "seconds a client's previous secret keeps working after an owner or admin rotates it",
+        env="MENUS_CLIENT_SECRET_GRACE",
+        grammar=AT_LEAST_0,
+    )
+    management_body_limit: int = setting(64 * KIB, "bytes of a management API request body at most (413 beyond)")
     key_failures_per_minute: int = setting(
         30,
         "menus requests with an unknown API key per network per minute before 429"

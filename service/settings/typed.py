@@ -105,6 +105,9 @@ class Settings(SettingsTable):
             clients_max_age=timedelta(seconds=self.clients_max_age),
             clients_kept=self.clients_kept,
             outbound_loopback=self.outbound_loopback,
+            invitations_per_hour=self.invitations_per_hour,
+            max_pending_invitations=self.max_pending_invitations,
+            client_secret_grace=timedelta(seconds=self.client_secret_grace),
         )
 
     def delivery(self) -> DeliveryPolicy:

@@ -70,6 +70,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping, Sequence
@@ -99,7 +100,8 @@ from connexion.resolver import Resolver
 from connexion.spec import OpenAPISpecification
 from connexion.uri_parsing import AbstractURIParser
 from connexion.utils import is_nullable, split_content_type
-from connexion.validators import VALIDATOR_MAP, FormDataValidator
+from connexion.validators import VALIDATOR_MAP, FormDataValidator, JSONRequestBodyValidator
+from starlette.datastructures import Headers
 from starlette.responses import Response as StarletteResponse
 from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
@@ -108,7 +110,7 @@ from service.web.contracts import Contract
 from service.web.fast_forms import FormRules
 from service.web.problems import invalid_parameters
 from service.web.request_state import ARGUMENTS, FORM
-from service.web.validation import ParameterRules, body_errors, missing_body
+from service.web.validation import ParameterRules, body_errors, missing_body, missing_json
 
 ErrorHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse | Awaitable[ConnexionResponse]]
 
@@ -330,6 +332,41 @@ class ContractForm(FormDataValidator):  # type: ignore[misc]  # connexion ships 
             raise invalid_parameters(errors)
 
 
+class ContractJson(JSONRequestBodyValidator):  # type: ignore[misc]  # connexion ships without type hints
+    """Connexion's JSON body validator with the contract's rules and words (``service.web.validation.body_errors``),
+    as ``ContractForm`` for forms: a body that is not JSON, or not an object, is named ``body``; every refused field
+    is named with its rule; an unknown field is refused by name; no value and no validator text is repeated
+    (Connexion answers with jsonschema's message, which quotes the value). Connexion reads and parses the body
+    (``_parse``) and calls ``_validate``, the methods its ``AbstractRequestBodyValidator`` documents for subclasses;
+    hooks: ``_schema``, ``_required``, ``_encoding`` (stable since 3.0). Nothing upstream to remove:
+    ``validator_map`` is the documented way."""
+
+    async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
+        length = Headers(scope=scope).get("content-length", "0").strip()
+        if self._required and length.isdigit() and int(length) == 0:
+            raise missing_json(self._schema)
+        wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
+        return wrapped
+
+    async def _parse(self, stream: AsyncIterator[bytes], scope: Scope) -> Any:
+        body = b"".join([chunk async for chunk in stream])
+        if not body:
+            return None
+        try:
+            return json.loads(body.decode(self._encoding or "utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise invalid_parameters([("body", "must be a JSON object (application/json)")]) from None
+
+    def _validate(self, body: Any) -> None:
+        if body is None and self._required:
+            raise missing_json(self._schema)
+        if not isinstance(body, dict):
+            raise invalid_parameters([("body", "must be a JSON object (application/json)")])
+        errors = body_errors(self._schema, body, strict=True, what="body")
+        if errors:
+            raise invalid_parameters(errors)
+
+
 class WithoutFastForms(ContractForm):
     """``ContractForm`` that leaves every body to Connexion's parser (the reference of the differential test)."""
 
@@ -506,8 +543,8 @@ async def _once(body: bytes) -> AsyncIterator[bytes]:
     yield body
 
 
-_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], _FORM: ContractForm})
-_REFERENCE_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], _FORM: WithoutFastForms})
+_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], _FORM: ContractForm, "*/*json": ContractJson})
+_REFERENCE_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], _FORM: WithoutFastForms, "*/*json": ContractJson})
 
 
 class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion ships without type hints

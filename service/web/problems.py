@@ -36,6 +36,12 @@ TITLES = {
     "content_too_large": "Content too large",
     "internal_error": "Internal error",
     "service_unavailable": "Service unavailable",
+    "forbidden": "Forbidden",
+    "conflict": "Conflict",
+    "precondition_failed": "Precondition failed",
+    "precondition_required": "Precondition required",
+    "idempotency_key_reused": "Idempotency key reused",
+    "unsupported_media_type": "Unsupported media type",
 }
 CODE_BY_STATUS = {
     400: "invalid_parameter",

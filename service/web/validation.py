@@ -195,6 +195,11 @@ PATTERN_WORDS = {
     "\\S": "must hold more than white space: send at least one search term",
     "^[A-Za-z0-9_-]+$": "must be a next_cursor sent back exactly as it came",
     "^key_[0-9a-f]{16}$": "must be an API key id: key_ and 16 hexadecimal digits (like key_3f9a0c1e5b7d2468)",
+    "^usr_[0-9a-f]{16}$": "must be a user id: usr_ and 16 hexadecimal digits (like usr_3f9a0c1e5b7d2468)",
+    "^inv_[0-9a-f]{16}$": "must be an invitation id: inv_ and 16 hexadecimal digits (like inv_3f9a0c1e5b7d2468)",
+    "^cli_[0-9a-f]{16}$": "must be a client id: cli_ and 16 hexadecimal digits (like cli_3f9a0c1e5b7d2468)",
+    "^[A-Za-z0-9_-]{1,100}$": "must be the token of an invitation's link, sent exactly as the link carries it",
+    "^[\\x21-\\x7E]+$": "must hold printable ASCII characters without spaces only (%x21-7E)",
     # RFC 6749 Appendix A's character classes, for the OAuth forms and the console's CSRF token:
     "^[\\x20-\\x7E]*$": "must hold printable ASCII characters only (RFC 6749 Appendix A: VSCHAR, %x20-7E)",
     "^[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]*$": (
@@ -251,7 +256,9 @@ def length_rule(schema: dict[str, Any]) -> str:
     return f"must be at most {high} characters long"
 
 
-def body_errors(schema: Mapping[str, Any], body: Mapping[str, Any], *, strict: bool) -> list[tuple[str, str]]:
+def body_errors(
+    schema: Mapping[str, Any], body: Mapping[str, Any], *, strict: bool, what: str = "form"
+) -> list[tuple[str, str]]:
     """Every refused field of a form ``body`` under its ``schema``, by name and in words (each field once):
     a missing required field, a value breaking its field's rule, and, when ``strict``, a field the
     schema does not declare. A field's value is never repeated."""
@@ -259,7 +266,7 @@ def body_errors(schema: Mapping[str, Any], body: Mapping[str, Any], *, strict: b
     errors: list[tuple[str, str]] = []
     if strict:
         names = ", ".join(declared)
-        errors += [(name, f"is not a field of this form; it takes {names}") for name in body if name not in declared]
+        errors += [(name, f"is not a field of this {what}; it takes {names}") for name in body if name not in declared]
     for name in schema.get("required", []):
         if name not in body:
             errors.append((name, "is required"))
@@ -279,3 +286,11 @@ def missing_body(schema: Mapping[str, Any]) -> Problem:
     if required:
         return invalid_parameters((name, "is required") for name in required)
     return Problem(400, "invalid_parameter", "This operation takes a form body (application/x-www-form-urlencoded).")
+
+
+def missing_json(schema: Mapping[str, Any]) -> Problem:
+    """A required JSON body that was not sent: its required fields by name, or (none required) the body itself."""
+    required = list(schema.get("required", []))
+    if required:
+        return invalid_parameters((name, "is required") for name in required)
+    return invalid_parameters([("body", "is required: a JSON object (application/json)")])

@@ -261,6 +261,24 @@ def test_api_key_creation_and_revocation_are_audited_with_the_key_id(
     assert key not in audited.text
 
 
+def test_a_change_of_an_organization_is_audited_with_its_kind_and_ids_once_it_commits(
+    engine: Engine, org: Organization, user: User, audited: pytest.LogCaptureFixture
+) -> None:
+    from identity.organizations.actors import Actor
+    from identity.organizations.trail import Trail
+
+    Trail(engine, b"k" * 32).write(Actor.member(user.id, org.id, "owner", "192.0.2.7"), "member_invited", "inv_1")
+    assert only(audited) == {
+        "event": "organization_changed",
+        "outcome": "success",
+        "org_id": org.id,
+        "user_id": user.id,
+        "reason": "member_invited",
+        "subject_id": "inv_1",
+    }
+    assert "192.0.2.7" not in audited.text  # the network is the trail's, not the log's
+
+
 @pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
 def test_revoking_a_revoked_key_writes_no_second_audit_line(
     keys: ApiKeyStore, audited: pytest.LogCaptureFixture

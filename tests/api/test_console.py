@@ -346,7 +346,7 @@ def test_bad_form_input_gets_an_html_page_with_the_documented_status(console: Co
     huge = console.post("/console/keys", {"name": "x", "csrf_token": token, "pad": "y" * 20_000})
     assert huge.status_code == 413
     assert console.get("/console/keys/not-a-key/revoke").status_code == 400
-    assert console.get("/console/sign-in?prompt=login").status_code == 400  # create or select_account only
+    assert console.get("/console/sign-in?prompt=none").status_code == 400  # create, select_account or login only
     assert console.get("/console/nowhere").status_code == 404
 
 

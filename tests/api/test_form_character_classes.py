@@ -100,7 +100,7 @@ def test_the_consoles_csrf_token_is_visible_ascii_in_every_form() -> None:
         for schema in console.document["components"]["schemas"].values()
         if "csrf_token" in schema.get("properties", {})
     ]
-    assert len(forms) == 3
+    assert len(forms) == 9
     assert all(form["properties"]["csrf_token"]["pattern"] == VSCHAR for form in forms)
 
 

@@ -50,14 +50,14 @@ class RelyingParty:
     def post_logout_redirect_uri(self) -> str:
         return f"{self.url}/signed-out"
 
-    def authorization_request(self, prompt: str | None) -> AuthorizationRequest:
+    def authorization_request(self, prompt: str | None, scope: str = SCOPE) -> AuthorizationRequest:
         state, nonce, verifier = secrets.token_urlsafe(16), secrets.token_urlsafe(16), secrets.token_urlsafe(48)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
         params = {
             "response_type": "code",
             "client_id": self.client_id,
             "redirect_uri": self.redirect_uri,
-            "scope": SCOPE,
+            "scope": scope,
             "state": state,
             "nonce": nonce,
             "code_challenge": challenge,

@@ -1,4 +1,4 @@
-"""Every operation of the four served documents, as requests a test can send: the walk of the error tests
+"""Every operation of the five served documents, as requests a test can send: the walk of the error tests
 (``test_refused_values.py``, ``test_authentication_challenges.py``)."""
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ import yaml
 from service.web.contracts import spec_path
 
 # Each document and where its paths are served with the default settings (its `servers` entry).
-DOCUMENTS = {"menus.yaml": "/v1", "identity.yaml": "", "operations.yaml": "", "console.yaml": "/console"}
+DOCUMENTS = {
+    "menus.yaml": "/v1",
+    "identity.yaml": "",
+    "operations.yaml": "",
+    "console.yaml": "/console",
+    "management.yaml": "/management/v1",
+}
 METHODS = ("get", "post", "put", "patch", "delete")
 
 
