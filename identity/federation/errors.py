@@ -8,16 +8,15 @@ comes from the request (a stale or foreign ``state``, an error the provider sent
 
 from __future__ import annotations
 
+from identity.common.errors import ErrorPage
 
-class FederationError(Exception):
-    """A federated sign-in that cannot go on; the texts are safe to show."""
+
+class FederationError(ErrorPage):
+    """A federated sign-in that cannot go on; the texts are safe to show (an ``ErrorPage``: the identity API's one
+    place for errors shows it as a page with its status)."""
 
     def __init__(self, title: str, description: str, *, status: int = 400, detail: str | None = None) -> None:
-        super().__init__(description)
-        self.title = title
-        self.description = description
-        self.status = status
-        self.detail = detail  # logged only
+        super().__init__(title, description, status, detail=detail)
 
 
 class UpstreamUnavailable(FederationError):

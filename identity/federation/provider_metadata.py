@@ -18,12 +18,12 @@ from urllib.parse import urlsplit
 
 from authlib.oidc.discovery import OpenIDProviderMetadata
 
-from identity.errors import InvalidInput
+from identity.common.errors import InvalidInput
+from identity.common.outbound_uris import OutboundRule
+from identity.common.text import has_control
 from identity.federation.errors import FederationError, UpstreamUnavailable
 from identity.federation.id_tokens import ASYMMETRIC
 from identity.federation.upstream_http import UpstreamHttp, json_object
-from identity.outbound_uris import OutboundRule
-from identity.text import has_control
 
 MAX_URI = 2000  # characters of an issuer or endpoint URI at most
 WELL_KNOWN = "/.well-known/openid-configuration"

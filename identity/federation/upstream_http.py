@@ -57,3 +57,13 @@ def json_object(answer: Answer, what: str, *, statuses: tuple[int, ...] = (200,)
     if not isinstance(document, dict):
         raise UpstreamUnavailable(f"The provider's {what} is not a JSON object.", detail=f"{what}: not a JSON object")
     return document
+
+
+class NoUpstream:
+    """The port of a provider built without outbound requests (the command line): every request is refused."""
+
+    def get(self, url: str, *, bearer: str | None = None) -> Answer:
+        raise UpstreamUnavailable("This process does not make outbound requests.", detail="no transport")
+
+    def post_form(self, url: str, form: Mapping[str, str], *, basic: tuple[str, str] | None = None) -> Answer:
+        raise UpstreamUnavailable("This process does not make outbound requests.", detail="no transport")

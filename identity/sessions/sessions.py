@@ -30,6 +30,9 @@ from identity.common.tables import browser_sessions, users
 from identity.mail.outbox import Doorbell
 from identity.sessions import backchannel_logout
 
+PASSWORD = "pwd"  # RFC 8176 §2: a password sign-in
+FEDERATED = "fed"  # a sign-in through an organization's own OpenID provider (identity/federation/)
+
 
 @dataclass(frozen=True, slots=True)
 class BrowserSession:
@@ -39,6 +42,7 @@ class BrowserSession:
     auth_time: datetime
     expires_at: datetime
     credential_version: int = 0  # the user's credential version its sign-in verified
+    amr: str = "pwd"  # how its sign-in was made: PASSWORD or FEDERATED
 
 
 hash_secret = sha256_hex
@@ -56,7 +60,12 @@ class SessionStore:
         self._logouts = logouts
 
     def start(
-        self, user_id: str, org_id: str | None, credential_version: int, replacing: str | None = None
+        self,
+        user_id: str,
+        org_id: str | None,
+        credential_version: int,
+        replacing: str | None = None,
+        amr: str = PASSWORD,
     ) -> tuple[BrowserSession, str]:
         """Start a session after a sign-in that verified ``credential_version``; returns it and its new cookie
         secret. ``CredentialMoved`` (nothing written) when that version is no longer the user's.
@@ -93,10 +102,14 @@ class SessionStore:
                             "new_hash": hash_secret(secret),
                             "new_org": org_id,
                             "new_expiry": expires_at,
+                            "amr": amr,
                         },
                     ).first()
                     if renewed is not None:  # else signed out, or renewed by a concurrent sign-in, meanwhile
-                        return BrowserSession(previous.id, user_id, org_id, at, expires_at, credential_version), secret
+                        renewed_session = BrowserSession(
+                            previous.id, user_id, org_id, at, expires_at, credential_version, amr
+                        )
+                        return renewed_session, secret
                 else:
                     ended = connection.execute(
                         browser_sessions.update()
@@ -106,7 +119,7 @@ class SessionStore:
                     ).rowcount
                     if previous is not None and ended:  # as a sign-out: its clients are told (back-channel logout)
                         told = backchannel_logout.notify_session(connection, previous.id, at)
-            session = BrowserSession(new_id("ses"), user_id, org_id, at, expires_at, credential_version)
+            session = BrowserSession(new_id("ses"), user_id, org_id, at, expires_at, credential_version, amr)
             started = connection.execute(
                 _START_LOCKING if connection.dialect.name == "postgresql" else _START,
                 {
@@ -118,6 +131,7 @@ class SessionStore:
                     "auth_time": at,
                     "expires_at": expires_at,
                     "credential_version": credential_version,
+                    "amr": amr,
                 },
             ).first()
             if started is None:
@@ -152,7 +166,13 @@ class SessionStore:
         if row is None:
             return None
         return BrowserSession(
-            row.id, row.user_id, row.org_id, utc(row.auth_time), utc(row.expires_at), int(row.credential_version)
+            row.id,
+            row.user_id,
+            row.org_id,
+            utc(row.auth_time),
+            utc(row.expires_at),
+            int(row.credential_version),
+            row.amr,
         )
 
     def choose_organization(self, session_id: str, org_id: str) -> None:
@@ -209,10 +229,11 @@ _RENEW = (
         auth_time=sa.bindparam("at"),
         expires_at=sa.bindparam("new_expiry"),
         credential_version=sa.bindparam("version"),
+        amr=sa.bindparam("amr"),
     )
     .returning(browser_sessions.c.id)
 )
-_START_COLUMNS = ("id", "secret_hash", "user_id", "org_id", "auth_time", "expires_at", "credential_version")
+_START_COLUMNS = ("id", "secret_hash", "user_id", "org_id", "auth_time", "expires_at", "credential_version", "amr")
 _VERIFIED_ROW = sa.select(*(sa.bindparam(name, type_=browser_sessions.c[name].type) for name in _START_COLUMNS)).where(
     users.c.id == sa.bindparam("user_id"), users.c.credential_version == sa.bindparam("version")
 )

@@ -23,9 +23,9 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from identity.common.outbound_uris import Address, OutboundRule, RefusedAddress
 from identity.federation.errors import UpstreamUnavailable
 from identity.federation.upstream_http import MAX_ANSWER, Answer
-from identity.outbound_uris import Address, OutboundRule, RefusedAddress
 
 Resolve = Callable[[str, int], list[Address]]
 USER_AGENT = "regional-menus-federation"

@@ -105,6 +105,9 @@ class Settings(SettingsTable):
             clients_max_age=timedelta(seconds=self.clients_max_age),
             clients_kept=self.clients_kept,
             outbound_loopback=self.outbound_loopback,
+            upstream_keys_max_age=timedelta(seconds=self.upstream_keys_max_age),
+            upstream_keys_min_refresh=timedelta(seconds=self.upstream_keys_min_refresh),
+            upstream_clock_skew=timedelta(seconds=self.upstream_clock_skew),
         )
 
     def delivery(self) -> DeliveryPolicy:

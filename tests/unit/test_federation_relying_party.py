@@ -9,13 +9,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from joserfc.jwk import RSAKey
 
+from identity.common.outbound_uris import OutboundRule
 from identity.federation.authorization import code_of, start
 from identity.federation.errors import FederationError, UpstreamRefused, UpstreamUnavailable
 from identity.federation.key_sets import KeySets
 from identity.federation.provider_metadata import ProviderMetadata, check_issuer, discover
 from identity.federation.token_exchange import TokenExchange, UpstreamClient
 from identity.federation.upstream_http import Answer
-from identity.outbound_uris import OutboundRule
 from tests.support.clocks import MovableClock
 from tests.support.upstream_fake import CLIENT_ID, CLIENT_SECRET, FakeUpstream
 

@@ -8,9 +8,9 @@ import ipaddress
 import httpx
 import pytest
 
+from identity.common.outbound_uris import Address
 from identity.federation.errors import UpstreamUnavailable
 from identity.federation.upstream_http import MAX_ANSWER
-from identity.outbound_uris import Address
 from service.outbound.upstream import UpstreamRequests
 
 PUBLIC = ipaddress.ip_address("93.184.215.14")
