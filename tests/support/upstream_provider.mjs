@@ -35,6 +35,14 @@ const provider = new Provider(issuer, {
   cookies: { keys: [randomBytes(32).toString('hex')] },
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
   scopes: ['openid', 'email', 'profile'],
+  // Its outgoing requests (the logout tokens it posts) go to the service under test on loopback, which its own
+  // check of special-use addresses refuses: its documented hook for outgoing requests sends those without the
+  // checking dispatcher it hands in; any other address keeps the check.
+  fetch(url, options) {
+    if (new URL(url).hostname !== '127.0.0.1') return globalThis.fetch(url, options);
+    const { dispatcher, ...unchecked } = options;
+    return globalThis.fetch(url, unchecked);
+  },
   async findAccount(ctx, sub) {
     return { accountId: sub, async claims() { return claimsOf(sub); } };
   },
@@ -59,5 +67,9 @@ provider.use(async (ctx, next) => {
   accounts.set(decodeURIComponent(match[1]), JSON.parse(Buffer.concat(chunks).toString('utf8')));
   ctx.status = 204;
 });
+
+// What it did with its logout tokens, for the test's log (upstream.log).
+provider.on('backchannel.success', (ctx, client, accountId, sid) => console.log(`backchannel logout posted: ${client.clientId} ${sid}`));
+provider.on('backchannel.error', (ctx, err, client) => console.log(`backchannel logout failed: ${client.clientId} ${err}`));
 
 provider.listen(Number(port), '127.0.0.1', () => console.log(`upstream provider at ${issuer}`));
