@@ -17,6 +17,12 @@ async def callback(org_id: str) -> Response:
     return outcome(await in_thread(act, query_pairs(request), browser(request)), identity.issuer)
 
 
+async def test(org_id: str) -> Response:
+    """The console's "try it": an owner or admin signs in at the organization's provider; nobody signs in here."""
+    identity, request = provider(), current()
+    return outcome(await in_thread(identity.federation.test, org_id, browser(request)), identity.issuer)
+
+
 async def backchannel_logout(org_id: str) -> Response:
     """Back-Channel Logout 1.0 §2.8: 200 with no body when the token was valid (an error is 400, in JSON)."""
     identity, request = provider(), current()

@@ -387,3 +387,40 @@ def test_callback_redirects_to_the_client_with_state(
 ) -> None:
     response = federated(browser, web, upstream, connected)
     assert response.headers["location"].startswith(CALLBACK)
+
+
+# The connection test (the console's "try it")
+
+
+def signed_in_as(browser: TestClient, web: Registered, engine: Engine, org: Organization, role: str) -> User:
+    user = UserStore(engine, hashing=FAST_HASHING).create(f"{role}@example.com", role, PASSWORD, [(org.id, role)])
+    location = to_page(authorize(browser, web.id), "sign-in")
+    code_of(sign_in(browser, location, user.email))
+    return user
+
+
+def test_an_owner_tries_the_connection_and_sees_the_claims_without_signing_anyone_in(
+    browser: TestClient, web: Registered, upstream: FakeUpstream, connected: Organization, engine: Engine
+) -> None:
+    signed_in_as(browser, web, engine, connected, "owner")
+    session = browser.cookies.get("rm_session")
+    url = to_provider(browser.get(f"/federation/{connected.id}/test"), upstream)
+    shown = answer(browser, connected, upstream.authorize(url, ANA))
+    assert shown.status_code == 200 and "Claims received" in shown.text
+    assert "<td>email</td><td>ana@corp.example</td>" in shown.text and "<td>sub</td><td>up-ana</td>" in shown.text
+    assert browser.cookies.get("rm_session") == session  # nobody signed in
+    assert not [user for user in UserStore(engine).list() if user.email == ANA["email"]]
+
+
+def test_only_an_owner_or_admin_of_the_organization_may_try_its_connection(
+    app: Any, web: Registered, connected: Organization, engine: Engine
+) -> None:
+    with TestClient(app, follow_redirects=False) as anonymous:
+        assert_error_page(anonymous.get(f"/federation/{connected.id}/test"), 403)
+    with TestClient(app, follow_redirects=False) as member:
+        signed_in_as(member, web, engine, connected, "member")
+        assert_error_page(member.get(f"/federation/{connected.id}/test"), 403)
+    other = OrganizationStore(engine).create("Other")
+    with TestClient(app, follow_redirects=False) as owner:
+        signed_in_as(owner, web, engine, connected, "owner")
+        assert_error_page(owner.get(f"/federation/{other.id}/test"), 404)

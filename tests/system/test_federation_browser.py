@@ -215,3 +215,23 @@ def test_the_providers_back_channel_logout_ends_the_session_here(page: Page, fed
     page.wait_for_load_state("load")
     start(page, f)
     on_page(page, f.issuer, "/sign-in")  # our session ended: the email is asked again
+
+
+def test_an_owner_tries_the_connection_and_sees_the_claims_received(page: Page, federation: Federation) -> None:
+    f = federation
+    owner = f.service.cli_json(
+        "users", "create", "--email", "owen@example.com", "--name", "Owen Owner", "--password-stdin",
+        "--org", f.corp["id"], "--role", "owner", stdin=PASSWORD + "\n",
+    )  # fmt: skip
+    start(page, f)
+    give_email(page, f, owner["email"])
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    on_page(page, f.rp.url, "/callback")
+    page.goto(f"{f.issuer}/federation/{f.corp['id']}/test")
+    sign_in_upstream(page, f, "tess@corp.example")
+    page.wait_for_url(lambda url: url.startswith(f"{f.issuer}/federation/{f.corp['id']}/callback"))
+    assert page.get_by_role("heading", level=1).inner_text() == "Your organization's sign-in works"
+    assert "tess@corp.example" in page.get_by_role("table").inner_text()
+    check_page(page, "federation-test")
+    assert not any(user["email"] == "tess@corp.example" for user in f.service.cli_json("users", "list"))
