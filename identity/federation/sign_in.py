@@ -139,16 +139,23 @@ class FederatedSignIn:
 
     def test(self, org_id: str, browser: Browser) -> Outcome:
         """The console's "try it": an owner or admin of ``org_id``, signed in here, signs in at its provider; the
-        callback shows the claims received and signs nobody in. 404 for an organization the user is not a member
-        of, or without a connection; 403 for a member below admin, or a browser not signed in."""
+        callback shows the claims received and signs nobody in. A browser not signed in is asked to sign in first;
+        404 for an organization the user is not a member of, or one without a connection (nothing is told about
+        another organization's); 403 for a member below admin."""
         session = self.pending.sessions.current(browser.session)
         if session is None or browser.session is None:
-            raise FederationError("Not signed in", "Sign in to the console first, then try the connection.", status=403)
+            text = "Sign in to the console as an owner or admin of the organization, then try its connection again."
+            return Outcome(page=message("Sign in first", text))
         user = self.pending.users.get(session.user_id)
         membership = user.membership(org_id)
         connection = self.connections.get(org_id) if membership is not None else None
         if membership is None or connection is None:
-            raise FederationError("Not found", "This organization has no identity provider connection.", status=404)
+            raise FederationError(
+                "Not found",
+                "No connection of yours is here. Sign in to the console as an owner or admin of the organization, "
+                "then try its connection.",
+                status=404,
+            )
         if membership.role not in ("owner", "admin"):
             raise FederationError(
                 "Not allowed", "Only an owner or admin of the organization can try its sign-in.", status=403
