@@ -6,6 +6,7 @@
   (RP-Initiated Logout 1.0 §2), coming back to ``/federation/signed-out``, which goes on to where our sign-out
   was asked to go.
 
+A session renewed since by a password sign-in (its ``amr`` is ``pwd`` again) no longer counts as the provider's.
 Rows are purged with their browser session's.
 """
 
@@ -25,6 +26,7 @@ from identity.common.text import has_control
 from identity.federation.tables import federated_sessions, federation_connections, federation_sign_outs
 from identity.interaction.authorization_request import redirect_with
 from identity.keys.sealing import Sealer
+from identity.sessions.sessions import FEDERATED
 
 SIGN_OUT_TTL = timedelta(minutes=10)  # the provider has this long to send the browser back
 
@@ -56,18 +58,17 @@ class FederatedSessions:
             connection.execute(federated_sessions.delete().where(federated_sessions.c.session_id == session_id))
             connection.execute(federated_sessions.insert().values(session_id=session_id, **values))
 
-    def forget(self, session_id: str) -> None:
-        """The session was renewed by a password sign-in: it no longer comes from a provider."""
-        with self._engine.begin() as connection:
-            connection.execute(federated_sessions.delete().where(federated_sessions.c.session_id == session_id))
-
     def named(self, org_id: str, binding: str | None, upstream_sid: str | None) -> list[str]:
         """The live sessions a logout token names (Back-Channel Logout 1.0 §2.7): those of its provider session
         (``sid``), else every session of its account (``sub`` alone)."""
         query = (
             sa.select(federated_sessions.c.session_id)
             .join(browser_sessions, browser_sessions.c.id == federated_sessions.c.session_id)
-            .where(federated_sessions.c.org_id == org_id, browser_sessions.c.ended_at.is_(None))
+            .where(
+                federated_sessions.c.org_id == org_id,
+                browser_sessions.c.ended_at.is_(None),
+                browser_sessions.c.amr == FEDERATED,  # not renewed since by a password sign-in
+            )
         )
         if upstream_sid is not None:
             query = query.where(federated_sessions.c.upstream_sid == upstream_sid)
@@ -87,7 +88,8 @@ class FederatedSessions:
                 federated_sessions.c.id_token, federation_connections.c.provider, federation_connections.c.client_id
             )
             .join(federation_connections, federation_connections.c.org_id == federated_sessions.c.org_id)
-            .where(federated_sessions.c.session_id == session_id)
+            .join(browser_sessions, browser_sessions.c.id == federated_sessions.c.session_id)
+            .where(federated_sessions.c.session_id == session_id, browser_sessions.c.amr == FEDERATED)
         )
         with self._engine.connect() as connection:
             row = connection.execute(query).first()

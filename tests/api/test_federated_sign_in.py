@@ -425,3 +425,26 @@ def test_only_an_owner_or_admin_of_the_organization_may_try_its_connection(
     with TestClient(app, follow_redirects=False) as owner:
         signed_in_as(owner, web, engine, connected, "owner")
         assert_error_page(owner.get(f"/federation/{other.id}/test"), 404)
+
+
+def test_a_session_renewed_by_a_password_is_no_longer_the_providers(
+    browser: TestClient, web: Registered, upstream: FakeUpstream, connected: Organization, engine: Engine
+) -> None:
+    users = UserStore(engine, hashing=FAST_HASHING)
+    ana = users.create(ANA["email"], "Ana Lima", PASSWORD, [(connected.id, "member")])
+    users.mark_email_verified(ana.id, ana.email)
+    code_of(federated(browser, web, upstream, connected))
+    location = to_page(authorize(browser, web.id, prompt="login"), "sign-in")
+    claims = claims_of(tokens(browser, web, code_of(sign_in(browser, location, ANA["email"])))["id_token"])
+    assert claims["amr"] == ["pwd"]
+    token = upstream.logout_token(sid=ANA["sid"], sub=ANA["sub"])
+    assert (
+        browser.post(f"/federation/{connected.id}/backchannel-logout", data={"logout_token": token}).status_code == 200
+    )
+    assert "code" in query_of(authorize(browser, web.id, prompt="none").headers["location"])  # still signed in
+    out = browser.get("/oauth2/end-session", params={"id_token_hint": tokens_of_session(browser, web)})
+    assert out.status_code == 200 and "signed out" in out.text  # no visit to the provider's end-session
+
+
+def tokens_of_session(browser: TestClient, web: Registered) -> str:
+    return str(tokens(browser, web, code_of(authorize(browser, web.id, prompt="none")))["id_token"])
