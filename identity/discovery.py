@@ -19,10 +19,11 @@ from identity.common.issuer import (
 )
 from identity.interaction.authorization_request import PROMPTS
 from identity.keys.signing_keys import ALGORITHM
+from identity.tokens.minting import ACR
 from identity.tokens.pkce import METHOD
 
 CLAIMS = (
-    "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", "sid", "at_hash",
+    "sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "azp", "sid", "at_hash", "amr", "acr",
     "name", "email", "email_verified", "org_id", "org_name",
 )  # fmt: skip
 
@@ -56,6 +57,7 @@ def metadata(issuer: Issuer, grant_types: Sequence[str], *, public_clients: bool
         "code_challenge_methods_supported": [METHOD],
         "prompt_values_supported": list(PROMPTS),
         "claims_supported": list(CLAIMS),
+        "acr_values_supported": list(ACR.values()),  # a password, or the organization's own provider (federation)
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,

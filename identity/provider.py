@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import orjson
@@ -25,8 +26,20 @@ from identity.common.clock import SYSTEM_CLOCK, Clock
 from identity.common.issuer import Issuer
 from identity.common.outbound_uris import OutboundRule
 from identity.discovery import metadata
+from identity.federation.accounts import FederatedAccounts
+from identity.federation.attempts import AttemptStore
+from identity.federation.backchannel_logout import UpstreamLogout
+from identity.federation.connections import ConnectionStore
+from identity.federation.domains import DomainClaims
+from identity.federation.key_sets import KeySets
+from identity.federation.sessions import FederatedSessions
+from identity.federation.sign_in import FederatedSignIn
+from identity.federation.token_exchange import TokenExchange
+from identity.federation.upstream_http import NoUpstream, UpstreamHttp
+from identity.interaction.pending import Pending
 from identity.interaction.rp_logout import EndSession
 from identity.interaction.sign_in_pages import SignInPages
+from identity.interaction.signed_in import SignedIn
 from identity.interaction.store import InteractionStore
 from identity.keys.sealing import Sealer
 from identity.keys.signing_keys import SigningKeys
@@ -91,6 +104,11 @@ class Tuning:
     invitations_per_hour: int = 20  # invitation mails an organization may send an hour
     max_pending_invitations: int = 100  # pending invitations an organization may have
     client_secret_grace: timedelta = timedelta(hours=1)  # a rotated secret keeps working this long
+    # federation (identity/federation/): an organization's provider's keys are used this long before they are
+    # fetched again, fetched again for an unknown kid at most this often, and its tokens' iat and exp get this leeway
+    upstream_keys_max_age: timedelta = timedelta(hours=1)
+    upstream_keys_min_refresh: timedelta = timedelta(minutes=1)
+    upstream_clock_skew: timedelta = timedelta(minutes=1)
 
 
 class Provider:
@@ -106,6 +124,7 @@ class Provider:
         clock: Clock = SYSTEM_CLOCK,  # every object that reads the time reads this one
         password_hashing: PasswordHashing = OWASP_ARGON2ID,  # the users' passwords (identity/accounts/passwords.py)
         invitation_link: str = "",  # the page an invitation's link opens (the console's), without its query
+        upstream: UpstreamHttp | None = None,  # requests to organizations' providers (none: every one is refused)
     ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
@@ -178,6 +197,38 @@ class Provider:
             cursor_key,
             clock=clock,
         )
+        # Federation (identity/federation/): organizations' own providers, their domains, connections and sign-ins
+        upstream = upstream or NoUpstream()
+        outbound = OutboundRule(loopback=tuning.outbound_loopback)
+        upstream_keys = KeySets(
+            upstream,
+            clock.monotonic,
+            max_age=tuning.upstream_keys_max_age.total_seconds(),
+            min_refresh=tuning.upstream_keys_min_refresh.total_seconds(),
+        )
+        skew = int(tuning.upstream_clock_skew.total_seconds())
+        now = partial(_epoch_now, clock)
+        self.domains = DomainClaims(engine, clock)
+        self.connections = ConnectionStore(engine, sealer, upstream, outbound, clock)
+        federated_sessions = FederatedSessions(engine, sealer, clock)
+        made: list[FederatedSignIn] = []
+
+        def federated(pending: Pending, signed_in: SignedIn) -> FederatedSignIn:
+            made.append(
+                FederatedSignIn(
+                    issuer=issuer,
+                    domains=self.domains,
+                    connections=self.connections,
+                    attempts=AttemptStore(engine, sealer, clock),
+                    exchange=TokenExchange(upstream, upstream_keys, now, leeway=skew),
+                    accounts=FederatedAccounts(engine, self.users, clock),
+                    sessions=federated_sessions,
+                    pending=pending,
+                    signed_in=signed_in,
+                )
+            )
+            return made[0]
+
         self.sign_in_pages = SignInPages.build(
             issuer=issuer,
             clients=self.clients,
@@ -195,6 +246,11 @@ class Provider:
             clock=clock,
             public_clients=tuning.public_clients,
             invitations=self.invitations,
+            home_realm=federated,
+        )
+        self.federation = made[0]
+        self.federation_logout = UpstreamLogout(
+            self.connections, upstream_keys, federated_sessions, self.sessions, revoker, now, leeway=skew
         )
         self.client_auth = ClientAuthenticator(
             engine, self.clients, issuer, clock, public_clients=tuning.public_clients
@@ -236,6 +292,7 @@ class Provider:
             revoker,
             self.users,
             public_clients=tuning.public_clients,
+            upstream=self.federation,
         )
         self.directory = Directory(engine, self.verifier, cursor_key)
         # members and roles, and the organization's own clients
@@ -263,6 +320,10 @@ class Provider:
 
     def jwks(self) -> dict[str, Any]:
         return self.keys.jwks()
+
+
+def _epoch_now(clock: Clock) -> int:
+    return int(clock.now().timestamp())
 
 
 def signing_keys_of(

@@ -17,7 +17,9 @@ Each rule deletes a row only once it can no longer change an answer:
 - signing keys, a day after they stopped being published;
 - mails sent or given up, a day after they were written (their links have expired by then);
 - mailed links (email verification, password reset), a day after they expired;
-- the clients holding a browser session (back-channel logout), with the session's row.
+- the clients holding a browser session (back-channel logout), with the session's row;
+- federation: pending sign-ins at an organization's provider and sign-outs gone there, once expired; the record of
+  a session started through a provider, with the session's row.
 
 Deletes are idempotent, so every node of a deployment may purge on its own schedule.
 """
@@ -39,6 +41,8 @@ from identity.common.tables import (
     sign_in_failures,
     signing_keys,
 )
+from identity.federation import attempts
+from identity.federation import sessions as federated_sessions
 from identity.mail.email_links import EmailLinks
 from identity.mail.outbox import Outbox
 from identity.organizations.idempotency import IdempotencyKeys
@@ -103,6 +107,8 @@ class Purger:
             "invitations": lambda connection: Invitations.purge(connection, at - self._grace),
             "idempotency_keys": lambda connection: IdempotencyKeys.purge(connection, at),
             "session_clients": backchannel_logout.purge,  # after browser_sessions
+            "federation_attempts": lambda connection: attempts.purge(connection, at),
+            "federated_sessions": lambda connection: federated_sessions.purge(connection, at),  # after browser_sessions
         }
         deleted = {}
         for table, rule in rules.items():

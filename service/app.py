@@ -30,6 +30,7 @@ from identity.common import audit
 from identity.common.clock import SYSTEM_CLOCK, Clock
 from identity.common.errors import InvalidInput
 from identity.common.issuer import Issuer
+from identity.federation.upstream_http import UpstreamHttp
 from identity.keys.sealing import Sealer
 from identity.organizations.keys import OrganizationKeys
 from identity.provider import Provider
@@ -59,6 +60,7 @@ from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, i
 from service.ops.periodic import BackgroundJobs, Job, LoopingJob, PeriodicJob, RunningJobs
 from service.ops.route_templates import RouteTemplates
 from service.outbound.backchannel import LogoutCourier, LogoutPoster
+from service.outbound.upstream import UpstreamRequests
 from service.settings import Settings
 from service.web.admission import LAG_EVERY, Admission
 from service.web.api_docs import Documentation
@@ -160,6 +162,7 @@ def create_app(
     clock: Clock | None = None,
     password_hashing: PasswordHashing = OWASP_ARGON2ID,
     fast_forms: bool = True,
+    upstream: UpstreamHttp | None = None,
 ) -> Dispatcher:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. ``clock``: the time every object of the
@@ -223,6 +226,8 @@ def create_app(
         clock=clock,
         password_hashing=password_hashing,
         invitation_link=settings.base_url + settings.console_path + "/invitation",
+        # an organization's own provider, reached within the outbound rule (tests hand in one in process)
+        upstream=upstream or UpstreamRequests(timeout=settings.upstream_timeout, loopback=settings.outbound_loopback),
     )
     provider.start()
     organization_keys = OrganizationKeys(keys, provider.trail, service_secret(engine, sealer, "directory-cursor-key"))

@@ -46,9 +46,12 @@ class PasswordHashing:
         return self.hasher.hash(password)
 
     def verify(self, stored_hash: str | None, password: str) -> bool:
-        """True when ``password`` matches; with no stored hash, spend the same time and answer False."""
+        """True when ``password`` matches; with no stored hash, or one that stands for no password (``!…``: an
+        account that signs in through its organization's provider), spend the same time and answer False."""
         if len(password) > MAX_LENGTH:
             return False
+        if stored_hash is not None and stored_hash.startswith("!"):
+            stored_hash = None
         try:
             return self.hasher.verify(stored_hash or self.dummy_hash, password) and stored_hash is not None
         except (VerificationError, InvalidHashError):

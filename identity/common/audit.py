@@ -39,6 +39,15 @@ USER_DISABLED = "user_disabled"  # `users disable`: every session and token of t
 USER_ENABLED = "user_enabled"  # `users enable`: the user may sign in again
 # a change of an organization by its members or clients (identity/organizations/trail.py): reason is its kind
 ORGANIZATION_CHANGED = "organization_changed"
+# Federation (identity/federation/): a sign-in through an organization's provider (failure: the provider's answer
+# failed; denied reasons: no_email, bad_email, domain_not_claimed, upstream_unverified, local_unverified, disabled),
+# an account linked to or made for a provider's account (reason: linked or created), a logout token received
+# (failure: invalid_token), a domain claimed, a connection saved or deleted
+FEDERATED_SIGN_IN = "federated_sign_in"
+FEDERATED_LINK = "federated_link"
+FEDERATED_LOGOUT = "federated_logout"
+DOMAIN_CLAIMED = "domain_claimed"
+CONNECTION_SAVED = "connection_saved"
 EVENTS = (
     SIGN_IN,
     SIGN_UP,
@@ -57,6 +66,11 @@ EVENTS = (
     USER_DISABLED,
     USER_ENABLED,
     ORGANIZATION_CHANGED,
+    FEDERATED_SIGN_IN,
+    FEDERATED_LINK,
+    FEDERATED_LOGOUT,
+    DOMAIN_CLAIMED,
+    CONNECTION_SAVED,
 )
 FIELDS = frozenset(
     {

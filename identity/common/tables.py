@@ -12,6 +12,12 @@ from identity.common.database import metadata
 Timestamp = sa.DateTime(timezone=True)
 
 
+def amr() -> sa.Column[str]:
+    """How a session's sign-in was made (migration 0012): ``pwd`` (a password) or ``fed`` (an organization's
+    provider); on a code and a refresh token, their session's, for the ``amr`` and ``acr`` claims."""
+    return sa.Column("amr", sa.String(16), nullable=False, server_default="pwd")
+
+
 def credential_version() -> sa.Column[int]:
     """The user's credential version (migration 0009): on ``users``, the current one, moved on by every password
     change, reset and disable; on a session, a code, a token or a reset link, the version it was issued under,
@@ -114,6 +120,7 @@ browser_sessions = sa.Table(
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("ended_at", Timestamp, nullable=True),
     credential_version(),  # the version its sign-in verified
+    amr(),  # how its sign-in was made
 )
 
 interactions = sa.Table(
@@ -152,6 +159,7 @@ authorization_codes = sa.Table(
     sa.Column("expires_at", Timestamp, nullable=False, index=True),  # purge
     sa.Column("used_at", Timestamp, nullable=True),
     credential_version(),
+    amr(),
 )
 
 access_tokens = sa.Table(
@@ -187,6 +195,7 @@ refresh_tokens = sa.Table(
     sa.Column("rotated_at", Timestamp, nullable=True),
     sa.Column("revoked_at", Timestamp, nullable=True),
     credential_version(),
+    amr(),
 )
 
 consents = sa.Table(

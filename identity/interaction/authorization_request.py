@@ -33,7 +33,7 @@ from identity.tokens.pkce import CHALLENGE, METHOD
 PROMPTS = ("login", "consent", "create", "select_account", "none")
 PARAMETERS = frozenset(  # the parameters this provider reads; any other is ignored
     "client_id redirect_uri response_type response_mode scope state nonce code_challenge"
-    " code_challenge_method prompt max_age login_hint ui_locales request request_uri invitation".split()
+    " code_challenge_method prompt max_age login_hint domain_hint ui_locales request request_uri invitation".split()
 )
 MAX_PARAMETER_LENGTH = 2048  # longer values are refused rather than stored
 
@@ -52,6 +52,7 @@ class AuthorizationRequest:
     # this provider's own parameter: the token of an invitation to an organization (identity/organizations/), kept
     # only as its SHA-256; signing up in this sign-in joins that organization instead of making one
     invitation: str | None = None
+    domain_hint: str | None = None  # an email domain whose organization's provider signs the user in (federation)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +66,7 @@ class AuthorizationRequest:
             "max_age": self.max_age,
             "login_hint": self.login_hint,
             "invitation": self.invitation,
+            "domain_hint": self.domain_hint,
         }
 
     def again(self, authorization_endpoint: str) -> str:
@@ -74,7 +76,12 @@ class AuthorizationRequest:
         sent, so the client finishes the sign-in it began; the endpoint checks them all again."""
         params = {"response_type": "code", "client_id": self.client_id, "redirect_uri": self.redirect_uri}
         params["scope"] = " ".join(self.scope)
-        optional = {"state": self.state, "nonce": self.nonce, "login_hint": self.login_hint}
+        optional = {
+            "state": self.state,
+            "nonce": self.nonce,
+            "login_hint": self.login_hint,
+            "domain_hint": self.domain_hint,
+        }
         params.update({name: value for name, value in optional.items() if value is not None})
         if self.code_challenge is not None:
             params.update(code_challenge=self.code_challenge, code_challenge_method=METHOD)
@@ -95,6 +102,7 @@ class AuthorizationRequest:
             max_age=data["max_age"],
             login_hint=data["login_hint"],
             invitation=data.get("invitation"),  # absent from interactions stored before invitations
+            domain_hint=data.get("domain_hint"),  # absent from the interactions stored before it existed
         )
 
 
@@ -293,6 +301,7 @@ def parse_request(
         max_age=draft.max_age,
         login_hint=draft.one("login_hint"),
         invitation=invitation_hash(draft.one("invitation")),
+        domain_hint=draft.one("domain_hint"),
     )
     return request, draft.client
 

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Sequence
+from typing import Protocol
 
 from identity.accounts.users import UserStore
 from identity.clients.registry import Client, ClientStore
@@ -27,6 +28,16 @@ from identity.interaction.browser import EXPIRED, SESSION_COOKIE, Browser, Outco
 from identity.sessions.sessions import BrowserSession, SessionStore
 from identity.tokens.revoked_grants import Revoker
 from identity.tokens.verification import TokenVerifier
+
+
+class UpstreamSignOut(Protocol):
+    """Where a sign-out goes on for a session that came from an organization's provider (identity/federation/)."""
+
+    def onward(self, session_id: str, redirect_uri: str | None, state: str | None) -> str | None:
+        """The provider's end-session URL to send the browser to, which comes back to go on to ``redirect_uri``
+        with ``state``; None when the session did not come from a provider that has one."""
+        ...
+
 
 PARAMETERS = ("id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales", "csrf_token", "confirm")
 
@@ -48,7 +59,9 @@ class EndSession:
         users: UserStore,
         *,
         public_clients: bool = False,
+        upstream: UpstreamSignOut | None = None,
     ) -> None:
+        self._upstream = upstream
         self._public_clients = public_clients  # MENUS_PUBLIC_CLIENTS: off, a public client is unknown here
         self._issuer = issuer
         self._clients = clients
@@ -121,6 +134,9 @@ class EndSession:
         self._sessions.end(session.id)
         self._revoker.revoke_session(session.id)
         audit.record(audit.SIGN_OUT, user_id=session.user_id, session_id=session.id)
+        onward = self._upstream.onward(session.id, redirect_uri, state) if self._upstream is not None else None
+        if onward is not None:  # the organization's provider signs the browser out too, then sends it on
+            return Outcome(location=onward, cookies=(SetCookie(SESSION_COOKIE, "", EXPIRED),))
         return self._done(redirect_uri, state, signed_out=True)
 
     def _done(self, redirect_uri: str | None, state: str | None, *, signed_out: bool) -> Outcome:

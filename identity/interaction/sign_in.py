@@ -1,12 +1,19 @@
-"""The sign-in page: email and password, throttled per account and per network (identity/accounts/throttle.py)."""
+"""The sign-in page: email and password, throttled per account and per network (identity/accounts/throttle.py).
+
+Where organizations sign their members in with their own providers (identity/federation/), the page asks for the
+email first (home-realm discovery, ``HomeRealm``): an address in a claimed domain goes to its organization's
+provider, every other address gets the password form. ``login_hint`` and ``domain_hint`` skip the question. The
+right password of a member of an organization that requires its provider sends them there, with no session.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from identity.accounts.device_cookies import DeviceCookies
 from identity.accounts.throttle import SignInThrottle
-from identity.accounts.users import CredentialMoved, UserStore
+from identity.accounts.users import CredentialMoved, User, UserStore
 from identity.clients.registry import Client
 from identity.common import audit
 from identity.common.errors import Throttled
@@ -20,6 +27,22 @@ from identity.interaction.store import Interaction
 DISABLED = "This account is disabled. Contact your organization's administrator."
 
 
+class HomeRealm(Protocol):
+    """Where an address signs in (identity/federation/sign_in.py implements it)."""
+
+    def asks_email_first(self) -> bool:
+        """Whether the page asks for the email alone first (some organization claims a domain)."""
+        ...
+
+    def route(self, interaction: Interaction, *, email: str | None = None, domain: str | None = None) -> Outcome | None:
+        """To the provider of the organization that claims ``domain``, or the domain of ``email``; None: here."""
+        ...
+
+    def password_refused(self, interaction: Interaction, user: User) -> Outcome | None:
+        """For the right password of a user whose organization requires its provider: to it; None: signed in."""
+        ...
+
+
 class SignInPage:
     def __init__(
         self,
@@ -29,6 +52,7 @@ class SignInPage:
         throttle: SignInThrottle,
         devices: DeviceCookies,
         signed_in: SignedIn,
+        home_realm: HomeRealm | None = None,
     ) -> None:
         self.issuer = issuer
         self.pending = pending
@@ -36,15 +60,30 @@ class SignInPage:
         self.throttle = throttle
         self.devices = devices
         self.signed_in = signed_in
+        self.home_realm = home_realm
 
     def show(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self.pending.get(interaction_id, browser)
-        return Outcome(page=self._page(interaction, client, email=interaction.request.login_hint or ""))
+        hint = interaction.request.login_hint or ""
+        if self.home_realm is not None:
+            domain = interaction.request.domain_hint
+            routed = self.home_realm.route(interaction, email=hint or None, domain=domain) if hint or domain else None
+            if routed is not None:  # login_hint or domain_hint: no question asked
+                return routed
+            if not hint and self.home_realm.asks_email_first():
+                return Outcome(page=self._page(interaction, client, email="", email_first=True))
+        return Outcome(page=self._page(interaction, client, email=hint))
 
     def post(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
         form = Form.parse(pairs)
         interaction, client = self.pending.posted(form, browser)
         email, password = form.get("email").strip(), form.get("password")
+        if "password" not in form.fields:  # the email asked first
+            if not email:
+                error = "Enter your email address."
+                return Outcome(page=self._page(interaction, client, email="", email_first=True, error=error))
+            routed = self.home_realm.route(interaction, email=email) if self.home_realm is not None else None
+            return routed or Outcome(page=self._page(interaction, client, email=email))
         if not email or not password:
             return Outcome(page=self._page(interaction, client, email=email, error="Enter your email and password."))
         known_device = self._known_device(email, browser)
@@ -65,6 +104,11 @@ class SignInPage:
             # the account is disabled): the account's state is not told to someone guessing.
             audit.record(audit.SIGN_IN, audit.FAILURE, reason="disabled", user_id=user.id, client_id=client.id)
             return Outcome(page=self._page(interaction, client, email=email, error=DISABLED))
+        if self.home_realm is not None:
+            elsewhere = self.home_realm.password_refused(interaction, user)
+            if elsewhere is not None:  # the organization requires its provider: the password signs nobody in
+                self.throttle.succeeded(email, browser.address, known_device=known_device)
+                return elsewhere
         try:
             started = self.signed_in.start_session(interaction, browser, user, org_id=None)
         except CredentialMoved:
@@ -84,7 +128,15 @@ class SignInPage:
         account = self.users.account_id(email)
         return account is not None and self.devices.knows(browser.device, account)
 
-    def _page(self, interaction: Interaction, client: Client, *, email: str, error: str | None = None) -> Page:
+    def _page(
+        self,
+        interaction: Interaction,
+        client: Client,
+        *,
+        email: str,
+        error: str | None = None,
+        email_first: bool = False,
+    ) -> Page:
         return Page(
             "sign_in",
             {
@@ -96,5 +148,6 @@ class SignInPage:
                 "csrf_token": interaction.csrf_token,
                 "email": email,
                 "error": error,
+                "email_first": email_first,  # the email alone, asked first (home-realm discovery)
             },
         )

@@ -9,6 +9,7 @@ the client.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -27,7 +28,7 @@ from identity.interaction.consent import ConsentPage
 from identity.interaction.forgot_password import ForgotPasswordPage
 from identity.interaction.pending import Pending
 from identity.interaction.select_organization import SelectOrganizationPage
-from identity.interaction.sign_in import SignInPage
+from identity.interaction.sign_in import HomeRealm, SignInPage
 from identity.interaction.sign_up import SignUpPage
 from identity.interaction.signed_in import SignedIn
 from identity.interaction.steps import Steps, VerificationMail
@@ -70,6 +71,8 @@ class SignInPages:
         clock: Clock = SYSTEM_CLOCK,
         public_clients: bool = False,  # MENUS_PUBLIC_CLIENTS: whether public clients may sign users in here
         invitations: Invitations | None = None,  # signing up through an invitation joins its organization
+        # where an address signs in (identity/federation/), made from the pages' pending sign-ins and sessions
+        home_realm: Callable[[Pending, SignedIn], HomeRealm] | None = None,
     ) -> SignInPages:
         pending = Pending(interactions, clients, users, sessions)
         mail = VerificationMail(issuer, users, throttle, verification)
@@ -85,7 +88,15 @@ class SignInPages:
         signed_in = SignedIn(sessions, devices, steps)
         return cls(
             authorization=Authorization(clients, sessions, steps, interaction_ttl, clock, public_clients),
-            sign_in=SignInPage(issuer, pending, users, throttle, devices, signed_in),
+            sign_in=SignInPage(
+                issuer,
+                pending,
+                users,
+                throttle,
+                devices,
+                signed_in,
+                home_realm(pending, signed_in) if home_realm is not None else None,
+            ),
             sign_up=SignUpPage(issuer, pending, users, throttle, outbox, mail, signed_in, invitations),
             forgot_password=ForgotPasswordPage(issuer, pending, password_reset),
             check_email=CheckEmailPage(issuer, pending, throttle, verification, mail, steps),

@@ -9,7 +9,7 @@ from identity.clients.registry import Client
 from identity.interaction.browser import SESSION_COOKIE, Browser, Outcome, SetCookie
 from identity.interaction.steps import Steps
 from identity.interaction.store import Interaction
-from identity.sessions.sessions import BrowserSession, SessionStore
+from identity.sessions.sessions import PASSWORD, BrowserSession, SessionStore
 
 
 class SignedIn:
@@ -19,20 +19,23 @@ class SignedIn:
         self.steps = steps
 
     def start_session(
-        self, interaction: Interaction, browser: Browser, user: User, org_id: str | None
+        self, interaction: Interaction, browser: Browser, user: User, org_id: str | None, amr: str = PASSWORD
     ) -> tuple[Interaction, BrowserSession, str]:
         """Start or renew the session (a new secret: no fixation), remembering the organization of the previous one:
         the interaction signed in, the session and its cookie secret. ``CredentialMoved`` (nothing written) when the
         password checked was replaced, or the user disabled, meanwhile.
 
-        ``org_id`` is given for a sign-up (the new organization); after a sign-in the organization
-        is the previous session's, if it was the same user's, or is chosen next.
+        ``org_id`` is given for a sign-up (the new organization) and a federated sign-in (the connection's); after a
+        password sign-in the organization is the previous session's, if it was the same user's, or is chosen next.
+        ``amr``: how the user signed in (identity/sessions/sessions.py), which the tokens of the session say.
         """
         chosen = org_id is not None
         previous = self.sessions.current(browser.session)
         if org_id is None and previous is not None and previous.user_id == user.id:
             org_id = previous.org_id
-        session, secret = self.sessions.start(user.id, org_id, user.credential_version, replacing=browser.session)
+        session, secret = self.sessions.start(
+            user.id, org_id, user.credential_version, replacing=browser.session, amr=amr
+        )
         interaction = interaction.changed(
             user_id=user.id,
             session_id=session.id,

@@ -144,6 +144,7 @@ class Steps:
                 code_challenge=request.code_challenge,
                 auth_time=interaction.auth_time,
                 credential_version=session.credential_version,
+                amr=session.amr,
             )
         )
         location = redirect_with(request.redirect_uri, {"code": code, "state": request.state, "iss": self.issuer.url})

@@ -31,6 +31,9 @@ from identity.common.tables import browser_sessions, users
 from identity.mail.outbox import Doorbell
 from identity.sessions import backchannel_logout
 
+PASSWORD = "pwd"  # RFC 8176 §2: a password sign-in
+FEDERATED = "fed"  # a sign-in through an organization's own OpenID provider (identity/federation/)
+
 
 @dataclass(frozen=True, slots=True)
 class BrowserSession:
@@ -40,6 +43,7 @@ class BrowserSession:
     auth_time: datetime
     expires_at: datetime
     credential_version: int = 0  # the user's credential version its sign-in verified
+    amr: str = "pwd"  # how its sign-in was made: PASSWORD or FEDERATED
 
 
 hash_secret = sha256_hex
@@ -57,17 +61,27 @@ class SessionStore:
         self._logouts = logouts
 
     def start(
-        self, user_id: str, org_id: str | None, credential_version: int, replacing: str | None = None
+        self,
+        user_id: str,
+        org_id: str | None,
+        credential_version: int,
+        replacing: str | None = None,
+        amr: str = PASSWORD,
     ) -> tuple[BrowserSession, str]:
         """``_start``, then the user's last sign-in (the members list), in a short transaction of its own after the
         session's: the sign-in's never waits on it."""
-        started = self._start(user_id, org_id, credential_version, replacing)
+        started = self._start(user_id, org_id, credential_version, replacing, amr)
         with self._engine.begin() as connection:
             connection.execute(_SIGNED_IN, {"user_id": user_id, "at": started[0].auth_time})
         return started
 
     def _start(
-        self, user_id: str, org_id: str | None, credential_version: int, replacing: str | None = None
+        self,
+        user_id: str,
+        org_id: str | None,
+        credential_version: int,
+        replacing: str | None = None,
+        amr: str = PASSWORD,
     ) -> tuple[BrowserSession, str]:
         """Start a session after a sign-in that verified ``credential_version``; returns it and its new cookie
         secret. ``CredentialMoved`` (nothing written) when that version is no longer the user's.
@@ -104,10 +118,14 @@ class SessionStore:
                             "new_hash": hash_secret(secret),
                             "new_org": org_id,
                             "new_expiry": expires_at,
+                            "amr": amr,
                         },
                     ).first()
                     if renewed is not None:  # else signed out, or renewed by a concurrent sign-in, meanwhile
-                        return BrowserSession(previous.id, user_id, org_id, at, expires_at, credential_version), secret
+                        renewed_session = BrowserSession(
+                            previous.id, user_id, org_id, at, expires_at, credential_version, amr
+                        )
+                        return renewed_session, secret
                 else:
                     ended = connection.execute(
                         browser_sessions.update()
@@ -117,7 +135,7 @@ class SessionStore:
                     ).rowcount
                     if previous is not None and ended:  # as a sign-out: its clients are told (back-channel logout)
                         told = backchannel_logout.notify_session(connection, previous.id, at)
-            session = BrowserSession(new_id("ses"), user_id, org_id, at, expires_at, credential_version)
+            session = BrowserSession(new_id("ses"), user_id, org_id, at, expires_at, credential_version, amr)
             started = connection.execute(
                 _START_LOCKING if connection.dialect.name == "postgresql" else _START,
                 {
@@ -129,6 +147,7 @@ class SessionStore:
                     "auth_time": at,
                     "expires_at": expires_at,
                     "credential_version": credential_version,
+                    "amr": amr,
                 },
             ).first()
             if started is None:
@@ -163,7 +182,13 @@ class SessionStore:
         if row is None:
             return None
         return BrowserSession(
-            row.id, row.user_id, row.org_id, utc(row.auth_time), utc(row.expires_at), int(row.credential_version)
+            row.id,
+            row.user_id,
+            row.org_id,
+            utc(row.auth_time),
+            utc(row.expires_at),
+            int(row.credential_version),
+            row.amr,
         )
 
     def choose_organization(self, session_id: str, org_id: str) -> None:
@@ -236,11 +261,12 @@ _RENEW = (
         auth_time=sa.bindparam("at"),
         expires_at=sa.bindparam("new_expiry"),
         credential_version=sa.bindparam("version"),
+        amr=sa.bindparam("amr"),
     )
     .returning(browser_sessions.c.id)
 )
 _SIGNED_IN = users.update().where(users.c.id == sa.bindparam("user_id")).values(last_sign_in_at=sa.bindparam("at"))
-_START_COLUMNS = ("id", "secret_hash", "user_id", "org_id", "auth_time", "expires_at", "credential_version")
+_START_COLUMNS = ("id", "secret_hash", "user_id", "org_id", "auth_time", "expires_at", "credential_version", "amr")
 _VERIFIED_ROW = sa.select(*(sa.bindparam(name, type_=browser_sessions.c[name].type) for name in _START_COLUMNS)).where(
     users.c.id == sa.bindparam("user_id"), users.c.credential_version == sa.bindparam("version")
 )

@@ -8,7 +8,7 @@ caller builds it once and the store takes it whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -25,9 +25,11 @@ class Granted:
     scope: tuple[str, ...]
     auth_time: datetime
     credential_version: int  # the user's credential version its session's sign-in verified (identity/accounts/users.py)
+    # how its session's sign-in was made (identity/sessions/sessions.py: pwd or fed), for the amr and acr claims
+    amr: str = field(default="pwd", kw_only=True)
 
 
-GRANTED_FIELDS = tuple(field.name for field in fields(Granted))
+GRANTED_FIELDS = tuple(item.name for item in fields(Granted))
 
 
 def granted_fields(granted: Granted) -> dict[str, Any]:

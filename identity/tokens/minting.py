@@ -34,6 +34,16 @@ LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"  # Back-Chan
 LOGOUT_TOKEN_TYPE = "logout+jwt"  # Back-Channel Logout 1.0 §2.4: the typ header of a logout token
 
 
+# OpenID Connect Core §2: acr, the context class of the authentication, one value per kind of sign-in (``amr``,
+# RFC 8176, names the method: pwd for a password, fed for an organization's own provider, identity/federation/).
+ACR = {"pwd": "urn:regional-menus:acr:password", "fed": "urn:regional-menus:acr:federated"}
+
+
+def authentication_claims(amr: str) -> dict[str, Any]:
+    """``amr`` and ``acr`` of a sign-in made by ``amr`` (identity/sessions/sessions.py: pwd or fed)."""
+    return {"amr": [amr], "acr": ACR.get(amr, ACR["pwd"])}
+
+
 @dataclass(frozen=True, slots=True)
 class Issued:
     token: str
@@ -93,6 +103,7 @@ class TokenMinter:
         secret_hash: str | None = None,  # the secret the client authenticated with, checked again by the write
         credential_version: int = 0,  # the user's, as the grant's session verified it (none for application tokens)
         work: UnitOfWork | None = None,
+        amr: str | None = None,  # how the user's session signed in (none for application tokens): amr and acr
     ) -> Issued:
         """RFC 9068 §2.2: a JWT access token, recorded before it is handed out, while its client is registered
         (and holds ``secret_hash``): else ``InvalidClient``. With ``work``, the record is written when the unit
@@ -116,6 +127,8 @@ class TokenMinter:
             claims["sid"] = session_id
         if auth_time:
             claims["auth_time"] = epoch(auth_time)
+        if amr is not None:  # RFC 9068 §2.2.1: acr and amr, as in the ID token
+            claims.update(authentication_claims(amr))
         record = AccessTokenRecord(
             jti=jti,
             grant_id=grant_id,
@@ -145,6 +158,7 @@ class TokenMinter:
         auth_time: datetime,
         nonce: str | None,
         access_token: str,
+        amr: str = "pwd",
     ) -> str:
         """OpenID Connect Core §2 and §5.4: identity claims, then profile and email claims by scope."""
         at = self._clock.now()
@@ -163,6 +177,7 @@ class TokenMinter:
         }
         if nonce is not None:
             claims["nonce"] = nonce
+        claims.update(authentication_claims(amr))
         claims.update(profile_claims(user, scope))
         return self._sign(claims, "JWT")
 

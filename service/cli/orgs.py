@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import click
 
-from service.cli.common import database_option, json_option, output, table
+from identity.common.vocabulary import ROLES
+from service.cli.common import database_option, environment_settings, fail, json_option, output, sealer, table
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -15,9 +17,9 @@ if TYPE_CHECKING:
 ORG_HEADERS = ["ID", "SLUG", "NAME"]
 
 
-@click.group("orgs", short_help="Create and list organizations.")
+@click.group("orgs", short_help="Organizations, their email domains and identity providers.")
 def orgs_group() -> None:
-    """Create and list organizations."""
+    """Create and list organizations; confirm the email domains they claim; register their own OpenID providers."""
 
 
 @orgs_group.command("create", short_help="Create an organization.")
@@ -42,3 +44,99 @@ def orgs_list(as_json: bool, engine: Engine) -> None:
 
     orgs = [org for org in OrganizationStore(engine).list() if org.id != SERVICE_ORG_ID]
     output(as_json, [o.as_dict() for o in orgs], table(ORG_HEADERS, [[o.id, o.slug, o.name] for o in orgs]))
+
+
+DOMAIN_HEADERS = ["DOMAIN", "ORG", "CLAIMED"]
+
+
+@orgs_group.command("claim-domain", short_help="Confirm that an organization may claim a domain.")
+@click.argument("org_id", metavar="ORG")
+@click.argument("domain")
+@json_option
+@database_option
+def orgs_claim_domain(org_id: str, domain: str, as_json: bool, engine: Engine) -> None:
+    """Confirm, once, that ORG may claim DOMAIN: addresses in it then sign in at ORG's own identity provider (when
+    ORG has a connection). No two organizations hold one domain; claiming it again for ORG changes nothing."""
+    from identity.federation.domains import DomainClaims
+
+    claimed = DomainClaims(engine).claim(org_id, domain)
+    output(as_json, claimed.as_dict(), table(DOMAIN_HEADERS, [[claimed.domain, claimed.org_id, claimed.claimed_at]]))
+
+
+@orgs_group.command("release-domain", short_help="Withdraw an organization's claim of a domain.")
+@click.argument("org_id", metavar="ORG")
+@click.argument("domain")
+@json_option
+@database_option
+def orgs_release_domain(org_id: str, domain: str, as_json: bool, engine: Engine) -> None:
+    """Withdraw ORG's claim of DOMAIN: its addresses sign in with passwords again (accounts stay bound)."""
+    from identity.federation.domains import DomainClaims
+
+    released = DomainClaims(engine).release(org_id, domain)
+    output(as_json, {"released": released}, "released" if released else "ORG did not claim DOMAIN")
+
+
+@orgs_group.command("domains", short_help="List the claimed email domains.")
+@click.option("--org", "org_id", default=None, help="Only this organization's.")
+@json_option
+@database_option
+def orgs_domains(org_id: str | None, as_json: bool, engine: Engine) -> None:
+    """List the email domains organizations claim."""
+    from identity.federation.domains import DomainClaims
+
+    claims = DomainClaims(engine)
+    found = claims.of(org_id) if org_id else claims.all()
+    rows = [[c.domain, c.org_id, c.claimed_at] for c in found]
+    output(as_json, [c.as_dict() for c in found], table(DOMAIN_HEADERS, rows))
+
+
+@orgs_group.command("connect", short_help="Register an organization's own OpenID provider.")
+@click.argument("org_id", metavar="ORG")
+@click.option("--issuer", required=True, help="The provider's issuer; its discovery document is fetched and checked.")
+@click.option("--client-id", required=True, help="Our client id at the provider.")
+@click.option("--client-secret-stdin", is_flag=True, help="Read our client secret at the provider from standard input.")
+@click.option("--scope", "scopes", multiple=True, help="A scope to ask for; repeat for several (openid email profile).")
+@click.option("--default-role", type=click.Choice(ROLES), default="member", show_default=True)
+@click.option("--sso-required/--sso-optional", default=False, help="Whether members' passwords stop signing them in.")
+@json_option
+@database_option
+def orgs_connect(
+    org_id: str,
+    issuer: str,
+    client_id: str,
+    client_secret_stdin: bool,
+    scopes: tuple[str, ...],
+    default_role: str,
+    sso_required: bool,
+    as_json: bool,
+    engine: Engine,
+) -> None:
+    """Register (or change) ORG's connection to its own OpenID provider, as an owner does in the console. The
+    secret is sealed at rest; without --client-secret-stdin the stored one is kept. Prints the URIs to register at
+    the provider."""
+    from identity.common.outbound_uris import OutboundRule
+    from identity.federation.connections import DEFAULT_SCOPES, ConnectionForm, ConnectionStore
+    from identity.federation.errors import FederationError
+    from service.outbound.upstream import UpstreamRequests
+
+    settings = environment_settings()
+    secret = sys.stdin.readline().rstrip("\r\n") if client_secret_stdin else None
+    upstream = UpstreamRequests(timeout=settings.upstream_timeout, loopback=settings.outbound_loopback)
+    store = ConnectionStore(engine, sealer(engine), upstream, OutboundRule(loopback=settings.outbound_loopback))
+    form = ConnectionForm(issuer, client_id, secret, scopes or DEFAULT_SCOPES, default_role, sso_required)
+    try:
+        connection = store.save(org_id, form)
+    except FederationError as error:
+        fail(f"{error.title}: {error.description}")
+    document = {**connection.as_dict(), **registration_uris(settings.issuer, org_id)}
+    lines = [f"{name}: {value}" for name, value in document.items() if isinstance(value, str | bool)]
+    output(as_json, document, "\n".join(lines))
+
+
+def registration_uris(issuer: str, org_id: str) -> dict[str, str]:
+    """What to register at the provider for ORG's connection."""
+    return {
+        "redirect_uri": f"{issuer}/federation/{org_id}/callback",
+        "post_logout_redirect_uri": f"{issuer}/federation/signed-out",
+        "backchannel_logout_uri": f"{issuer}/federation/{org_id}/backchannel-logout",
+    }

@@ -36,6 +36,7 @@ def load_tables() -> None:
     import identity.api_keys.keys  # noqa: F401
     import identity.api_keys.usage  # noqa: F401
     import identity.common.tables  # noqa: F401
+    import identity.federation.tables  # noqa: F401
     import identity.organizations.tables  # noqa: F401
 
 

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from identity.common import audit
+from identity.federation.sealed import reseal as reseal_federation
 from identity.keys.resealing import reseal_column
 from identity.keys.sealing import Sealer, new_key
 from identity.keys.signing_keys import reseal_signing_keys
@@ -71,9 +72,11 @@ def _create_key_file(path: Path) -> None:
 class Resealed:
     signing_keys: int
     service_secrets: int
+    federation: int = 0  # organizations' providers' client secrets, pending PKCE verifiers, providers' ID tokens
 
     def as_dict(self) -> dict[str, int]:
-        return {"signing_keys": self.signing_keys, "service_secrets": self.service_secrets}
+        counts = {"signing_keys": self.signing_keys, "service_secrets": self.service_secrets}
+        return counts | ({"federation": self.federation} if self.federation else {})
 
 
 def reseal(engine: Engine, sealer: Sealer, *, rotate: bool) -> Resealed:
@@ -83,6 +86,7 @@ def reseal(engine: Engine, sealer: Sealer, *, rotate: bool) -> Resealed:
     """
     keys = reseal_signing_keys(engine, sealer, rotate=rotate)
     secrets = reseal_column(engine, sealer, service_secrets.c.name, service_secrets.c.value, rotate=rotate)
+    federation = reseal_federation(engine, sealer, rotate=rotate)
     if rotate:
         audit.record(audit.SECRETS_ROTATED)
-    return Resealed(keys, secrets)
+    return Resealed(keys, secrets, federation)

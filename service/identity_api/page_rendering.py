@@ -103,6 +103,7 @@ _PRESENTATION: dict[str, Callable[[Page], dict[str, Any]]] = {
     "forgot_password": lambda _: {"title": "Reset your password"},
     "reset_password": lambda _: {"title": "Choose a new password"},
     "check_email": lambda _: {"title": "Check your email"},
+    "federation_test": lambda _: {"title": "Your organization's sign-in works"},  # a connection test's claims
     "message": lambda page: {"alert": page.status >= 400},  # the domain names its title
 }
 

@@ -437,6 +437,19 @@ class SettingsTable:
         " post's deadline) without holding up other hosts",
     )
     backchannel_at_once: int = setting(32, "back-channel logout tokens a node posts at once, every host together")
+    # Federation (identity/federation/, service/outbound/upstream.py): requests to organizations' own providers
+    upstream_timeout: float = setting(
+        5,
+        "seconds an organization's identity provider has, in all, to answer one request (discovery, keys, token,"
+        " UserInfo); else the sign-in shows a page saying it did not answer",
+    )
+    upstream_keys_max_age: int = setting(
+        HOUR, "seconds an organization's provider's keys (its JWKS) are used before they are fetched again"
+    )
+    upstream_keys_min_refresh: int = setting(
+        60, "seconds between two fetches of one provider's keys at least, however many tokens name an unknown key"
+    )
+    upstream_clock_skew: int = setting(60, "seconds of leeway on the iat and exp of a provider's ID and logout tokens")
     outbound_loopback: bool = setting(
         False,
         "`on` (or `true`): back-channel logout URIs may reach loopback addresses (development; `serve --demo` turns"

@@ -108,6 +108,9 @@ class Settings(SettingsTable):
             invitations_per_hour=self.invitations_per_hour,
             max_pending_invitations=self.max_pending_invitations,
             client_secret_grace=timedelta(seconds=self.client_secret_grace),
+            upstream_keys_max_age=timedelta(seconds=self.upstream_keys_max_age),
+            upstream_keys_min_refresh=timedelta(seconds=self.upstream_keys_min_refresh),
+            upstream_clock_skew=timedelta(seconds=self.upstream_clock_skew),
         )
 
     def delivery(self) -> DeliveryPolicy:

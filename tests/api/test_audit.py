@@ -22,12 +22,18 @@ from identity.accounts.password_reset import replace_password
 from identity.accounts.users import User, UserStore
 from identity.api_keys.keys import ApiKeyStore
 from identity.common import audit
+from identity.common.outbound_uris import OutboundRule
+from identity.federation.connections import ConnectionForm, ConnectionStore
+from identity.federation.domains import DomainClaims
 from identity.keys.sealing import Sealer, new_key
 from identity.keys.signing_keys import SigningKeys
 from identity.mail.email_links import VERIFY_EMAIL, EmailLinks
 from identity.tokens.revoked_grants import Revoker
+from service.app import create_app
+from service.database.sealing_keys import load_sealer
+from service.settings import Settings
 from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
-from tests.support.identity_fixtures import CALLBACK, Registered, register
+from tests.support.identity_fixtures import CALLBACK, PASSWORD, Registered, register
 from tests.support.identity_pages import (
     SIGN_UP,
     authorize,
@@ -43,6 +49,9 @@ from tests.support.identity_pages import (
     tokens,
 )
 from tests.support.passwords import FAST_HASHING
+from tests.support.upstream_fake import CLIENT_ID as UPSTREAM_CLIENT_ID
+from tests.support.upstream_fake import CLIENT_SECRET as UPSTREAM_CLIENT_SECRET
+from tests.support.upstream_fake import FakeUpstream
 
 Events = list[dict[str, Any]]
 
@@ -319,6 +328,127 @@ def test_disabling_and_enabling_a_user_is_audited_with_the_user(
     audited.clear()
     enable(users, user.id)
     assert only(audited) == {"event": "user_enabled", "outcome": "success", "user_id": user.id}
+
+
+# Federation (identity/federation/): sign-ins through an organization's provider, links, refusals, logout tokens
+
+
+@pytest.fixture
+def upstream() -> FakeUpstream:
+    return FakeUpstream()
+
+
+@pytest.fixture
+def federated_app(settings: Settings, engine: Engine, catalog: Any, clock: Any, upstream: FakeUpstream) -> Any:
+    return create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, upstream=upstream)
+
+
+def _connect(engine: Engine, settings: Settings, org: Organization, upstream: FakeUpstream) -> None:
+    DomainClaims(engine).claim(org.id, "corp.example")
+    sealer = load_sealer(settings.secret_keys, settings.database_url)
+    connections = ConnectionStore(engine, sealer, upstream, OutboundRule(loopback=True))
+    connections.save(org.id, ConnectionForm(upstream.issuer, UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET))
+
+
+def _through_provider(browser: TestClient, web: Registered, org: Organization, upstream: FakeUpstream, **claims: Any):  # type: ignore[no-untyped-def]
+    location = to_page(authorize(browser, web.id), "sign-in")
+    url = submit(browser, location, {"email": "ana@corp.example"}).headers["location"]
+    return browser.get(f"/federation/{org.id}/callback", params=upstream.authorize(url, claims))
+
+
+def test_claiming_a_domain_and_saving_a_connection_are_audited_with_the_organization(
+    engine: Engine, settings: Settings, org: Organization, upstream: FakeUpstream, audited: pytest.LogCaptureFixture
+) -> None:
+    audited.clear()
+    _connect(engine, settings, org, upstream)
+    assert events(audited) == [
+        {"event": "domain_claimed", "outcome": "success", "org_id": org.id},
+        {"event": "connection_saved", "outcome": "success", "org_id": org.id},
+    ]
+
+
+def test_a_federated_sign_in_that_makes_an_account_is_audited_as_a_link_and_a_sign_in(
+    federated_app: Any,
+    engine: Engine,
+    settings: Settings,
+    org: Organization,
+    upstream: FakeUpstream,
+    audited: pytest.LogCaptureFixture,
+) -> None:
+    _connect(engine, settings, org, upstream)
+    web = register(engine, org)
+    with TestClient(federated_app, follow_redirects=False) as browser:
+        audited.clear()
+        claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": True}
+        code_of(_through_provider(browser, web, org, upstream, **claims))
+    ana = next(user for user in UserStore(engine).list() if user.email == "ana@corp.example")
+    found = events(audited)
+    assert found[0] == {
+        "event": "federated_link",
+        "outcome": "success",
+        "reason": "created",
+        "user_id": ana.id,
+        "org_id": org.id,
+    }
+    assert (
+        found[1]["event"] == "federated_sign_in" and found[1]["user_id"] == ana.id and found[1]["client_id"] == web.id
+    )
+    assert len(found) == 2
+
+
+def test_a_refused_link_is_audited_with_its_reason(
+    federated_app: Any,
+    engine: Engine,
+    settings: Settings,
+    org: Organization,
+    upstream: FakeUpstream,
+    audited: pytest.LogCaptureFixture,
+) -> None:
+    _connect(engine, settings, org, upstream)
+    UserStore(engine, hashing=FAST_HASHING).create("ana@corp.example", "Ana", PASSWORD, [(org.id, "member")])
+    web = register(engine, org)
+    with TestClient(federated_app, follow_redirects=False) as browser:
+        audited.clear()
+        claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": False}
+        assert _through_provider(browser, web, org, upstream, **claims).status_code == 400
+    assert only(audited) == {
+        "event": "federated_sign_in",
+        "outcome": "denied",
+        "reason": "upstream_unverified",
+        "org_id": org.id,
+        "client_id": web.id,
+    }
+
+
+def test_a_logout_token_that_ends_a_session_is_audited_and_a_bad_one_too(
+    federated_app: Any,
+    engine: Engine,
+    settings: Settings,
+    org: Organization,
+    upstream: FakeUpstream,
+    audited: pytest.LogCaptureFixture,
+) -> None:
+    _connect(engine, settings, org, upstream)
+    web = register(engine, org)
+    with TestClient(federated_app, follow_redirects=False) as browser:
+        claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": True, "sid": "up-1"}
+        code_of(_through_provider(browser, web, org, upstream, **claims))
+        audited.clear()
+        browser.post(
+            f"/federation/{org.id}/backchannel-logout", data={"logout_token": upstream.logout_token(sid="up-1")}
+        )
+        event = only(audited)
+        assert (event["event"], event["outcome"], event["org_id"]) == ("federated_logout", "success", org.id)
+        assert event["session_id"].startswith("ses_")
+        audited.clear()
+        bad = upstream.logout_token(sid="up-1", aud="another")
+        browser.post(f"/federation/{org.id}/backchannel-logout", data={"logout_token": bad})
+    assert only(audited) == {
+        "event": "federated_logout",
+        "outcome": "failure",
+        "reason": "invalid_token",
+        "org_id": org.id,
+    }
 
 
 def test_every_documented_event_has_a_test_here() -> None:

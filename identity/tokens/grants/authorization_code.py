@@ -67,6 +67,7 @@ class AuthorizationCodeGrant:
             auth_time=grant.auth_time,
             secret_hash=client.secret_hash,
             credential_version=grant.credential_version,
+            amr=grant.amr,
         )
         response = token_response(access, grant.scope)
         response["id_token"] = self._minter.id_token(
@@ -78,6 +79,7 @@ class AuthorizationCodeGrant:
             auth_time=grant.auth_time,
             nonce=grant.nonce,
             access_token=access.token,
+            amr=grant.amr,
         )
         if "offline_access" in grant.scope and "refresh_token" in client.grants:
             response["refresh_token"] = self._minter.refresh_token(grant, public=client.public)

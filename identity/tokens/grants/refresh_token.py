@@ -77,6 +77,7 @@ class RefreshTokenGrant:
             auth_time=presented.auth_time,
             secret_hash=client.secret_hash,
             credential_version=presented.credential_version,
+            amr=presented.amr,
         )
         response = token_response(access, scope)
         response["refresh_token"] = self._minter.refresh_token(presented, expires_at=presented.expires_at)
@@ -92,6 +93,7 @@ class RefreshTokenGrant:
                 auth_time=presented.auth_time,
                 nonce=None,
                 access_token=access.token,
+                amr=presented.amr,
             )
         issued(self.grant_type, client, user.id, member.org.id, presented.grant_id)
         return response
