@@ -43,7 +43,7 @@ from identity.revoked_grants import Revoker
 from identity.rp_logout import EndSession
 from identity.sealing import Sealer
 from identity.sessions import SessionStore
-from identity.signing_keys import SigningKeys
+from identity.signing_keys import NewKey, SigningKeys, new_private_key
 from identity.throttle import SignInThrottle, SqlCounters, ThrottlePolicy
 from identity.token_endpoint import TokenEndpoint
 from identity.unit_of_work import TokenWork
@@ -97,6 +97,7 @@ class Provider:
         device_key: bytes,  # signs the device cookies of the sign-in throttle (a service secret)
         clock: Clock = SYSTEM_CLOCK,  # every object that reads the time reads this one
         password_hashing: PasswordHashing = OWASP_ARGON2ID,  # the users' passwords (identity/passwords.py)
+        new_signing_key: NewKey = new_private_key,  # a new signing key's RSA key (identity/signing_keys.py)
     ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
@@ -108,7 +109,7 @@ class Provider:
             recent_size=tuning.clients_kept,
             outbound=OutboundRule(loopback=tuning.outbound_loopback),
         )
-        self.keys = signing_keys_of(engine, lifetimes, tuning, sealer, clock)
+        self.keys = signing_keys_of(engine, lifetimes, tuning, sealer, clock, new_key=new_signing_key)
         # rung once a revocation (or a sign-in ending another user's session) that wrote logout tokens commits: the
         # node's worker posts them at once
         self.logout_written = Doorbell()
@@ -233,7 +234,13 @@ class Provider:
 
 
 def signing_keys_of(
-    engine: Engine, lifetimes: Lifetimes, tuning: Tuning, sealer: Sealer, clock: Clock = SYSTEM_CLOCK
+    engine: Engine,
+    lifetimes: Lifetimes,
+    tuning: Tuning,
+    sealer: Sealer,
+    clock: Clock = SYSTEM_CLOCK,
+    *,
+    new_key: NewKey = new_private_key,
 ) -> SigningKeys:
     """The signing keys as the provider and the command line use them: published ``key_publish_delay`` before they
     sign, kept to verify as long as an access token lives."""
@@ -244,4 +251,5 @@ def signing_keys_of(
         sealer=sealer,
         max_age=tuning.signing_keys_max_age,
         clock=clock,
+        new_key=new_key,
     )

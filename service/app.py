@@ -32,6 +32,7 @@ from identity.issuer import Issuer
 from identity.passwords import OWASP_ARGON2ID, PasswordHashing
 from identity.provider import Provider
 from identity.sealing import Sealer
+from identity.signing_keys import NewKey, new_private_key
 from identity.usage import UsageCounter, UsageReport
 from service.console_api.console_web import ConsoleWeb
 from service.console_api.cookies import CookieLifetimes, Cookies
@@ -155,11 +156,14 @@ def create_app(
     clock: Clock | None = None,
     password_hashing: PasswordHashing = OWASP_ARGON2ID,
     fast_forms: bool = True,
+    new_signing_key: NewKey = new_private_key,
 ) -> Dispatcher:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. ``clock``: the time every object of the
     identity domain reads (the system's by default; tests move it). ``password_hashing``: Argon2id at OWASP's
-    parameters, always, in the service; the tests hand in a cheaper one (``tests/support/passwords.py``). The
+    parameters, always, in the service; the tests hand in a cheaper one (``tests/support/passwords.py``).
+    ``new_signing_key``: where the first signing key's RSA key comes from, a new one always in the service; the
+    tests hand in keys made once a process (``tests/support/signing_keys.py``). The
     contracts are parsed once per process (``service.web.contracts.contract``). ``fast_forms``: False leaves every
     identity form to Connexion's parser (the differential test's reference: service/web/connexion_adapter.py)."""
     settings = settings or Settings.from_env()
@@ -216,6 +220,7 @@ def create_app(
         device_key=service_secret(engine, sealer, "device-cookie-key"),
         clock=clock,
         password_hashing=password_hashing,
+        new_signing_key=new_signing_key,
     )
     provider.start()
     identity = create_identity_app(

@@ -28,6 +28,7 @@ from tests.support.clocks import MovableClock
 from tests.support.defaults import POOL
 from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import empty_every_table, throwaway_database
+from tests.support.signing_keys import KEYS_MADE_ONCE
 
 pytest_plugins = [
     "tests.support.ci_skips",  # with CI set, a skipped test fails (tests/support/ci_skips.py)
@@ -171,7 +172,9 @@ def clock() -> MovableClock:
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock):  # type: ignore[no-untyped-def]
     # The dataset loaded once per process, keyed by this database.
-    return create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING)
+    return create_app(
+        settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, new_signing_key=KEYS_MADE_ONCE
+    )
 
 
 @pytest.fixture
