@@ -1,16 +1,17 @@
-"""Branch coverage of the tests that run in process, measured in the same pytest run as every other test (a pytest
-plugin, loaded before the conftest files so that it sees the product's modules imported):
+"""Branch coverage of the unit tests, measured in the same pytest run as every other test (a pytest plugin, loaded
+before the conftest files so that it sees the product's modules imported):
 
-    python -m pytest -p tests.support.in_process_coverage --in-process-coverage=FILE ...
-    coverage combine --data-file=FILE && python -m tools.coverage_report --in-process FILE
+    python -m pytest -p tests.support.unit_coverage --unit-coverage=FILE ...
+    coverage combine --data-file=FILE && python -m tools.coverage_report --unit FILE
 
 In each process that runs tests (each xdist worker) coverage.py measures the collection (the modules' import) and
-each unit and API test with its fixtures, and is paused for the system tests, whose code under test runs in the
-processes they start; each process saves its data beside ``FILE`` (``FILE.<host>.<pid>.<random>``). Python 3.11 has
-no ``sys.monitoring``: coverage.py traces every line it measures, so this costs the in-process tests about half
-their CPU time again, and the system tests nothing. CI runs it (scripts/test) and holds the total to its floor
-(``IN_PROCESS_FLOOR`` in tools/coverage_report.py); the whole measure, with every process the tests start, is
-``tox -e coverage`` (docs/testing.md).
+each unit test with its fixtures, and is paused for the other tests; each process saves its data beside ``FILE``
+(``FILE.<host>.<pid>.<random>``). Python 3.11 has no ``sys.monitoring``: coverage.py traces every line it measures,
+which costs the measured tests about 60% more CPU time. The unit tests are a tenth of the suite's CPU, so CI pays
+some 20 s for it; the API tests, which run the code under test in process too, would cost two minutes of a CI run
+on two cores, and the system tests' code runs in the processes they start. CI runs it (scripts/test) and holds the
+total to its floor (``UNIT_FLOOR`` in tools/coverage_report.py); the whole measure, with every test and every
+process the tests start, is ``tox -e coverage`` (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -22,28 +23,28 @@ import coverage
 import pytest
 
 TESTS = Path(__file__).resolve().parent.parent
-IN_PROCESS = ("unit", "api")  # the folders of tests/ whose tests run the code under test in their own process
+MEASURED = ("unit",)  # the folders of tests/ whose tests are measured
 SOURCE = ["cursors", "data", "handlers", "identity", "service"]  # as [tool.coverage.run] source_pkgs
-NAME = "in_process_coverage_measure"
+NAME = "unit_coverage_measure"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--in-process-coverage",
+        "--unit-coverage",
         metavar="FILE",
-        help="measure the branch coverage of the unit and API tests into coverage.py data files FILE.* "
+        help="measure the branch coverage of the unit tests into coverage.py data files FILE.* "
         "(combine them with coverage combine --data-file=FILE)",
     )
 
 
-def in_process(item: pytest.Item) -> bool:
+def measured(item: pytest.Item) -> bool:
     path = item.path.resolve()
-    return path.is_relative_to(TESTS) and path.relative_to(TESTS).parts[0] in IN_PROCESS
+    return path.is_relative_to(TESTS) and path.relative_to(TESTS).parts[0] in MEASURED
 
 
 class Measure:
     """This process's measurement: on from before the conftest files are imported to the end of the collection,
-    then only while an in-process test runs."""
+    then only while a unit test runs."""
 
     def __init__(self, data_file: str) -> None:
         # Not the project's [tool.coverage.run], whose patch = subprocess would measure every process the tests start.
@@ -72,7 +73,7 @@ class Measure:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        if not in_process(item):
+        if not measured(item):
             return (yield)
         self.coverage.start()
         self.running = True
@@ -89,6 +90,6 @@ class Measure:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    data_file = early_config.known_args_namespace.in_process_coverage
+    data_file = early_config.known_args_namespace.unit_coverage
     if data_file:
         early_config.pluginmanager.register(Measure(str(Path(data_file).resolve())), NAME)
