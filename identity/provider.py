@@ -42,7 +42,7 @@ from identity.interaction.sign_in_pages import SignInPages
 from identity.interaction.signed_in import SignedIn
 from identity.interaction.store import InteractionStore
 from identity.keys.sealing import Sealer
-from identity.keys.signing_keys import SigningKeys
+from identity.keys.signing_keys import NewKey, SigningKeys, new_private_key
 from identity.mail.email_links import EmailLinks
 from identity.mail.outbox import DeliveryPolicy, Doorbell, Outbox
 from identity.member_directory import Directory
@@ -125,6 +125,7 @@ class Provider:
         password_hashing: PasswordHashing = OWASP_ARGON2ID,  # the users' passwords (identity/accounts/passwords.py)
         invitation_link: str = "",  # the page an invitation's link opens (the console's), without its query
         upstream: UpstreamHttp | None = None,  # requests to organizations' providers (none: every one is refused)
+        new_signing_key: NewKey = new_private_key,  # a new signing key's RSA key (identity/keys/signing_keys.py)
     ) -> None:
         self.issuer = issuer
         self.organizations = OrganizationStore(engine, clock)
@@ -136,7 +137,7 @@ class Provider:
             recent_size=tuning.clients_kept,
             outbound=OutboundRule(loopback=tuning.outbound_loopback),
         )
-        self.keys = signing_keys_of(engine, lifetimes, tuning, sealer, clock)
+        self.keys = signing_keys_of(engine, lifetimes, tuning, sealer, clock, new_key=new_signing_key)
         # rung once a revocation (or a sign-in ending another user's session) that wrote logout tokens commits: the
         # node's worker posts them at once
         self.logout_written = Doorbell()
@@ -327,7 +328,13 @@ def _epoch_now(clock: Clock) -> int:
 
 
 def signing_keys_of(
-    engine: Engine, lifetimes: Lifetimes, tuning: Tuning, sealer: Sealer, clock: Clock = SYSTEM_CLOCK
+    engine: Engine,
+    lifetimes: Lifetimes,
+    tuning: Tuning,
+    sealer: Sealer,
+    clock: Clock = SYSTEM_CLOCK,
+    *,
+    new_key: NewKey = new_private_key,
 ) -> SigningKeys:
     """The signing keys as the provider and the command line use them: published ``key_publish_delay`` before they
     sign, kept to verify as long as an access token lives."""
@@ -338,4 +345,5 @@ def signing_keys_of(
         sealer=sealer,
         max_age=tuning.signing_keys_max_age,
         clock=clock,
+        new_key=new_key,
     )

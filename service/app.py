@@ -32,6 +32,7 @@ from identity.common.errors import InvalidInput
 from identity.common.issuer import Issuer
 from identity.federation.upstream_http import UpstreamHttp
 from identity.keys.sealing import Sealer
+from identity.keys.signing_keys import NewKey, new_private_key
 from identity.organizations.keys import OrganizationKeys
 from identity.provider import Provider
 from identity.sessions.console_sessions import ConsoleSessionStore
@@ -163,11 +164,14 @@ def create_app(
     password_hashing: PasswordHashing = OWASP_ARGON2ID,
     fast_forms: bool = True,
     upstream: UpstreamHttp | None = None,
+    new_signing_key: NewKey = new_private_key,
 ) -> Dispatcher:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. ``clock``: the time every object of the
     identity domain reads (the system's by default; tests move it). ``password_hashing``: Argon2id at OWASP's
-    parameters, always, in the service; the tests hand in a cheaper one (``tests/support/passwords.py``). The
+    parameters, always, in the service; the tests hand in a cheaper one (``tests/support/passwords.py``).
+    ``new_signing_key``: where the first signing key's RSA key comes from, a new one always in the service; the
+    tests hand in keys made once a process (``tests/support/signing_keys.py``). The
     contracts are parsed once per process (``service.web.contracts.contract``). ``fast_forms``: False leaves every
     identity form to Connexion's parser and its own validation middleware (the differential test's reference:
     service/web/connexion_adapter.py)."""
@@ -228,6 +232,7 @@ def create_app(
         invitation_link=settings.base_url + settings.console_path + "/invitation",
         # an organization's own provider, reached within the outbound rule (tests hand in one in process)
         upstream=upstream or UpstreamRequests(timeout=settings.upstream_timeout, loopback=settings.outbound_loopback),
+        new_signing_key=new_signing_key,
     )
     provider.start()
     organization_keys = OrganizationKeys(keys, provider.trail, service_secret(engine, sealer, "directory-cursor-key"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,10 +28,12 @@ from tests.support.clocks import MovableClock
 from tests.support.defaults import POOL
 from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import empty_every_table, throwaway_database
+from tests.support.signing_keys import KEYS_MADE_ONCE
 
 pytest_plugins = [
     "tests.support.ci_skips",  # with CI set, a skipped test fails (tests/support/ci_skips.py)
     "tests.support.identity_fixtures",  # org, user, web and browser for the identity API's tests
+    "tests.support.module_durations",  # --record-durations: tests/durations.json, the order of longest_first
     "tests.support.redis_db",  # redis_url: a Redis database of the test's own (per xdist worker)
 ]
 
@@ -50,20 +51,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = longest_first(items)
 
 
-def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+def longest_first(items: list[pytest.Item], durations: dict[str, float] | None = None) -> list[pytest.Item]:
     """The modules in the order they are handed to the workers (``--dist loadscope --no-loadscope-reorder``, one
-    module to one worker, so its servers start once): system tests first (each starts processes and takes
-    seconds), then API tests, then unit tests, and within a kind the modules with more tests first. The last
-    modules handed out are then the shortest, and the workers finish together (longest processing time first).
-    A module keeps its own order."""
-    rank = {kind: place for place, kind in enumerate(reversed(KINDS))}  # system 0, api 1, unit 2
-    sizes = Counter(item.path for item in items)
+    module to one worker, so its servers start once): by their measured duration (``tests/durations.json``, made
+    by ``scripts/test --record-durations``; a module it lacks counts as the median of its tier), longest first.
+    The last modules handed out are then the shortest, and the workers finish together (longest processing time
+    first). A module keeps its own order."""
+    from tests.support import module_durations  # imported once pytest_plugins has registered it (its asserts rewritten)
 
-    def order(item: pytest.Item) -> tuple[int, int, str]:
-        kind = item.path.relative_to(Path(__file__).parent).parts[0]
-        return rank.get(kind, len(rank)), -sizes[item.path], str(item.path)
-
-    return sorted(items, key=order)  # stable: the tests of a module stay in their order
+    estimate = module_durations.Estimate(module_durations.load() if durations is None else durations)
+    seconds = {path: estimate(module_durations.module_of(path)) for path in {item.path for item in items}}
+    return sorted(items, key=lambda item: (-seconds[item.path], str(item.path)))  # stable within a module
 
 
 CURSOR_KEY = b"k" * 32
@@ -174,7 +172,9 @@ def clock() -> MovableClock:
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock):  # type: ignore[no-untyped-def]
     # The dataset loaded once per process, keyed by this database.
-    return create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING)
+    return create_app(
+        settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, new_signing_key=KEYS_MADE_ONCE
+    )
 
 
 @pytest.fixture

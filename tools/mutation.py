@@ -8,7 +8,10 @@ and runs the tests that reach each function; a mutant that no test fails is a ru
 Every surviving mutant must be killed by a test or listed in docs/testing.md's table of equivalent mutants with
 the reason no test can tell it apart; a survivor that is neither fails the run (exit 1). mutmut's configuration
 (the files it copies and mutates, the tests it may run) is ``[tool.mutmut]`` in pyproject.toml; its work folder
-is ``mutants/``. docs/testing.md says what it costs and when CI runs it.
+is ``mutants/``. With ``--changed``, mutmut runs in a folder of its own (a temporary one) whose ``[tool.mutmut]``
+is narrowed to the changed targets' files and to the tests that guard them (``GUARDS``): one changed rule costs
+its CI run a minute or two, not two runs of every rule's tests. docs/testing.md says what it costs and when CI
+runs it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import fnmatch
 import re
 import subprocess
 import sys
+import tempfile
 import time
+import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +39,11 @@ class Target:
     rule: str
     file: str  # the module's file, for --changed
     names: tuple[str, ...]  # mutmut's mutant names of its functions (fnmatch patterns)
+
+    @property
+    def tests(self) -> tuple[str, ...]:
+        """The test modules that guard the rule (``GUARDS``): the only ones mutmut runs for it with ``--changed``."""
+        return GUARDS[self.rule]
 
 
 # The functions where each rule is decided (a whole module would spend most of the run on its plumbing: the
@@ -112,6 +122,46 @@ TARGETS = (
     ),
 )
 
+# The test modules that guard each rule: the tests written for it, which kill its mutants. With --changed only these
+# run (mapped to the functions, run clean, then for each mutant those of them that reach its function), so a change
+# to one rule costs minutes, not the whole selection of [tool.mutmut] twice. Each is in that selection too (the whole
+# set, tox -e mutation, runs them all); tests/unit/test_mutation_targets.py checks both.
+GUARDS: dict[str, tuple[str, ...]] = {
+    "PKCE (RFC 7636)": ("tests/unit/test_identity_rules.py", "tests/api/identity/test_authorization_code_exchange.py"),
+    "client authentication: Basic and the secret (RFC 6749 §2.3.1)": (
+        "tests/unit/test_identity_rules.py",
+        "tests/api/identity/test_token_client_authentication.py",
+        "tests/api/test_client_authentication.py",
+    ),
+    "redirect-URI registration and exact matching": (
+        "tests/unit/test_identity_rules.py",
+        "tests/unit/test_identity_core.py",
+    ),
+    "the authorization request's redirect URI": (
+        "tests/unit/test_identity_rules.py",
+        "tests/unit/test_identity_core.py",
+    ),
+    "code exchange: a code is spent once, a replay reported (RFC 6749 §4.1.2)": (
+        "tests/unit/test_identity_rules.py",
+        "tests/api/identity/test_authorization_code_exchange.py",
+    ),
+    "refresh rotation: rotate once (RFC 9700 §4.14.2)": (
+        "tests/unit/test_identity_rules.py",
+        "tests/unit/test_identity_core.py",
+        "tests/api/test_refresh_token_rotation.py",
+    ),
+    "the cursor codec": ("tests/unit/test_cursor_codec.py", "tests/unit/test_catalog.py"),
+    "CSRF of the sign-in pages": ("tests/unit/test_identity_rules.py", "tests/unit/test_sign_in_csrf.py"),
+    "CSRF of the console": ("tests/unit/test_console_csrf.py",),
+    "API-key verification": ("tests/unit/test_api_keys.py", "tests/unit/test_key_cache.py"),
+    "the rate limiter's sliding window": ("tests/unit/test_rate_limit_headers.py", "tests/api/test_ratelimit.py"),
+    "the logout-token minter": ("tests/api/test_backchannel_logout.py", "tests/api/test_logout_token_claims.py"),
+    "the console's relying party: the ID token's checks": (
+        "tests/unit/test_console_relying_party.py",
+        "tests/api/test_console_sign_in_callback.py",
+    ),
+}
+
 EQUIVALENT_ROW = re.compile(r"^\|\s*`(?P<name>[^`]+)`\s*\|\s*(?P<reason>[^|]+?)\s*\|\s*$")
 RESULT_LINE = re.compile(r"^\s+(?P<name>\S+): (?P<status>.+)$")
 CAUGHT = ("killed", "timeout", "caught by type check")
@@ -183,11 +233,38 @@ def chosen(base: str | None) -> list[Target] | None:
     return [target for target in TARGETS if target.file in changed and touched(target, base)]
 
 
-def statuses() -> dict[str, str]:
-    """Every mutant mutmut has a result for: name -> status."""
+def narrowed(pyproject: str, targets: list[Target]) -> str:
+    """pyproject.toml with ``[tool.mutmut]`` narrowed to ``targets``: only their files mutated, only their guards
+    run."""
+    lists = {
+        "only_mutate": sorted({target.file for target in targets}),
+        "pytest_add_cli_args_test_selection": sorted({test for target in targets for test in target.tests}),
+    }
+    for key, values in lists.items():
+        array = "[\n" + "".join(f'  "{value}",\n' for value in values) + "]"
+        pyproject, count = re.subn(rf"^{key} = \[.*?^\]", f"{key} = {array}", pyproject, flags=re.M | re.S)
+        assert count == 1, f"[tool.mutmut] {key} is not one array of its own lines in pyproject.toml"
+    assert {key: tomllib.loads(pyproject)["tool"]["mutmut"][key] for key in lists} == lists
+    return pyproject
+
+
+def work_folder(folder: Path, targets: list[Target]) -> Path:
+    """A folder where mutmut runs for ``targets`` alone: the checkout's files linked in, and a pyproject.toml of
+    its own (``narrowed``); mutmut copies them to its ``mutants/`` there, as it does at the root."""
+    for entry in ROOT.iterdir():
+        if entry.name not in {"pyproject.toml", "mutants", ".git"}:
+            (folder / entry.name).symlink_to(entry)
+    (folder / "pyproject.toml").write_text(
+        narrowed((ROOT / "pyproject.toml").read_text(encoding="utf-8"), targets), encoding="utf-8"
+    )
+    return folder
+
+
+def statuses(where: Path = ROOT) -> dict[str, str]:
+    """Every mutant mutmut has a result for (in its work folder ``where``): name -> status."""
     listed = subprocess.run(
         [sys.executable, "-m", "mutmut", "results", "--all", "true"],
-        cwd=ROOT,
+        cwd=where,
         check=True,
         capture_output=True,
         text=True,
@@ -242,19 +319,30 @@ def main(argv: list[str] | None = None) -> int:
     if not targets:
         print(f"mutation: no target function changed since {args.changed}; nothing to mutate")
         return 0
+    if args.changed is None:  # the whole set, in the checkout's own mutants/ (kept between runs)
+        return mutate(targets, ROOT, args.max_children)
+    tests = sorted({test for target in targets for test in target.tests})
+    print(f"mutation: {', '.join(target.file for target in targets)} changed; their guards: {' '.join(tests)}")
+    with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
+        return mutate(targets, work_folder(Path(folder), targets), args.max_children)
+
+
+def mutate(targets: list[Target], where: Path, max_children: int | None) -> int:
+    """mutmut over ``targets``' functions in the work folder ``where``; the report (exit 1 on an unexplained
+    survivor)."""
     started = time.monotonic()
     command = [sys.executable, "-m", "mutmut", "run", *(p for target in targets for p in target.names)]
-    if args.max_children:
-        command += ["--max-children", str(args.max_children)]
+    if max_children:
+        command += ["--max-children", str(max_children)]
     LOG.parent.mkdir(exist_ok=True)
     with LOG.open("w", encoding="utf-8") as log:
-        run = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        run = subprocess.run(command, cwd=where, stdout=log, stderr=subprocess.STDOUT)
     if run.returncode != 0:
         said = LOG.read_text(encoding="utf-8").replace("\r", "\n").splitlines()
         print("\n".join(line for line in said[-40:] if line.strip() and "⠋" not in line))
         print(f"mutation: mutmut run failed (exit {run.returncode}); its output is in {LOG.relative_to(ROOT)}")
         return run.returncode
-    found = of(targets, statuses())
+    found = of(targets, statuses(where))
     return report(targets, found, equivalents(DOCS.read_text(encoding="utf-8")), time.monotonic() - started)
 
 

@@ -40,6 +40,14 @@ from identity.keys.sealing import Sealer
 ALGORITHM = "RS256"
 KEY_SIZE = 2048
 
+NewKey = Callable[[], rsa.RSAPrivateKey]  # where a new signing key's private key comes from
+
+
+def new_private_key() -> rsa.RSAPrivateKey:
+    """A new RSA key of ``KEY_SIZE`` bits: the service's keys, always (tests of other things hand in keys made once
+    a process: ``SigningKeys(new_key=…)``; one costs about 0.1 s of CPU)."""
+    return rsa.generate_private_key(public_exponent=65537, key_size=KEY_SIZE)
+
 
 @dataclass(frozen=True, slots=True)
 class KeyInfo:
@@ -116,10 +124,12 @@ class SigningKeys:
         max_age: timedelta,
         clock: Clock = SYSTEM_CLOCK,
         monotonic: Callable[[], float] = time.monotonic,  # when the table was last read (tests move it)
+        new_key: NewKey = new_private_key,
     ) -> None:
         self._engine = engine
         self._clock = clock
         self._monotonic = monotonic
+        self._new_key = new_key
         self._sealer = sealer
         self._publish_delay = publish_delay
         self._verify_window = verify_window
@@ -236,7 +246,7 @@ class SigningKeys:
         return changed
 
     def _create(self, signs_from: datetime) -> KeyInfo:
-        private = rsa.generate_private_key(public_exponent=65537, key_size=KEY_SIZE)
+        private = self._new_key()
         jwk = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
         kid = thumbprint(jwk)
         jwk.update(kid=kid, use="sig", alg=ALGORITHM)

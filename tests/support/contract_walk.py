@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +64,9 @@ def _resolve(document: dict[str, Any], node: Any) -> Any:
     return node
 
 
+@functools.cache
 def _document(name: str) -> dict[str, Any]:
+    """The document, parsed once a process (a walk asks for it for every operation): read it, never change it."""
     loaded: dict[str, Any] = yaml.safe_load(spec_path(name).read_text(encoding="utf-8"))
     return loaded
 

@@ -53,10 +53,14 @@ def throwaway_database(*, migrated: bool = True) -> Iterator[str]:
 
 
 def empty_every_table(url: str) -> None:
-    """Delete every row (the schema stays): a clean database for the next test, faster than a new one."""
+    """Delete every row (the schema stays): a clean database for the next test, faster than a new one.
+
+    One DELETE a table, the referencing tables first, in one transaction: a few milliseconds on a test's handful of
+    rows, where TRUNCATE gives each table and index a new file, synced at the commit (0.3 s a test on a busy disk).
+    No table has a sequence to restart (the ids are random strings)."""
     load_tables()
-    names = ", ".join(f'"{table.name}"' for table in metadata.sorted_tables)
     engine = make_engine(url, POOL)
     with engine.begin() as connection:
-        connection.execute(sa.text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        for table in reversed(metadata.sorted_tables):
+            connection.execute(table.delete())
     engine.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -22,17 +23,17 @@ from service.cli.commands import main
 from service.cli.demo import prepare
 from service.console_api.relying_party import SERVICE_ORG_ID, SERVICE_ORG_NAME, SERVICE_ORG_SLUG
 from service.database.db import MissingDriver, make_engine
-from service.database.schema import head, upgrade
+from service.database.schema import head
 from service.settings import Settings
 from tests.support.defaults import POOL
 
 
 @pytest.fixture(autouse=True)
-def migrated(tmp_path: Path) -> None:
-    """The default database of a command run in ``tmp_path``, at the current schema (as `db upgrade` leaves it)."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'var' / 'regional-menus.sqlite3'}", POOL)
-    upgrade(engine)
-    engine.dispose()
+def migrated(tmp_path: Path, migrated_sqlite: Path) -> None:
+    """The default database of a command run in ``tmp_path``, at the current schema (as `db upgrade` leaves it): a
+    copy of the process's migrated database (tests/conftest.py), a millisecond where migrating takes 0.2 s."""
+    (tmp_path / "var").mkdir()
+    shutil.copyfile(migrated_sqlite, tmp_path / "var" / "regional-menus.sqlite3")
 
 
 def cli(cwd: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -22,6 +22,7 @@ from tests.support.defaults import POOL
 from tests.support.identity_fixtures import PASSWORD, Registered, Shared, register
 from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import throwaway_database
+from tests.support.signing_keys import KEYS_MADE_ONCE
 
 
 @pytest.fixture
@@ -64,7 +65,11 @@ def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         org = OrganizationStore(engine).create("Acme Foods")
         clock = MovableClock()
         yield Shared(
-            create_app(settings, clock=clock, password_hashing=FAST_HASHING), engine, org, register(engine, org), clock
+            create_app(settings, clock=clock, password_hashing=FAST_HASHING, new_signing_key=KEYS_MADE_ONCE),
+            engine,
+            org,
+            register(engine, org),
+            clock,
         )
         engine.dispose()
 
