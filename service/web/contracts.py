@@ -55,9 +55,10 @@ def authored(name: str) -> dict[str, Any]:
 METHODS = ("get", "head", "put", "post", "delete", "patch")  # the HTTP methods an OpenAPI path item may declare
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Contract:
-    """One OpenAPI document and what it declares. Shared: read it, never change what it hands out."""
+    """One OpenAPI document and what it declares. Shared: read it, never change what it hands out. One object per
+    document and process (``contract``), so it is equal to itself alone and hashed by identity (a cache key)."""
 
     name: str  # e.g. "menus.yaml"
     document: Mapping[str, Any]  # the document as written: components and every ``$ref`` intact
