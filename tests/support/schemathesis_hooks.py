@@ -21,6 +21,8 @@ from schemathesis.core.deserialization import DeserializationContext
 from schemathesis.core.transport import Response
 from schemathesis.hooks import HookContext
 
+from tests.support.framework_words import framework_words
+
 
 @schemathesis.deserializer("text/html")
 def html_page(_: DeserializationContext, response: Response) -> str:
@@ -37,3 +39,14 @@ def before_load_schema(_: HookContext, raw_schema: dict[str, Any]) -> None:
                 for link in response.get("links", {}).values() if isinstance(response, dict) else ():
                     if "x-form-fields" in link:
                         link["requestBody"] = link["x-form-fields"]
+
+
+@schemathesis.check
+def answers_in_our_own_words(_: Any, response: Response, case: Any) -> None:
+    """No validator or framework wording reaches a client (docs/security.md): every answer's body and headers are
+    searched for jsonschema's, Connexion's, Starlette's and Werkzeug's phrasing and Python's tracebacks
+    (``tests/support/framework_words.py``), on every case of every live run, positive and negative."""
+    headers = " ".join(f"{name}: {', '.join(values)}" for name, values in response.headers.items())
+    said = framework_words(response.content.decode("utf-8", errors="replace")) or framework_words(headers)
+    if said is not None:
+        raise AssertionError(f"{case.operation.label} answered {response.status_code} in a framework's words: {said!r}")
