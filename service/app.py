@@ -36,6 +36,7 @@ from identity.keys.signing_keys import NewKey, new_private_key
 from identity.organizations.keys import OrganizationKeys
 from identity.provider import Provider
 from identity.sessions.console_sessions import ConsoleSessionStore
+from service.background_jobs import background_jobs
 from service.console_api.console_web import ConsoleWeb
 from service.console_api.cookies import CookieLifetimes, Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret
@@ -58,12 +59,12 @@ from service.ops import metrics
 from service.ops.health import Readiness
 from service.ops.observe import RequestObserver
 from service.ops.operations_app import DOCUMENT_PREFIX, create_operations_app, is_operations_path
-from service.ops.periodic import BackgroundJobs, Job, LoopingJob, PeriodicJob, RunningJobs
+from service.ops.periodic import BackgroundJobs, RunningJobs
 from service.ops.route_templates import RouteTemplates
 from service.outbound.backchannel import LogoutCourier, LogoutPoster
 from service.outbound.upstream import UpstreamRequests
 from service.settings import Settings
-from service.web.admission import LAG_EVERY, Admission
+from service.web.admission import Admission
 from service.web.api_docs import Documentation
 from service.web.body_arrival import BodyTiming, BodyWatch
 from service.web.body_limit import NO_BODY, BodyCap, describe
@@ -332,42 +333,6 @@ def create_app(
         ),
         background=BackgroundJobs(background_jobs(settings, provider, usage, mail, admission, logouts)),
     )
-
-
-def background_jobs(
-    settings: Settings,
-    provider: Provider,
-    usage: UsageCounter,
-    mail: Courier | None,
-    admission: Admission,
-    logouts: LogoutCourier,
-) -> list[Job]:
-    """The worker's background jobs, in the order they start (service/ops/periodic.py)."""
-    mail_interval = settings.mail_poll_interval
-    return [
-        *(
-            [PeriodicJob("purging", settings.purge_interval, provider.purger.purge)]
-            if settings.purge_interval > 0
-            else []
-        ),
-        # the usage counted in memory, written every interval and once more at shutdown (what was counted since)
-        PeriodicJob(
-            "writing API key usage", settings.usage_flush_interval, usage.flush, first_at_start=False, last_round=True
-        ),
-        # a key rotated on another node reaches this node's JWKS within the interval (start-up read it)
-        PeriodicJob(
-            "reading the JWKS",
-            settings.published_keys_interval(),
-            provider.keys.refresh_published,
-            first_at_start=False,
-        ),
-        *([PeriodicJob("sending mail from the outbox", mail_interval, mail)] if mail is not None else []),
-        # the event loop's lag, which the admission's bound counts (service/web/admission.py)
-        LoopingJob("watching the event loop's lag", LAG_EVERY, admission.watch_loop),
-        # posts at once when woken, and looks every mail interval (service/outbound/backchannel.py)
-        LoopingJob("posting logout tokens", mail_interval, logouts.run),
-        PeriodicJob("mailing password-reset links", mail_interval, provider.password_reset.deliver),
-    ]
 
 
 class BuiltOnFirstRequest:

@@ -56,7 +56,7 @@ def create_identity_app(
     fast_forms: bool = True,
 ) -> IdentityApp:
     """The identity API; ``client_threads`` run the client endpoints' work at once, ``form_limit``: the largest
-    form taken (bytes; a larger one is 413); ``fast_forms``: see ``service.web.connexion_adapter.ContractForm``."""
+    form taken (bytes; a larger one is 413); ``fast_forms``: see ``service.web.contract_validators.ContractForm``."""
     issuer = provider.issuer
     identity = contract("identity.yaml")
     app = connexion_app(

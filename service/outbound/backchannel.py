@@ -28,9 +28,7 @@ the event loop.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
-import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -41,6 +39,7 @@ import httpx
 from identity.common.outbound_uris import Address, OutboundRule, RefusedAddress
 from identity.mail.outbox import PENDING, Claimed, Outbox, Undeliverable
 from identity.tokens.logout_tokens import LogoutPost, LogoutTokens
+from service.outbound.addresses import addresses_of
 from service.web.offload import in_background
 
 logger = logging.getLogger(__name__)
@@ -49,14 +48,9 @@ Resolve = Callable[[str, int], Awaitable[list[Address]]]
 
 
 async def resolve(host: str, port: int) -> list[Address]:
-    """Every address ``host`` resolves to for a TCP connection (the event loop's resolver, off the loop)."""
-    found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    addresses: list[Address] = []
-    for _family, _type, _proto, _name, sockaddr in found:
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])  # an IPv6 zone is not part of it
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
+    """Every address ``host`` resolves to for a TCP connection (``addresses_of``), resolved off the event loop on
+    the background rounds' threads."""
+    return await in_background(addresses_of, host, port)
 
 
 class LogoutPoster:

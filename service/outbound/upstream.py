@@ -14,8 +14,6 @@ larger than ``MAX_ANSWER`` bytes is cut and refused.
 from __future__ import annotations
 
 import base64
-import ipaddress
-import socket
 import ssl
 import time
 from collections.abc import Callable, Mapping
@@ -26,20 +24,10 @@ import httpx
 from identity.common.outbound_uris import Address, OutboundRule, RefusedAddress
 from identity.federation.errors import UpstreamUnavailable
 from identity.federation.upstream_http import MAX_ANSWER, Answer
+from service.outbound.addresses import addresses_of
 
 Resolve = Callable[[str, int], list[Address]]
 USER_AGENT = "regional-menus-federation"
-
-
-def resolve(host: str, port: int) -> list[Address]:
-    """Every address ``host`` resolves to for a TCP connection."""
-    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    addresses: list[Address] = []
-    for _family, _type, _proto, _name, sockaddr in found:
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])  # an IPv6 zone is not part of it
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
 
 
 class UpstreamRequests:
@@ -50,7 +38,7 @@ class UpstreamRequests:
         *,
         timeout: float,
         loopback: bool = False,
-        resolver: Resolve = resolve,
+        resolver: Resolve = addresses_of,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.timeout = timeout  # seconds for the whole exchange

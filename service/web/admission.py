@@ -12,7 +12,9 @@ one worker, the p99 was near a second and some requests waited past five (docs/p
   event loop's lag (``watch_loop``: how late a timer last ran). The lag stands for the wait before the head was
   read, which no stamp can see: bytes that arrive while the loop works through a turn wait in the kernel's socket
   buffer until the next turn reads them, a turn's length later. A loop that far behind answers the request late
-  whatever it does, and answering it would only add to the queue.
+  whatever it does, and answering it would only add to the queue. Only the part of the last lag that came before
+  the head was read is added (``unseen``): a turn that held the loop after it is in the stamped wait already, and
+  counted twice, a stall of just over a quarter of a second could refuse the second of two requests sent together.
 
 The refusal is the API's own 503 in its own error form (the contract lists it for every operation with
 ``Retry-After``); it costs a fraction of an answer and never reaches the database. The operations endpoints
@@ -45,6 +47,7 @@ class Admission:
     clock: Callable[[], float] = time.monotonic
     in_flight: int = 0
     loop_lag: float = 0.0  # seconds the event loop ran the watch's last timer late (``watch_loop``)
+    lag_ended: float | None = None  # ``clock()`` when that late timer ran (None: the lag is counted whole)
 
     def admit(self, scope: Scope) -> bool:
         """True (and counted in flight until ``release``) when this request is taken; False when it is refused."""
@@ -60,10 +63,18 @@ class Admission:
         """True (and counted as refused) when the request has waited past ``max_queue_wait`` already: asked as the
         edge first sees a request that has a body, before the body is awaited (``service/web/body_arrival.py``)."""
         arrived = scope.get(ARRIVED)
-        if arrived is not None and self.clock() - arrived + self.loop_lag > self.max_queue_wait:
+        if arrived is not None and self.clock() - arrived + self.unseen(arrived) > self.max_queue_wait:
             self.on_refused("waited")
             return True
         return False
+
+    def unseen(self, arrived: float) -> float:
+        """The wait before a head read at ``arrived`` that its stamp cannot see: the part of the loop's last lag
+        (the stall from the late timer's due time to its run, ``lag_ended``) that came before the head was read. A
+        stall after the read is in ``clock() - arrived`` already."""
+        if self.lag_ended is None:
+            return self.loop_lag
+        return max(0.0, min(self.loop_lag, arrived - (self.lag_ended - self.loop_lag)))
 
     def take(self) -> bool:
         """True (and counted in flight until ``release``) when the worker answers fewer than ``max_in_flight``
@@ -84,4 +95,6 @@ class Admission:
         while not stopping.is_set():
             started = self.clock()
             await asyncio.sleep(every)
-            self.loop_lag = max(0.0, self.clock() - started - every)
+            ran = self.clock()
+            self.loop_lag = max(0.0, ran - started - every)
+            self.lag_ended = ran

@@ -1,4 +1,4 @@
-"""Connexion 3.3, adapted to this service: every use of its internals is in this one module.
+"""Connexion 3.3, adapted to this service: every hook into its internals is in this one module.
 
 ``connexion_app(contract, ...)`` builds each API's Connexion app (menus, identity, operations,
 console) from its ``Contract``: routing and request validation from the document, the handlers
@@ -24,10 +24,9 @@ found by operationId, response validation when asked for. What it changes, and w
   parameter and response decorators, inspects the handler's signature and makes a URI parser on every
   request; none of it depends on the request. Measured on the menus API's unique queries, that was
   about a sixth of the service's time, and the second parse of the query another sixth.
-- **The contract's parameter rules** (``service.web.validation.ParameterRules``) in place of
-  Connexion's parameter validator, for the menus and operations APIs: one message per invalid
-  parameter, by name, schemas compiled once per operation; the validated arguments go to the handlers
-  (``request_state.ARGUMENTS``), so the query is parsed once.
+- **The contract's parameter, form and JSON rules** in place of Connexion's validators, through its documented
+  ``validator_map`` (``service.web.contract_validators``: not hooks, and nothing upstream to remove); the
+  operationId their rules are kept by is read here (``_routed_operation``).
 - **Response validation without the gate's headers**: the menus gate adds ``ETag``, ``Cache-Control``
   and the ``RateLimit-*`` headers after Connexion's response validation has run (validation sees the
   response before any outer layer changes it, as spec-first/connexion#793 describes for Flask), so
@@ -41,19 +40,13 @@ found by operationId, response validation when asked for. What it changes, and w
   own check on each), and a worker reads them from its package, never from a user; so ``connexion_app`` gives
   Connexion a specification of a subclass that skips it (``_CheckedBeforeShipping``), through
   ``_ContractMiddleware.add_api``.
-- **The contract's form rules** (``service.web.validation.body_errors``) in place of Connexion's form
-  validation: a missing body names its required fields, every refused field is named, in words, and no
-  value or validator text is repeated (Connexion answers ``RequestBody is required`` and jsonschema's
-  message, which quotes the value). Connexion's form parsing is kept, except for a body that the form's
-  ``FormRules`` (``service.web.fast_forms``, derived from the same schema) proves valid: its pairs go to the
-  handler as read (``request_state.FORM``), neither parsed again nor checked by jsonschema.
 
 Nothing here assigns to an attribute of a Connexion module or class: each change is a subclass of a class Connexion
 exports from its packages (``connexion``: ``AsyncApi``, ``ConnexionMiddleware``; ``connexion.middleware``:
-``SpecMiddleware``; ``connexion.decorators``: ``StarletteDecorator``; ``connexion.validators``:
-``FormDataValidator``), an object given through a documented option (``middlewares``, ``validator_map``,
-``resolver``), a subclass of one of Connexion's default middlewares given in its place through ``middlewares``
-(``connexion.middleware.request_validation.RequestValidationMiddleware`` with its API and operation classes;
+``SpecMiddleware``; ``connexion.decorators``: ``StarletteDecorator``), an object given through a documented option
+(``middlewares``, ``validator_map``, ``resolver``), a subclass of one of Connexion's default middlewares given in
+its place through ``middlewares`` (``connexion.middleware.request_validation.RequestValidationMiddleware`` with its
+API and operation classes;
 Connexion's "Customizing the middleware stack" imports its middlewares from such modules, as
 ``connexion.middleware.security.SecurityMiddleware``, and no package re-exports them), or, for the document check
 alone, a subclass of the specification class Connexion builds (``connexion.spec.OpenAPISpecification``, which no
@@ -70,11 +63,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import json
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from connexion import AsyncApi
@@ -99,25 +90,21 @@ from connexion.operations import AbstractOperation
 from connexion.resolver import Resolver
 from connexion.spec import OpenAPISpecification
 from connexion.uri_parsing import AbstractURIParser
-from connexion.utils import is_nullable, split_content_type
-from connexion.validators import VALIDATOR_MAP, FormDataValidator, JSONRequestBodyValidator
-from starlette.datastructures import Headers
+from connexion.utils import is_nullable
 from starlette.responses import Response as StarletteResponse
 from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
 
+from service.web.contract_validators import BODY_VALIDATORS, REFERENCE_BODY_VALIDATORS, ContractParameters
 from service.web.contracts import Contract
-from service.web.fast_forms import FormRules
-from service.web.problems import invalid_parameters
-from service.web.request_state import ARGUMENTS, FORM
-from service.web.validation import ParameterRules, body_errors, missing_body, missing_json
+from service.web.request_parts import content_type
 
 ErrorHandler = Callable[[ConnexionRequest, Exception], ConnexionResponse | Awaitable[ConnexionResponse]]
 
 # Connexion's form validator logs each invalid form at ERROR with the offending value (a client secret, a token, a
-# 60 KiB state). ``ContractForm`` replaces its validation, so it no longer logs; the line stays as a guard should a
-# form ever reach Connexion's own validator. spec-first/connexion#1926 lowered the JSON body validator's message to
-# INFO; the same change in connexion/validators/form_data.py (3.3.0) would remove this line.
+# 60 KiB state). ``contract_validators.ContractForm`` replaces its validation, so it no longer logs; the line stays
+# as a guard should a form ever reach Connexion's own validator. spec-first/connexion#1926 lowered the JSON body
+# validator's message to INFO; the same change in connexion/validators/form_data.py (3.3.0) would remove this line.
 logging.getLogger("connexion.validators.form_data").setLevel(logging.CRITICAL)
 
 
@@ -141,7 +128,7 @@ def connexion_app(
     ``contract_parameters``: validate parameters with the contract's rules (the menus API's voice) instead
     of Connexion's; ``without_response_headers`` (lower case): response headers that a layer outside
     Connexion adds, left out of response validation; ``fast_forms``: plain forms the contract's rules prove
-    valid skip Connexion's parse (``ContractForm``), and the validators are made once per operation
+    valid skip Connexion's parse (``contract_validators.ContractForm``), and the validators are made once per operation
     (``_OnceValidation``); False: every form takes Connexion's way, through Connexion's own validation
     middleware (the reference of tests/api/test_form_parsers.py); ``routed_first``: plain paths Connexion's
     router tries first, the most requested (``Contract.specification``)."""
@@ -150,9 +137,9 @@ def connexion_app(
     if not fast_forms:
         middlewares = [RequestValidationMiddleware if m is _OnceValidation else m for m in middlewares]
     app = _ContractMiddleware(_OnceOperations(), import_name=__name__, middlewares=middlewares)
-    validator_map: dict[str, Any] = {"body": _BODY_VALIDATORS if fast_forms else _REFERENCE_BODY_VALIDATORS}
+    validator_map: dict[str, Any] = {"body": BODY_VALIDATORS if fast_forms else REFERENCE_BODY_VALIDATORS}
     if contract_parameters:
-        validator_map["parameter"] = ContractParameters()
+        validator_map["parameter"] = ContractParameters(_routed_operation)
     app.add_api(
         _checked_specification(contract, base_path, frozenset(without_response_headers), tuple(routed_first)),
         base_path=base_path,
@@ -221,170 +208,12 @@ def _string_keys(value: Any) -> Any:
     return value
 
 
-class ContractParameters:
-    """Connexion's ``validator_map["parameter"]``, one per app: the contract's rules, compiled once per operation.
-
-    Connexion makes a parameter validator for every request, from the operation's parameter list, and calls
-    its ``validate(scope)`` (``connexion/middleware/request_validation.py``). The rules are kept here by
-    operationId, which Connexion's routing has put in the scope (the key it dispatches the request to the
-    operation by, ``ROUTING_CONTEXT``: an internal of its middleware, stable since 3.0). Nothing to remove
-    upstream: ``validator_map`` is Connexion's documented way to bring one's own validator."""
-
-    def __init__(self) -> None:
-        self._rules: dict[str, ParameterRules] = {}
-
-    def __call__(
-        self,
-        parameters: list[dict[str, Any]],
-        *,
-        uri_parser: AbstractURIParser,
-        strict_validation: bool = False,
-        security_query_params: Iterable[str] = (),
-    ) -> _ParameterValidation:
-        return _ParameterValidation(self, parameters, uri_parser, strict_validation)
-
-    def rules(self, operation_id: str, parameters: Iterable[Mapping[str, Any]]) -> ParameterRules:
-        rules = self._rules.get(operation_id)
-        if rules is None:
-            rules = self._rules[operation_id] = ParameterRules(parameters)
-        return rules
-
-
-@dataclass(eq=False, slots=True)
-class _ParameterValidation:
-    """One request's parameter validation (what Connexion's ``ParameterValidator.validate`` does, by our rules)."""
-
-    factory: ContractParameters
-    parameters: list[dict[str, Any]]
-    uri_parser: AbstractURIParser
-    strict: bool
-
-    def validate(self, scope: Scope) -> None:
-        if not self.parameters and not self.strict:  # nothing to check (the token and introspection endpoints)
-            ARGUMENTS.put(scope, {})
-            return
-        rules = self.factory.rules(scope["extensions"][ROUTING_CONTEXT]["operation_id"], self.parameters)
-        request = ConnexionRequest(scope, uri_parser=self.uri_parser)
-        arguments = rules.validate(
-            query_string=scope.get("query_string", b"").decode("latin-1"),
-            typed_query=lambda: request.query_params,
-            path=request.path_params,
-            headers=request.headers,
-            cookies=request.cookies,
-            strict=self.strict,
-        )
-        if arguments is not None:
-            ARGUMENTS.put(scope, arguments)
-
-
-class ContractForm(FormDataValidator):  # type: ignore[misc]  # connexion ships without type hints
-    """Connexion's form validator with the contract's rules and words (``service.web.validation.body_errors``).
-
-    Connexion parses the form (``FormDataValidator._parse``) and calls ``_validate(body)``, the methods its
-    ``AbstractRequestBodyValidator`` documents for subclasses to override; a missing body is refused in
-    ``wrap_receive`` before that, in words of its own (``RequestBody is required``), so the check is made here
-    first. A plain form that the schema's ``FormRules`` proves valid (``service.web.fast_forms``) is read once,
-    by those rules, and its pairs put in the request's state for the handler (``FORM``); any other body takes
-    Connexion's parse and the contract's rules. ``fast = False`` (``WithoutFastForms``): every body takes
-    Connexion's way (tests/api/test_form_parsers.py compares the two). A body of a plain form is read in
-    ``wrap_receive`` itself, as the base class reads it, without its stream of chunks; the validator is made once
-    per operation and media type (``_OnceValidationOperation``), and its rules with it. Hooks: ``_schema``,
-    ``_required``, ``_nullable``, ``_strict_validation``, the attributes Connexion's base class keeps its arguments
-    in, and its ``_insert_messages`` (the body's messages handed on to the app) (stable since 3.0). Nothing
-    upstream to remove: ``validator_map`` is the documented way."""
-
-    fast = True
-
-    async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
-        length, content_types = _form_headers(scope["headers"])
-        if self._required and length.isdigit() and int(length) == 0:
-            raise missing_body(self._schema)
-        rules = self._rules
-        if rules is None or content_types != [_FORM] or not length.isdigit() or int(length) == 0:
-            wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
-            return wrapped
-        # What the base class's ``wrap_receive`` does with a body (``Content-Length`` above 0), its stream read
-        # here at once: the messages kept for the app, the body parsed (``_parse`` below) and validated.
-        messages = []
-        more = True
-        while more:
-            message = await receive()
-            messages.append(message)
-            more = message.get("more_body", False)
-        body = b"".join([message.get("body", b"") for message in messages])
-        pairs = rules.pairs(body)
-        if pairs is not None:
-            FORM.put(scope, pairs)
-        else:
-            parsed = await super()._parse(_once(body), scope)
-            if not (parsed is None and self._nullable):
-                self._validate(parsed)
-        return self._insert_messages(receive, messages=messages), scope
-
-    @functools.cached_property
-    def _rules(self) -> FormRules | None:
-        return _form_rules(self._schema, self._strict_validation) if self.fast else None
-
-    async def _parse(self, stream: AsyncIterator[bytes], scope: Scope) -> Any:
-        rules = self._rules
-        if rules is None or _form_headers(scope["headers"])[1] != [_FORM]:
-            return await super()._parse(stream, scope)
-        body = b"".join([chunk async for chunk in stream])
-        pairs = rules.pairs(body)
-        if pairs is None:
-            return await super()._parse(_once(body), scope)
-        FORM.put(scope, pairs)
-        return _PROVEN
-
-    def _validate(self, body: Any) -> None:
-        if body is _PROVEN:
-            return
-        if not isinstance(body, dict):
-            raise invalid_parameters([("body", "must be a form of named fields")])
-        errors = body_errors(self._schema, body, strict=self._strict_validation)
-        if errors:
-            raise invalid_parameters(errors)
-
-
-class ContractJson(JSONRequestBodyValidator):  # type: ignore[misc]  # connexion ships without type hints
-    """Connexion's JSON body validator with the contract's rules and words (``service.web.validation.body_errors``),
-    as ``ContractForm`` for forms: a body that is not JSON, or not an object, is named ``body``; every refused field
-    is named with its rule; an unknown field is refused by name; no value and no validator text is repeated
-    (Connexion answers with jsonschema's message, which quotes the value). Connexion reads and parses the body
-    (``_parse``) and calls ``_validate``, the methods its ``AbstractRequestBodyValidator`` documents for subclasses;
-    hooks: ``_schema``, ``_required``, ``_encoding`` (stable since 3.0). Nothing upstream to remove:
-    ``validator_map`` is the documented way."""
-
-    async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
-        length = Headers(scope=scope).get("content-length", "0").strip()
-        if self._required and length.isdigit() and int(length) == 0:
-            raise missing_json(self._schema)
-        wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
-        return wrapped
-
-    async def _parse(self, stream: AsyncIterator[bytes], scope: Scope) -> Any:
-        body = b"".join([chunk async for chunk in stream])
-        if not body:
-            return None
-        try:
-            return json.loads(body.decode(self._encoding or "utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            raise invalid_parameters([("body", "must be a JSON object (application/json)")]) from None
-
-    def _validate(self, body: Any) -> None:
-        if body is None and self._required:
-            raise missing_json(self._schema)
-        if not isinstance(body, dict):
-            raise invalid_parameters([("body", "must be a JSON object (application/json)")])
-        errors = body_errors(self._schema, body, strict=True, what="body")
-        if errors:
-            raise invalid_parameters(errors)
-
-
-class WithoutFastForms(ContractForm):
-    """``ContractForm`` that leaves every body to Connexion's parser (the reference of the differential test)."""
-
-    fast = False
+def _routed_operation(scope: Scope) -> str:
+    """The operationId Connexion's routing put in the scope, the key it dispatches the request to the operation by
+    (``ROUTING_CONTEXT``: an internal of its middleware, stable since 3.0), for ``ContractParameters``' rules kept
+    by operation. Nothing to remove upstream: routing hands it to every middleware after it the same way."""
+    operation_id: str = scope["extensions"][ROUTING_CONTEXT]["operation_id"]
+    return operation_id
 
 
 class _OnceValidationOperation(RequestValidationOperation):  # type: ignore[misc]
@@ -430,7 +259,7 @@ class _OnceValidationOperation(RequestValidationOperation):  # type: ignore[misc
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self._parameters.validate(scope)
-        mime_type, encoding = _content_type(scope["headers"], self._operation.consumes)
+        mime_type, encoding = content_type(scope["headers"], self._operation.consumes)
         self.validate_mime_type(mime_type)
         validator = self._body_validator(mime_type, encoding)
         if validator is _UNVALIDATED:
@@ -485,17 +314,6 @@ _KEPT = 8  # body validators kept per operation: one per (media type, charset) a
 _NOT_KEPT = object()
 _UNVALIDATED = object()  # a body schema, but no validator registered for the media type: Connexion skips it
 _validation_logger = logging.getLogger("connexion.middleware.validation")  # the logger Connexion's validation uses
-_CONTENT_TYPE = b"content-type"
-
-
-def _content_type(headers: Iterable[tuple[bytes, bytes]], consumes: list[str]) -> tuple[str, str]:
-    """The request's media type and charset, as ``RequestValidationOperation.extract_content_type`` works them out
-    (the first ``Content-Type``; without one, the operation's first media type; UTF-8 by default)."""
-    content_type = next((value.decode("latin-1") for key, value in headers if key.lower() == _CONTENT_TYPE), None)
-    mime_type, encoding = split_content_type(content_type)
-    if mime_type is None:
-        mime_type = consumes[0] if consumes else "application/octet-stream"
-    return mime_type, encoding or "utf-8"
 
 
 class _OnceValidationApi(RequestValidationAPI):  # type: ignore[misc]
@@ -523,42 +341,6 @@ MIDDLEWARES = [
     for m in ConnexionMiddleware.default_middlewares
     if m not in (SecurityMiddleware, SwaggerUIMiddleware, LifespanMiddleware)
 ]
-
-
-_FORM = "application/x-www-form-urlencoded"
-_PROVEN = object()  # the body ``FormRules`` proved valid: its pairs are in the request's state
-_RULES: dict[tuple[int, bool], tuple[Mapping[str, Any], FormRules | None]] = {}  # keeps each schema, so its id
-
-
-def _form_rules(schema: Mapping[str, Any], strict: bool) -> FormRules | None:
-    """The rules of one operation's form schema, worked out at its first request (Connexion makes a validator
-    for every request, from the same schema object)."""
-    kept = _RULES.get((id(schema), strict))
-    if kept is None:
-        kept = _RULES[(id(schema), strict)] = (schema, FormRules.of(schema, strict=strict))
-    return kept[1]
-
-
-def _form_headers(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str, list[str]]:
-    """The request's ``Content-Length`` (its first, stripped; "0" without one) and every ``Content-Type``, as
-    Starlette's ``Headers(scope=scope)`` reads them (``get``, ``getlist``: names as the server gave them)."""
-    length: str | None = None
-    content_types = []
-    for key, value in headers:
-        if key == b"content-length":
-            if length is None:
-                length = value.decode("latin-1")
-        elif key == b"content-type":
-            content_types.append(value.decode("latin-1"))
-    return ("0" if length is None else length).strip(), content_types
-
-
-async def _once(body: bytes) -> AsyncIterator[bytes]:
-    yield body
-
-
-_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], _FORM: ContractForm, "*/*json": ContractJson})
-_REFERENCE_BODY_VALIDATORS = MediaTypeDict({**VALIDATOR_MAP["body"], _FORM: WithoutFastForms, "*/*json": ContractJson})
 
 
 class _OnceDecorator(StarletteDecorator):  # type: ignore[misc]  # connexion ships without type hints

@@ -1,7 +1,7 @@
 """A form read without Starlette's parser and jsonschema, where the contract lets a plain check prove it valid.
 
 Clients ask for tokens and introspect them over and over (RFC 6749 §4.4, RFC 7662 §2.1): the same small form
-with its client credentials. Connexion's form validation (``service.web.connexion_adapter.ContractForm``) parses
+with its client credentials. Connexion's form validation (``service.web.contract_validators.ContractForm``) parses
 such a body with Starlette's parser and validates it with a fresh JSON Schema validator; the handler then parses
 it a second time, with every pair as sent. ``FormRules`` is worked out once from an operation's form schema when
 every field is a string with, at most, length bounds and a pattern (RFC 6749 Appendix A's character classes:

@@ -6,7 +6,7 @@ compiles each parameter's schema once, reports every invalid parameter of a
 request at once, by name and in words (an enum refusal lists the allowed
 values, a pattern refusal says what the value must look like), and, where the
 API is strict (menus, operations, console), refuses repeated and unknown query
-parameters. Every API uses it (``service.web.connexion_adapter`` puts it in
+parameters. Every API uses it (``service.web.contract_validators`` puts it in
 Connexion's place), and ``body_errors`` words form bodies the same way: one voice
 for every parameter and field error. A refusal states the rule, never the value
 sent (docs/security.md).

@@ -1,4 +1,4 @@
-"""The app's background jobs (service/app.py ``background_jobs``; service/ops/periodic.py runs them): one list,
+"""The app's background jobs (service/background_jobs.py; service/ops/periodic.py runs them): one list,
 each job at the interval its settings give, started and stopped with the app's lifespan."""
 
 from __future__ import annotations

@@ -28,7 +28,9 @@ from starlette.responses import Response
 from starlette.testclient import TestClient
 
 from service.web import connexion_adapter
+from service.web.contract_validators import ContractForm
 from service.web.contracts import contract
+from service.web.request_parts import content_type
 
 
 def test_connexion_s_add_api_and_its_middleware_state_are_what_the_override_replaces() -> None:
@@ -151,7 +153,7 @@ def test_the_content_type_is_read_as_connexion_reads_it(
     operation: Any = Operation()
     operation.consumes = consumes
     connexion = RequestValidationOperation(lambda *_: None, operation=operation)
-    assert connexion_adapter._content_type(headers, consumes) == connexion.extract_content_type(headers)
+    assert content_type(headers, consumes) == connexion.extract_content_type(headers)
 
 
 def test_an_operation_s_validators_are_made_once_and_kept_for_a_few_media_types_only() -> None:
@@ -168,7 +170,7 @@ def test_an_operation_s_validators_are_made_once_and_kept_for_a_few_media_types_
     assert len(operation._bodies) == connexion_adapter._KEPT
     assert operation._parameters is operation._parameters
     kept = operation._bodies[("application/x-www-form-urlencoded", "x-0")]
-    assert isinstance(kept, connexion_adapter.ContractForm)
+    assert isinstance(kept, ContractForm)
     assert operation._body_validator("application/x-www-form-urlencoded", "x-0") is kept
 
 
