@@ -139,11 +139,8 @@ class ClientStore:
             outbound=replace(self._outbound, internal=allow_internal),
             created_at=self._clock.now(),
         )
-        if connection is not None:
-            self._insert(connection, client)
-        else:
-            with self._engine.begin() as own:
-                self._insert(own, client)
+        with self._within(connection) as writer:
+            self._insert(writer, client)
         return client, secret
 
     @staticmethod
@@ -154,9 +151,25 @@ class ClientStore:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """A transaction of the clients' database (a change and its audit trail's entry)."""
-        with self._engine.begin() as connection:
+        """A transaction of the clients' database, begun as a writer (``writing``: the row a change reads stays as
+        read until it commits): a change and its organization's trail entry commit together or not at all. Pass
+        it as ``connection`` to the changes below, then ``changed`` once it has committed."""
+        with self._engine.connect() as connection, connection.begin():
+            writing(connection)
             yield connection
+
+    @contextmanager
+    def _within(self, connection: Connection | None) -> Iterator[Connection]:
+        """The caller's transaction (begun by ``transaction``), or one of this change's own."""
+        if connection is not None:
+            yield connection
+        else:
+            with self.transaction() as own:
+                yield own
+
+    def changed(self, client_id: str) -> None:
+        """After the commit of a change made in the caller's transaction: this process sees it at once."""
+        self._forget(client_id)
 
     def of_organization(self, org_id: str) -> list[Client]:
         """The organization's clients, oldest first."""
@@ -240,15 +253,16 @@ class ClientStore:
         org_id: str | None = None,
         expected: str | None = None,
         tag_of: Callable[[Client], str] | None = None,
+        connection: Connection | None = None,
     ) -> Client:
         """Replace the name, lists and flags given (None: keep), under the same id and secret; checked as at
         registration. A back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of
         ``sid``). ``allow_internal``: as at registration; a new URI without it must reach the public internet,
         the URI kept keeps what was allowed for it. ``org_id``: only a client of that organization (any other is
-        ``UnknownRecord``); ``expected``: only while ``tag_of`` the client read is that (``StaleClient`` else)."""
-        with self._engine.begin() as connection:
-            writing(connection)  # SQLite: the row read below stays as read until this update commits
-            row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
+        ``UnknownRecord``); ``expected``: only while ``tag_of`` the client read is that (``StaleClient`` else).
+        ``connection``: in the caller's ``transaction``, else in one of its own."""
+        with self._within(connection) as writer:
+            row = writer.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
             if row is None:
                 raise UnknownRecord(client_id)
             client = client_of(row)
@@ -270,7 +284,7 @@ class ClientStore:
             )
             if changes:
                 changes["version"] = client.version + 1
-                connection.execute(
+                writer.execute(
                     clients.update()
                     .where(clients.c.id == client_id)
                     .values({column: stored(value) for column, value in changes.items()})
@@ -278,19 +292,21 @@ class ClientStore:
         self._forget(client_id)
         return replace(client, **changes)
 
-    def set_scopes(self, client_id: str, scopes: Sequence[str], grants: Sequence[str]) -> Client:
+    def set_scopes(
+        self, client_id: str, scopes: Sequence[str], grants: Sequence[str], *, connection: Connection | None = None
+    ) -> Client:
         """Replace the client's scopes and grants (an owner granting management scopes); checked as at
-        registration."""
+        registration. ``connection``: in the caller's ``transaction``, else in one of its own."""
         scopes, grants = checked_scopes(scopes, grants)
-        with self._engine.begin() as connection:
-            changed = connection.execute(
+        with self._within(connection) as writer:
+            changed = writer.execute(
                 clients.update()
                 .where(clients.c.id == client_id)
                 .values(scopes=list(scopes), grants=list(grants), version=clients.c.version + 1)
             ).rowcount
             if changed == 0:
                 raise UnknownRecord(client_id)
-            row = connection.execute(_BY_ID, {"client_id": client_id}).one()
+            row = writer.execute(_BY_ID, {"client_id": client_id}).one()
         self._forget(client_id)
         return client_of(row)
 
@@ -305,9 +321,12 @@ class ClientStore:
             rows = connection.execute(sa.select(clients).order_by(clients.c.created_at, clients.c.id)).all()
         return [client_of(row) for row in rows]
 
-    def new_secret(self, client_id: str, grace: timedelta | None = None) -> str:
+    def new_secret(
+        self, client_id: str, grace: timedelta | None = None, *, connection: Connection | None = None
+    ) -> str:
         """Replace the secret of a client_secret_* client. Shown this once. Without ``grace`` the old one stops
-        working at once; with it, it keeps working that long (and any secret before it stops at once)."""
+        working at once; with it, it keeps working that long (and any secret before it stops at once).
+        ``connection``: in the caller's ``transaction``, else in one of its own."""
         secret = new_secret()
         if grace:
             previous: dict[str, Any] = {
@@ -316,8 +335,8 @@ class ClientStore:
             }
         else:
             previous = {"previous_secret_hash": None, "previous_secret_expires_at": None}
-        with self._engine.begin() as connection:
-            changed = connection.execute(
+        with self._within(connection) as writer:
+            changed = writer.execute(
                 clients.update()
                 .where(clients.c.id == client_id, clients.c.auth_method.not_in(("private_key_jwt", PUBLIC)))
                 .values(secret_hash=hash_secret(secret), version=clients.c.version + 1, **previous)
@@ -327,13 +346,14 @@ class ClientStore:
         self._forget(client_id)  # the old secret stops working at once here (elsewhere: AccessTokenStore.record)
         return secret
 
-    def delete(self, client_id: str) -> None:
-        """Delete the client and, in the same transaction, revoke every token issued to it."""
+    def delete(self, client_id: str, *, connection: Connection | None = None) -> None:
+        """Delete the client and, in the same transaction, revoke every token issued to it. ``connection``: in the
+        caller's ``transaction``, else in one of its own."""
         at = self._clock.now()
-        with self._engine.begin() as connection:
-            if connection.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
+        with self._within(connection) as writer:
+            if writer.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
                 raise UnknownRecord(client_id)
-            token_tables.revoke_client(connection, client_id, at)
+            token_tables.revoke_client(writer, client_id, at)
         self._forget(client_id)
 
 
