@@ -40,9 +40,8 @@ def owner(org: Organization, user: User) -> Actor:
 
 @pytest.fixture
 def applications(engine: Engine) -> Applications:
-    return Applications(
-        ClientStore(engine), Trail(engine, CURSOR_KEY), CURSOR_KEY, public_clients=False, secret_grace=timedelta(hours=1)
-    )
+    journal = Trail(engine, CURSOR_KEY)
+    return Applications(ClientStore(engine), journal, CURSOR_KEY, public_clients=False, secret_grace=timedelta(hours=1))
 
 
 @pytest.fixture

@@ -81,8 +81,7 @@ def test_an_organizations_key_made_and_revoked_on_the_command_line_enters_its_tr
         assert cli(tmp_path, "api-keys", "revoke", created["id"]).returncode == 0
     with sqlite3.connect(tmp_path / "var" / "regional-menus.sqlite3") as database:
         trail = database.execute(
-            "SELECT kind, actor_kind, actor_id, subject, details FROM organization_events WHERE org_id = ? "
-            "ORDER BY at",
+            "SELECT kind, actor_kind, actor_id, subject, details FROM organization_events WHERE org_id = ? ORDER BY at",
             (org["id"],),
         ).fetchall()
     assert trail == [
