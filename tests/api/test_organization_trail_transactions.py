@@ -162,8 +162,24 @@ def test_revoking_a_revoked_key_again_writes_no_second_entry(
     assert entries(engine, owner.org_id) == ["api_key_created", "api_key_revoked"]
 
 
-def test_the_operators_key_fails_at_commit_with_its_entry_and_leaves_neither(
+def test_a_key_the_operator_makes_for_an_organization_fails_at_commit_with_its_entry_and_leaves_neither(
     engine: Engine, keys: ApiKeyStore, org: Organization
 ) -> None:
     failing_at_commit(engine, lambda: operator_keys.create(keys, "nightly", org.id))
     assert keys.list(org_id=org.id) == [] and entries(engine, org.id) == []
+
+
+def test_a_key_the_operator_revokes_in_a_transaction_that_fails_at_commit_stays_active_without_an_entry(
+    engine: Engine, keys: ApiKeyStore, org: Organization
+) -> None:
+    record, _ = operator_keys.create(keys, "nightly", org.id)
+    failing_at_commit(engine, lambda: operator_keys.revoke(keys, record.id))
+    assert keys.get(record.id).revoked_at is None
+    assert entries(engine, org.id) == ["api_key_created"]
+
+
+def test_a_key_of_no_organization_enters_no_trail(engine: Engine, keys: ApiKeyStore) -> None:
+    record, _ = operator_keys.create(keys, "legacy", None)
+    assert operator_keys.revoke(keys, record.id) == (keys.get(record.id), False)
+    with engine.connect() as connection:
+        assert connection.scalar(sa.select(sa.func.count()).select_from(organization_events)) == 0
