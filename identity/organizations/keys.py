@@ -75,9 +75,13 @@ class OrganizationKeys:
     def create(self, actor: Actor, name: str) -> tuple[ApiKey, str]:
         with self._keys.transaction() as connection:
             record, key, written = self.create_in(connection, actor, name)
-        self._keys.created(record)
+        self.created(record)
         trail.logged(written)
         return record, key
+
+    def created(self, record: ApiKey) -> None:
+        """After the commit of ``create_in``'s transaction: the key's audit line (``api_key_created``)."""
+        self._keys.created(record)
 
     def revoke(self, actor: Actor, key_id: str) -> ApiKey:
         """The key revoked and its trail entry, in one transaction (a key revoked already: no entry again)."""
