@@ -61,7 +61,7 @@ async def sign_out() -> Response:
 
 def _organization() -> OrganizationPages:
     pages = _console().organization
-    assert pages is not None  # wired by service.app.console_web with the console
+    assert isinstance(pages, OrganizationPages)  # wired by service.app.console_web with the console
     return pages
 
 

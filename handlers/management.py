@@ -192,11 +192,17 @@ async def create_api_key(body: dict[str, Any]) -> Response:
     key = idempotency_key(request)
 
     def make(actor: Actor) -> Answer:
+        made: list[Any] = []
+
         def create(connection: Any) -> tuple[int, dict[str, Any], list[Any]]:
             record, secret, written = web.keys.create_in(connection, actor, body["name"])
+            made.append(record)
             return 201, {**org_keys.as_dict(record), "key": secret}, [written]
 
-        return web.idempotency.run(actor.org_id, key, "create_api_key", body, create)
+        answer = web.idempotency.run(actor.org_id, key, "create_api_key", body, create)
+        if not answer.replayed:  # made and committed by this request (a replay, or a create rolled back: no line)
+            web.keys.created(made[-1])
+        return answer
 
     answer = await web.run(request, KEYS, make)
     return web.created(answer, web.location(f"/api-keys/{answer.body['id']}"))

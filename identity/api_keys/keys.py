@@ -241,20 +241,30 @@ class ApiKeyStore:
         other within the gate's revocation bound (``revocations`` grows); revoking a revoked key keeps its first
         revocation time and writes no second audit line. With ``org_id``, only a key of that organization: any
         other is unknown."""
+        with self.transaction() as connection:
+            record, revoked_now = self.revoke_in(connection, key_id, org_id=org_id)
+        self.revoked(record, revoked_now, by=by)
+        return record
+
+    def revoke_in(self, connection: Connection, key_id: str, *, org_id: str | None = None) -> tuple[ApiKey, bool]:
+        """``revoke`` in the caller's transaction: the key, and whether this revoked it (False: it was already);
+        ``revoked`` once it commits. ``UnknownApiKey`` when there is no such key (of ``org_id``)."""
         scope = [api_keys.c.id == key_id] + ([api_keys.c.org_id == org_id] if org_id is not None else [])
-        with self._engine.begin() as connection:
-            revoked_now = connection.execute(
-                api_keys.update().where(*scope, api_keys.c.revoked_at.is_(None)).values(revoked_at=self._clock.now())
-            ).rowcount
-            row = connection.execute(sa.select(*_COLUMNS).where(*scope)).first()
-        for listener in self._revoked:
-            listener()
+        revoked_now = connection.execute(
+            api_keys.update().where(*scope, api_keys.c.revoked_at.is_(None)).values(revoked_at=self._clock.now())
+        ).rowcount
+        row = connection.execute(sa.select(*_COLUMNS).where(*scope)).first()
         if row is None:
             raise UnknownApiKey(key_id)
-        record = _record(row)
-        if revoked_now:  # the one revocation is audited once, whoever asks again
-            audit.record(audit.API_KEY_REVOKED, key_id=key_id, org_id=record.org_id, user_id=by)
-        return record
+        return _record(row), bool(revoked_now)
+
+    def revoked(self, record: ApiKey, revoked_now: bool, *, by: str | None = None) -> None:
+        """After the commit of a revocation: this process's listeners are told; the one revocation is audited
+        once, whoever asks again."""
+        for listener in self._revoked:
+            listener()
+        if revoked_now:
+            audit.record(audit.API_KEY_REVOKED, key_id=record.id, org_id=record.org_id, user_id=by)
 
     def live_digests(self) -> frozenset[str]:
         """The digests of every live key (a cheap "may this key exist?" for networks that guess keys)."""

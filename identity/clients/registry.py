@@ -20,13 +20,11 @@ the ``sid`` claim in them (``backchannel_logout_session_required``; false when o
 
 from __future__ import annotations
 
-import hmac
-import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import timedelta
 from time import monotonic
 from typing import Any
 
@@ -34,98 +32,25 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from identity.clients.metadata import check_jwks, check_redirect_uri, check_web_origins
+from identity.clients.client_rules import APPLICATION_SCOPES as APPLICATION_SCOPES
+from identity.clients.client_rules import changes_of, checked_scopes, new_client, new_secret
+from identity.clients.metadata import check_redirect_uri
+from identity.clients.records import Client as Client
+from identity.clients.records import StaleClient as StaleClient
+from identity.clients.records import client_of, row_of, stored
+from identity.clients.records import hash_secret as hash_secret
 from identity.common import token_tables
-from identity.common.clock import SYSTEM_CLOCK, Clock, new_id, utc
+from identity.common.clock import SYSTEM_CLOCK, Clock
 from identity.common.database import writing
-from identity.common.digests import sha256_hex
 from identity.common.errors import InvalidInput, UnknownRecord
 from identity.common.outbound_uris import NO_INTERNAL, OutboundRule
 from identity.common.tables import clients, organizations
-from identity.common.text import display_name, has_control
+from identity.common.text import has_control
 from identity.common.vocabulary import AUTH_METHODS as AUTH_METHODS
 from identity.common.vocabulary import GRANTS as GRANTS
-from identity.common.vocabulary import MANAGEMENT_SCOPES
 from identity.common.vocabulary import PUBLIC as PUBLIC
 from identity.common.vocabulary import REGISTRABLE_AUTH_METHODS as REGISTRABLE_AUTH_METHODS
 from identity.common.vocabulary import SCOPES as SCOPES
-from identity.sessions.backchannel_logout import check_backchannel_logout_uri
-
-APPLICATION_SCOPES = frozenset({"members:read", *MANAGEMENT_SCOPES})  # client_credentials only
-DEFAULT_GRANTS = ("authorization_code", "refresh_token")
-DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access")
-
-
-@dataclass(frozen=True, slots=True)
-class Client:
-    id: str
-    org_id: str
-    name: str
-    auth_method: str
-    redirect_uris: tuple[str, ...]
-    post_logout_redirect_uris: tuple[str, ...]
-    grants: tuple[str, ...]
-    scopes: tuple[str, ...]
-    first_party: bool
-    pkce_required: bool
-    jwks: dict[str, Any] | None
-    secret_hash: str | None
-    web_origins: tuple[str, ...] = ()
-    backchannel_logout_uri: str | None = None  # Back-Channel Logout 1.0 §2.2: None, no logout token is posted
-    backchannel_logout_session_required: bool = False  # §2.2: the logout tokens must carry sid
-    require_verified_email: bool = False  # no code until the user's address is verified (a "check your email" pause)
-    # the back-channel logout URI may reach loopback, private and unique-local addresses (--allow-internal: an
-    # operator's decision, identity/common/outbound_uris.py)
-    backchannel_logout_internal: bool = False
-    version: int = 0  # moved on by every change (the ETag a change must match; migration 0012)
-    # a rotated secret keeps working until previous_secret_expires_at (MENUS_CLIENT_SECRET_GRACE)
-    previous_secret_hash: str | None = None
-    previous_secret_expires_at: datetime | None = None
-    created_at: datetime | None = None
-
-    @property
-    def public(self) -> bool:
-        """A public client (RFC 6749 §2.1): no credentials, so anyone may present its id."""
-        return self.auth_method == PUBLIC
-
-    def verify_secret(self, secret: str, now: datetime | None = None) -> bool:
-        """Constant-time comparison of the presented secret's hash with the stored one; given ``now``, the
-        previous secret too while its grace lasts (a rotation's, ``ClientStore.new_secret``)."""
-        if self.secret_hash is None:
-            return False
-        presented = hash_secret(secret)
-        current = hmac.compare_digest(presented, self.secret_hash)
-        previous = self.previous_secret_hash or _NO_HASH
-        in_grace = hmac.compare_digest(presented, previous)
-        expires = self.previous_secret_expires_at
-        return current or (in_grace and now is not None and expires is not None and now < expires)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "client_id": self.id,
-            "org_id": self.org_id,
-            "name": self.name,
-            "token_endpoint_auth_method": self.auth_method,
-            "redirect_uris": list(self.redirect_uris),
-            "post_logout_redirect_uris": list(self.post_logout_redirect_uris),
-            "grant_types": list(self.grants),
-            "scopes": list(self.scopes),
-            "first_party": self.first_party,
-            "pkce": "required" if self.pkce_required else "optional",
-            "web_origins": list(self.web_origins),
-            "backchannel_logout_uri": self.backchannel_logout_uri,
-            "backchannel_logout_session_required": self.backchannel_logout_session_required,
-            "require_verified_email": self.require_verified_email,
-            "backchannel_logout_internal": self.backchannel_logout_internal,
-        }
-
-
-hash_secret = sha256_hex
-_NO_HASH = "0" * 64  # compared against when there is no previous secret, so the work is the same
-
-
-class StaleClient(Exception):
-    """The client changed since its author read it (its version tag no longer matches): nothing was changed."""
 
 
 class ClientStore:
@@ -196,74 +121,55 @@ class ClientStore:
         ``allow_internal``: the back-channel logout URI may reach internal addresses (an operator's decision, the
         command line's ``--allow-internal``; never a client owner's). ``connection``: write in the caller's
         transaction (a create of the management API and its idempotency key), else in one of its own."""
-        name = display_name(name, "the client's name")
-        if auth_method not in REGISTRABLE_AUTH_METHODS:
-            raise InvalidInput(f"the auth method must be one of {', '.join(REGISTRABLE_AUTH_METHODS)}")
-        grants = tuple(dict.fromkeys(grants or DEFAULT_GRANTS))
-        if auth_method == PUBLIC:
-            _check_public(grants, pkce_required)
-        unknown = [g for g in grants if g not in GRANTS]
-        if unknown:
-            raise InvalidInput(f"unknown grant {unknown[0]!r}; grants are {', '.join(GRANTS)}")
-        scopes = tuple(dict.fromkeys(scopes or _default_scopes(grants)))
-        unknown = [s for s in scopes if s not in SCOPES]
-        if unknown:
-            raise InvalidInput(f"unknown scope {unknown[0]!r}; scopes are {', '.join(SCOPES)}")
-        if APPLICATION_SCOPES & set(scopes) and "client_credentials" not in grants:
-            raise InvalidInput("the members:read scope needs the client_credentials grant")
-        redirects = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris))
-        logouts = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris))
-        if "authorization_code" in grants and not redirects:
-            raise InvalidInput("the authorization_code grant needs at least one redirect URI")
-        origins = check_web_origins(web_origins, auth_method)
-        rule = replace(self._outbound, internal=allow_internal)
-        backchannel = _check_backchannel(backchannel_logout_uri, backchannel_logout_session_required, rule)
-        if auth_method == "private_key_jwt":
-            jwks, secret = check_jwks(jwks), None
-        elif jwks is not None:
-            raise InvalidInput("a JWKS is only for the private_key_jwt auth method")
-        elif auth_method == PUBLIC:
-            secret = None
-        else:
-            secret = "cs_" + secrets.token_urlsafe(32)
-        client = Client(
-            id=new_id("cli"),
-            org_id=org_id,
+        client, secret = new_client(
             name=name,
+            org_id=org_id,
             auth_method=auth_method,
-            redirect_uris=redirects,
-            post_logout_redirect_uris=logouts,
+            redirect_uris=redirect_uris,
+            post_logout_redirect_uris=post_logout_redirect_uris,
             grants=grants,
             scopes=scopes,
             first_party=first_party,
             pkce_required=pkce_required,
             jwks=jwks,
-            secret_hash=hash_secret(secret) if secret else None,
-            web_origins=origins,
-            backchannel_logout_uri=backchannel,
+            web_origins=web_origins,
+            backchannel_logout_uri=backchannel_logout_uri,
             backchannel_logout_session_required=backchannel_logout_session_required,
             require_verified_email=require_verified_email,
-            backchannel_logout_internal=allow_internal and backchannel is not None,
+            outbound=replace(self._outbound, internal=allow_internal),
             created_at=self._clock.now(),
         )
-        if connection is not None:
-            self._insert(connection, client)
-        else:
-            with self._engine.begin() as own:
-                self._insert(own, client)
+        with self._within(connection) as writer:
+            self._insert(writer, client)
         return client, secret
 
     @staticmethod
     def _insert(connection: Connection, client: Client) -> None:
         if connection.scalar(sa.select(organizations.c.id).where(organizations.c.id == client.org_id)) is None:
             raise InvalidInput(f"no organization has the id {client.org_id!r}")
-        connection.execute(clients.insert().values(**_row(client), created_at=client.created_at))
+        connection.execute(clients.insert().values(**row_of(client), created_at=client.created_at))
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """A transaction of the clients' database (a change and its audit trail's entry)."""
-        with self._engine.begin() as connection:
+        """A transaction of the clients' database, begun as a writer (``writing``: the row a change reads stays as
+        read until it commits): a change and its organization's trail entry commit together or not at all. Pass
+        it as ``connection`` to the changes below, then ``changed`` once it has committed."""
+        with self._engine.connect() as connection, connection.begin():
+            writing(connection)
             yield connection
+
+    @contextmanager
+    def _within(self, connection: Connection | None) -> Iterator[Connection]:
+        """The caller's transaction (begun by ``transaction``), or one of this change's own."""
+        if connection is not None:
+            yield connection
+        else:
+            with self.transaction() as own:
+                yield own
+
+    def changed(self, client_id: str) -> None:
+        """After the commit of a change made in the caller's transaction: this process sees it at once."""
+        self._forget(client_id)
 
     def of_organization(self, org_id: str) -> list[Client]:
         """The organization's clients, oldest first."""
@@ -271,7 +177,7 @@ class ClientStore:
             rows = connection.execute(
                 sa.select(clients).where(clients.c.org_id == org_id).order_by(clients.c.created_at, clients.c.id)
             ).all()
-        return [_client(row) for row in rows]
+        return [client_of(row) for row in rows]
 
     def ensure_first_party(
         self,
@@ -303,7 +209,7 @@ class ClientStore:
             jwks=None,
             secret_hash=hash_secret(secret),
         )
-        values = _row(client)
+        values = row_of(client)
         try:
             with self._engine.begin() as connection:
                 if connection.execute(_BY_ID, {"client_id": client_id}).first() is None:
@@ -320,7 +226,7 @@ class ClientStore:
             return None
         with self._engine.connect() as connection:
             row = connection.execute(_BY_ID, {"client_id": client_id}).first()
-        return _client(row) if row else None
+        return client_of(row) if row else None
 
     def same_organization(self, client_id: str, caller: Client) -> bool:
         """Whether ``caller`` may introspect or revoke a token of ``client_id`` (RFC 7662 §2.1, RFC 7009 §2.1):
@@ -347,83 +253,62 @@ class ClientStore:
         org_id: str | None = None,
         expected: str | None = None,
         tag_of: Callable[[Client], str] | None = None,
+        connection: Connection | None = None,
     ) -> Client:
         """Replace the name, lists and flags given (None: keep), under the same id and secret; checked as at
         registration. A back-channel logout URI ``""`` removes it (and, unless told otherwise, the requirement of
         ``sid``). ``allow_internal``: as at registration; a new URI without it must reach the public internet,
         the URI kept keeps what was allowed for it. ``org_id``: only a client of that organization (any other is
-        ``UnknownRecord``); ``expected``: only while ``tag_of`` the client read is that (``StaleClient`` else)."""
-        with self._engine.begin() as connection:
-            writing(connection)  # SQLite: the row read below stays as read until this update commits
-            row = connection.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
+        ``UnknownRecord``); ``expected``: only while ``tag_of`` the client read is that (``StaleClient`` else).
+        ``connection``: in the caller's ``transaction``, else in one of its own."""
+        with self._within(connection) as writer:
+            row = writer.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
             if row is None:
                 raise UnknownRecord(client_id)
-            client = _client(row)
+            client = client_of(row)
             if org_id is not None and client.org_id != org_id:
                 raise UnknownRecord(client_id)
             if expected is not None and tag_of is not None and tag_of(client) != expected:
                 raise StaleClient(client_id)
-            changes: dict[str, Any] = {}
-            if name is not None:
-                changes["name"] = display_name(name, "the client's name")
-            if redirect_uris is not None:
-                changes["redirect_uris"] = tuple(check_redirect_uri(uri) for uri in dict.fromkeys(redirect_uris))
-                if "authorization_code" in client.grants and not changes["redirect_uris"]:
-                    raise InvalidInput("the authorization_code grant needs at least one redirect URI")
-            if post_logout_redirect_uris is not None:
-                changes["post_logout_redirect_uris"] = tuple(
-                    check_redirect_uri(uri) for uri in dict.fromkeys(post_logout_redirect_uris)
-                )
-            if web_origins is not None:
-                changes["web_origins"] = check_web_origins(web_origins, client.auth_method)
-            if backchannel_logout_uri is not None:
-                changes["backchannel_logout_uri"] = backchannel_logout_uri or None
-                if not backchannel_logout_uri and backchannel_logout_session_required is None:
-                    changes["backchannel_logout_session_required"] = False  # removing the URI removes what needs it
-            if backchannel_logout_session_required is not None:
-                changes["backchannel_logout_session_required"] = backchannel_logout_session_required
-            backchannel = {"backchannel_logout_uri", "backchannel_logout_session_required"} & changes.keys()
-            if backchannel or allow_internal:
-                merged = replace(client, **changes)
-                internal = allow_internal or (backchannel_logout_uri is None and client.backchannel_logout_internal)
-                changes["backchannel_logout_uri"] = _check_backchannel(
-                    merged.backchannel_logout_uri,
-                    merged.backchannel_logout_session_required,
-                    replace(self._outbound, internal=internal),
-                )
-                changes["backchannel_logout_internal"] = internal and changes["backchannel_logout_uri"] is not None
-            if require_verified_email is not None:
-                changes["require_verified_email"] = require_verified_email
+            changes = changes_of(
+                client,
+                self._outbound,
+                name=name,
+                redirect_uris=redirect_uris,
+                post_logout_redirect_uris=post_logout_redirect_uris,
+                web_origins=web_origins,
+                backchannel_logout_uri=backchannel_logout_uri,
+                backchannel_logout_session_required=backchannel_logout_session_required,
+                require_verified_email=require_verified_email,
+                allow_internal=allow_internal,
+            )
             if changes:
                 changes["version"] = client.version + 1
-                connection.execute(
+                writer.execute(
                     clients.update()
                     .where(clients.c.id == client_id)
-                    .values({column: _stored(value) for column, value in changes.items()})
+                    .values({column: stored(value) for column, value in changes.items()})
                 )
         self._forget(client_id)
         return replace(client, **changes)
 
-    def set_scopes(self, client_id: str, scopes: Sequence[str], grants: Sequence[str]) -> Client:
+    def set_scopes(
+        self, client_id: str, scopes: Sequence[str], grants: Sequence[str], *, connection: Connection | None = None
+    ) -> Client:
         """Replace the client's scopes and grants (an owner granting management scopes); checked as at
-        registration."""
-        scopes, grants = tuple(dict.fromkeys(scopes)), tuple(dict.fromkeys(grants))
-        unknown = [s for s in scopes if s not in SCOPES]
-        if unknown:
-            raise InvalidInput(f"unknown scope {unknown[0]!r}; scopes are {', '.join(SCOPES)}")
-        if APPLICATION_SCOPES & set(scopes) and "client_credentials" not in grants:
-            raise InvalidInput("an application scope needs the client_credentials grant")
-        with self._engine.begin() as connection:
-            changed = connection.execute(
+        registration. ``connection``: in the caller's ``transaction``, else in one of its own."""
+        scopes, grants = checked_scopes(scopes, grants)
+        with self._within(connection) as writer:
+            changed = writer.execute(
                 clients.update()
                 .where(clients.c.id == client_id)
                 .values(scopes=list(scopes), grants=list(grants), version=clients.c.version + 1)
             ).rowcount
             if changed == 0:
                 raise UnknownRecord(client_id)
-            row = connection.execute(_BY_ID, {"client_id": client_id}).one()
+            row = writer.execute(_BY_ID, {"client_id": client_id}).one()
         self._forget(client_id)
-        return _client(row)
+        return client_of(row)
 
     def web_origins(self) -> frozenset[str]:
         """Every origin some public client registered."""
@@ -434,12 +319,15 @@ class ClientStore:
     def list(self) -> list[Client]:
         with self._engine.connect() as connection:
             rows = connection.execute(sa.select(clients).order_by(clients.c.created_at, clients.c.id)).all()
-        return [_client(row) for row in rows]
+        return [client_of(row) for row in rows]
 
-    def new_secret(self, client_id: str, grace: timedelta | None = None) -> str:
+    def new_secret(
+        self, client_id: str, grace: timedelta | None = None, *, connection: Connection | None = None
+    ) -> str:
         """Replace the secret of a client_secret_* client. Shown this once. Without ``grace`` the old one stops
-        working at once; with it, it keeps working that long (and any secret before it stops at once)."""
-        secret = "cs_" + secrets.token_urlsafe(32)
+        working at once; with it, it keeps working that long (and any secret before it stops at once).
+        ``connection``: in the caller's ``transaction``, else in one of its own."""
+        secret = new_secret()
         if grace:
             previous: dict[str, Any] = {
                 "previous_secret_hash": clients.c.secret_hash,
@@ -447,8 +335,8 @@ class ClientStore:
             }
         else:
             previous = {"previous_secret_hash": None, "previous_secret_expires_at": None}
-        with self._engine.begin() as connection:
-            changed = connection.execute(
+        with self._within(connection) as writer:
+            changed = writer.execute(
                 clients.update()
                 .where(clients.c.id == client_id, clients.c.auth_method.not_in(("private_key_jwt", PUBLIC)))
                 .values(secret_hash=hash_secret(secret), version=clients.c.version + 1, **previous)
@@ -458,95 +346,17 @@ class ClientStore:
         self._forget(client_id)  # the old secret stops working at once here (elsewhere: AccessTokenStore.record)
         return secret
 
-    def delete(self, client_id: str) -> None:
-        """Delete the client and, in the same transaction, revoke every token issued to it."""
+    def delete(self, client_id: str, *, connection: Connection | None = None) -> None:
+        """Delete the client and, in the same transaction, revoke every token issued to it. ``connection``: in the
+        caller's ``transaction``, else in one of its own."""
         at = self._clock.now()
-        with self._engine.begin() as connection:
-            if connection.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
+        with self._within(connection) as writer:
+            if writer.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
                 raise UnknownRecord(client_id)
-            token_tables.revoke_client(connection, client_id, at)
+            token_tables.revoke_client(writer, client_id, at)
         self._forget(client_id)
 
 
 # Built once: every token request looks its client up, and building a statement costs more than running it.
 _BY_ID = sa.select(clients).where(clients.c.id == sa.bindparam("client_id"))
 _WEB_ORIGINS = sa.select(clients.c.web_origins).where(clients.c.auth_method == PUBLIC)
-
-
-def _check_public(grants: Sequence[str], pkce_required: bool) -> None:
-    """A public client cannot authenticate: no grant that rests on client authentication alone
-    (RFC 6749 §4.4.1: client_credentials is for confidential clients only), and PKCE always
-    (RFC 9700 §2.1.1: "Public clients MUST use PKCE [RFC7636] to this end")."""
-    if "client_credentials" in grants:
-        raise InvalidInput("a public client (--auth-method none) may not use the client_credentials grant")
-    if not pkce_required:
-        raise InvalidInput("a public client (--auth-method none) must use PKCE (--pkce required)")
-
-
-def _check_backchannel(uri: str | None, session_required: bool, rule: OutboundRule) -> str | None:
-    """Back-Channel Logout 1.0 §2.2: the URI checked (with the outbound ``rule``); requiring sid means nothing
-    without a URI."""
-    if uri is None:
-        if session_required:
-            raise InvalidInput("--backchannel-logout-session-required needs a back-channel logout URI")
-        return None
-    return check_backchannel_logout_uri(uri, rule)
-
-
-def _stored(value: Any) -> Any:
-    """A column's value as written: lists (JSON) from tuples, anything else as it is."""
-    return list(value) if isinstance(value, tuple) else value
-
-
-def _default_scopes(grants: Sequence[str]) -> tuple[str, ...]:
-    """Least privilege: a sign-in client gets the user scopes; no client gets an application scope
-    (``members:read``, every member's email) unless it is registered with it."""
-    return DEFAULT_SCOPES if "authorization_code" in grants else ()
-
-
-def _row(client: Client) -> dict[str, Any]:
-    return {
-        "id": client.id,
-        "org_id": client.org_id,
-        "name": client.name,
-        "secret_hash": client.secret_hash,
-        "auth_method": client.auth_method,
-        "jwks": client.jwks,
-        "redirect_uris": list(client.redirect_uris),
-        "post_logout_redirect_uris": list(client.post_logout_redirect_uris),
-        "grants": list(client.grants),
-        "scopes": list(client.scopes),
-        "first_party": client.first_party,
-        "pkce_required": client.pkce_required,
-        "web_origins": list(client.web_origins),
-        "backchannel_logout_uri": client.backchannel_logout_uri,
-        "backchannel_logout_session_required": client.backchannel_logout_session_required,
-        "require_verified_email": client.require_verified_email,
-        "backchannel_logout_internal": client.backchannel_logout_internal,
-    }
-
-
-def _client(row: Any) -> Client:
-    return Client(
-        id=row.id,
-        org_id=row.org_id,
-        name=row.name,
-        auth_method=row.auth_method,
-        redirect_uris=tuple(row.redirect_uris),
-        post_logout_redirect_uris=tuple(row.post_logout_redirect_uris),
-        grants=tuple(row.grants),
-        scopes=tuple(row.scopes),
-        first_party=bool(row.first_party),
-        pkce_required=bool(row.pkce_required),
-        jwks=row.jwks,
-        secret_hash=row.secret_hash,
-        web_origins=tuple(row.web_origins or ()),
-        backchannel_logout_uri=row.backchannel_logout_uri,
-        backchannel_logout_session_required=bool(row.backchannel_logout_session_required),
-        require_verified_email=bool(row.require_verified_email),
-        backchannel_logout_internal=bool(row.backchannel_logout_internal),
-        version=int(row.version),
-        previous_secret_hash=row.previous_secret_hash,
-        previous_secret_expires_at=utc(row.previous_secret_expires_at) if row.previous_secret_expires_at else None,
-        created_at=utc(row.created_at) if row.created_at else None,
-    )

@@ -162,15 +162,15 @@ class Applications:
 
     def register(self, actor: Actor, registration: Registration) -> tuple[Client, str | None]:
         """A new client of the actor's organization; its secret (None without one), shown this once."""
-        client, secret, written = self.register_in(None, actor, registration)
+        with self._clients.transaction() as connection:
+            client, secret, written = self.register_in(connection, actor, registration)
         trail.logged(written)
         return client, secret
 
     def register_in(
-        self, connection: Connection | None, actor: Actor, registration: Registration
+        self, connection: Connection, actor: Actor, registration: Registration
     ) -> tuple[Client, str | None, trail.Written]:
-        """``register`` in the caller's transaction (begun as a writer), or in one of its own (``connection``
-        None); the trail entry to log once it commits."""
+        """``register`` in the caller's transaction (begun as a writer); the trail entry to log once it commits."""
         rules.require_manager(actor, "register applications")
         if registration.auth_method not in self.auth_methods:
             raise InvalidInput(f"the client authentication must be one of {', '.join(self.auth_methods)}")
@@ -199,34 +199,34 @@ class Applications:
             backchannel_logout_session_required=registration.backchannel_logout_session_required,
             connection=connection,
         )
-        if connection is None:
-            with self._clients.transaction() as own:
-                written = self._trail.record(own, actor, trail.CLIENT_CREATED, client.id, name=client.name)
-        else:
-            written = self._trail.record(connection, actor, trail.CLIENT_CREATED, client.id, name=client.name)
+        written = self._trail.record(connection, actor, trail.CLIENT_CREATED, client.id, name=client.name)
         return client, secret, written
 
     def change(self, actor: Actor, client_id: str, changes: Changes, expected: str | None = None) -> Client:
         rules.require_manager(actor, "change applications")
-        self.get(actor.org_id, client_id)
         try:
-            client = self._clients.update(
-                client_id,
-                org_id=actor.org_id,
-                expected=expected,
-                tag_of=tag,
-                name=changes.name,
-                redirect_uris=changes.redirect_uris,
-                post_logout_redirect_uris=changes.post_logout_redirect_uris,
-                web_origins=changes.web_origins,
-                backchannel_logout_uri=changes.backchannel_logout_uri,
-                backchannel_logout_session_required=changes.backchannel_logout_session_required,
-            )
+            with self._clients.transaction() as connection:
+                client = self._clients.update(
+                    client_id,
+                    org_id=actor.org_id,
+                    expected=expected,
+                    tag_of=tag,
+                    name=changes.name,
+                    redirect_uris=changes.redirect_uris,
+                    post_logout_redirect_uris=changes.post_logout_redirect_uris,
+                    web_origins=changes.web_origins,
+                    backchannel_logout_uri=changes.backchannel_logout_uri,
+                    backchannel_logout_session_required=changes.backchannel_logout_session_required,
+                    connection=connection,
+                )
+                fields = " ".join(changes.changed) or None
+                written = self._trail.record(connection, actor, trail.CLIENT_UPDATED, client.id, fields=fields)
         except StaleClient:
             raise rules.Stale("The application changed since it was read; read it again and retry.") from None
         except UnknownRecord:
             raise rules.Unknown("The organization has no application with this client id.") from None
-        self._trail.write(actor, trail.CLIENT_UPDATED, client.id, fields=" ".join(changes.changed) or None)
+        self._clients.changed(client_id)
+        trail.logged(written)
         return client
 
     def rotate_secret(self, actor: Actor, client_id: str) -> tuple[Client, str]:
@@ -235,8 +235,11 @@ class Applications:
         client = self.get(actor.org_id, client_id)
         if client.auth_method not in ("client_secret_basic", "client_secret_post"):
             raise rules.Conflict("This application has no secret: it signs with its own key, or is public.")
-        secret = self._clients.new_secret(client_id, grace=self.secret_grace)
-        self._trail.write(actor, trail.CLIENT_SECRET_ROTATED, client_id)
+        with self._clients.transaction() as connection:
+            secret = self._clients.new_secret(client_id, grace=self.secret_grace, connection=connection)
+            written = self._trail.record(connection, actor, trail.CLIENT_SECRET_ROTATED, client_id)
+        self._clients.changed(client_id)
+        trail.logged(written)
         return self.get(actor.org_id, client_id), secret
 
     def set_management_scopes(self, actor: Actor, client_id: str, scopes: Sequence[str]) -> Client:
@@ -252,8 +255,15 @@ class Applications:
             if not wanted or "client_credentials" in client.grants
             else (*client.grants, "client_credentials")
         )
-        changed = self._clients.set_scopes(client_id, (*user_scopes(client), *wanted), grants)
-        self._trail.write(actor, trail.CLIENT_MANAGEMENT_SCOPES_CHANGED, client_id, scopes=" ".join(wanted) or "none")
+        with self._clients.transaction() as connection:
+            changed = self._clients.set_scopes(
+                client_id, (*user_scopes(client), *wanted), grants, connection=connection
+            )
+            written = self._trail.record(
+                connection, actor, trail.CLIENT_MANAGEMENT_SCOPES_CHANGED, client_id, scopes=" ".join(wanted) or "none"
+            )
+        self._clients.changed(client_id)
+        trail.logged(written)
         return changed
 
     def delete(self, actor: Actor, client_id: str, expected: str | None = None) -> None:
@@ -266,5 +276,8 @@ class Applications:
             )
         if expected is not None and expected != tag(client):
             raise rules.Stale("The application changed since it was read; read it again and retry.")
-        self._clients.delete(client_id)
-        self._trail.write(actor, trail.CLIENT_DELETED, client_id, name=client.name)
+        with self._clients.transaction() as connection:
+            self._clients.delete(client_id, connection=connection)
+            written = self._trail.record(connection, actor, trail.CLIENT_DELETED, client_id, name=client.name)
+        self._clients.changed(client_id)
+        trail.logged(written)

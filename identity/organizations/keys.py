@@ -75,14 +75,26 @@ class OrganizationKeys:
     def create(self, actor: Actor, name: str) -> tuple[ApiKey, str]:
         with self._keys.transaction() as connection:
             record, key, written = self.create_in(connection, actor, name)
-        self._keys.created(record)
+        self.created(record)
         trail.logged(written)
         return record, key
 
+    def created(self, record: ApiKey) -> None:
+        """After the commit of ``create_in``'s transaction: the key's audit line (``api_key_created``)."""
+        self._keys.created(record)
+
     def revoke(self, actor: Actor, key_id: str) -> ApiKey:
+        """The key revoked and its trail entry, in one transaction (a key revoked already: no entry again)."""
         rules.require_manager(actor, "revoke API keys")
-        before = self.get(actor.org_id, key_id)
-        record = self._keys.revoke(key_id, org_id=actor.org_id, by=actor.user_id)
-        if before.revoked_at is None:
-            self._trail.write(actor, trail.API_KEY_REVOKED, key_id, name=record.name)
+        written = None
+        with self._keys.transaction() as connection:
+            try:
+                record, now = self._keys.revoke_in(connection, key_id, org_id=actor.org_id)
+            except UnknownApiKey:
+                raise rules.Unknown("The organization has no API key with this id.") from None
+            if now:
+                written = self._trail.record(connection, actor, trail.API_KEY_REVOKED, key_id, name=record.name)
+        self._keys.revoked(record, now, by=actor.user_id)
+        if written is not None:
+            trail.logged(written)
         return record

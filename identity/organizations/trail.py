@@ -109,23 +109,7 @@ class Trail:
         self, connection: Connection, actor: Actor, kind: str, subject: str | None = None, **details: str | None
     ) -> Written:
         """In the caller's transaction: one entry of ``actor``'s organization. ``logged`` after the commit."""
-        if kind not in KINDS:
-            raise ValueError(f"unknown kind of organization event {kind!r}")
-        kept = {name: str(value)[:DETAIL_MAX] for name, value in details.items() if value is not None}
-        connection.execute(
-            organization_events.insert().values(
-                id=new_id("aud"),
-                org_id=actor.org_id,
-                at=self._clock.now(),
-                kind=kind,
-                actor_kind=actor.kind,
-                actor_id=actor.id,
-                network=(actor.network or None) and actor.network[:64],
-                subject=subject,
-                details=kept,
-            )
-        )
-        return Written(kind, actor, subject)
+        return entry_in(connection, actor, kind, self._clock.now(), subject, **details)
 
     def write(self, actor: Actor, kind: str, subject: str | None = None, **details: str | None) -> None:
         """An entry in a transaction of its own (an event that changes nothing else: a sign-in to the console)."""
@@ -178,6 +162,30 @@ class Trail:
             .order_by(organization_events.c.at)
         )
         return [utc(row.at) for row in rows]
+
+
+def entry_in(
+    connection: Connection, actor: Actor, kind: str, at: datetime, subject: str | None = None, **details: str | None
+) -> Written:
+    """In the caller's transaction: one entry of ``actor``'s organization at ``at`` (``Trail.record``; the command
+    line, which reads no pages of the trail, writes with this). ``logged`` after the commit."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind of organization event {kind!r}")
+    kept = {name: str(value)[:DETAIL_MAX] for name, value in details.items() if value is not None}
+    connection.execute(
+        organization_events.insert().values(
+            id=new_id("aud"),
+            org_id=actor.org_id,
+            at=at,
+            kind=kind,
+            actor_kind=actor.kind,
+            actor_id=actor.id,
+            network=(actor.network or None) and actor.network[:64],
+            subject=subject,
+            details=kept,
+        )
+    )
+    return Written(kind, actor, subject)
 
 
 def logged(*written: Written) -> None:

@@ -25,11 +25,14 @@ def api_keys_group() -> None:
 @json_option
 @database_option
 def api_keys_create(name: str, org_id: str | None, as_json: bool, engine: Engine) -> None:
-    """Create a key and print it once; only its hash is kept."""
+    """Create a key and print it once; only its hash is kept. A key of --org enters the organization's audit trail
+    (by the command line), as one made in the console does."""
     from identity.api_keys.keys import ApiKeyStore
+    from identity.organizations import operator_keys
 
+    keys = ApiKeyStore(engine, max_per_org=max_keys_per_org_from(os.environ))
     try:
-        record, key = ApiKeyStore(engine, max_per_org=max_keys_per_org_from(os.environ)).create(name, org_id=org_id)
+        record, key = operator_keys.create(keys, name, org_id)  # a key of --org enters its trail
     except ValueError as error:  # KeyLimitReached too: the organization's active keys are at the cap
         fail(str(error))
     text = table(["ID", "NAME", "KEY (shown once)"], [[record.id, record.name, key]])
@@ -53,14 +56,13 @@ def api_keys_list(as_json: bool, engine: Engine) -> None:
 @json_option
 @database_option
 def api_keys_revoke(key_id: str, as_json: bool, engine: Engine) -> None:
-    """Revoke a key; it stops working at once. A key already revoked stays so: exit 0, "already revoked", and no
-    second audit line."""
+    """Revoke a key; it stops working at once (a key of an organization enters its audit trail, by the command
+    line). A key already revoked stays so: exit 0, "already revoked", and no second audit line or trail entry."""
     from identity.api_keys.keys import ApiKeyStore, UnknownApiKey
+    from identity.organizations import operator_keys
 
-    keys = ApiKeyStore(engine)
-    try:
-        already = keys.get(key_id).revoked_at is not None
-        record = keys.revoke(key_id)  # writes its audit line only if it revoked the key now
+    try:  # the audit line and the organization's trail entry only if it revoked the key now
+        record, already = operator_keys.revoke(ApiKeyStore(engine), key_id)
     except UnknownApiKey:
         fail(f"no API key has the id {key_id!r}")
     state = f"already revoked ({record.revoked_at:%Y-%m-%d %H:%M} UTC)" if already else "revoked"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode, urljoin
 
 from starlette.requests import Request
@@ -42,7 +42,9 @@ from service.web.request_reading import browser, form_pairs
 from service.web.request_state import Slot
 
 if TYPE_CHECKING:
-    from service.console_api.organization_pages import OrganizationPages
+    from identity.organizations.actors import Actor
+    from identity.organizations.invitations import Invitations
+    from identity.organizations.keys import OrganizationKeys
 
 log = logging.getLogger("service.console")
 
@@ -51,6 +53,16 @@ log = logging.getLogger("service.console")
 class Visitor:
     session: ConsoleSession
     member: Member
+
+
+class OrganizationSide(Protocol):
+    """What the console's own pages use of the organization's pages (``organization_pages.OrganizationPages``, which
+    build on this module): its keys with their trail, its invitations, and the visitor as one who acts on it."""
+
+    keys: OrganizationKeys
+    invitations: Invitations
+
+    def actor_of(self, visitor: Visitor, address: str | None) -> Actor: ...
 
 
 class ConsoleWeb:
@@ -85,7 +97,7 @@ class ConsoleWeb:
         self.own_account = own_account  # the account page's changes (None: no account page)
         self.account_path = path + "/account"
         self.signed_in = signed_in  # told of each sign-in (user, organization, network): the organization's trail
-        self.organization: OrganizationPages | None = None  # the organization's pages (organization_pages.py)
+        self.organization: OrganizationSide | None = None  # the organization's pages (organization_pages.py)
 
     # Pages
 

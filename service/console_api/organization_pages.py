@@ -9,9 +9,8 @@ record of another organization (or none) 404, a conflict 409, a bound per hour 4
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,11 +22,12 @@ from identity.common.vocabulary import GRANTS, MANAGEMENT_SCOPES
 from identity.organizations import applications as apps
 from identity.organizations import rules, trail
 from identity.organizations.actors import Actor
-from identity.organizations.applications import Applications, Changes, Registration
-from identity.organizations.invitations import Invitation, Invitations
+from identity.organizations.applications import Applications
+from identity.organizations.invitations import Invitations
 from identity.organizations.keys import OrganizationKeys
-from identity.organizations.members import MemberRecord, Members
+from identity.organizations.members import Members
 from identity.organizations.trail import Trail
+from service.console_api import organization_views as views
 from service.console_api.cookies import NEW_SECRET_COOKIE, NewKey
 from service.web.offload import in_thread
 from service.web.request_reading import browser
@@ -37,38 +37,8 @@ if TYPE_CHECKING:
 
 AUDIT_PAGE = 50  # entries of the trail a page shows
 MEMBERS_PAGE = 100  # members a page shows
-
-
-@dataclass(frozen=True, slots=True)
-class MemberRow:
-    user_id: str
-    name: str
-    email: str
-    role: str
-    joined_at: datetime
-    last_sign_in_at: datetime | None
-    email_verified: bool
-    version: str
-    role_choices: tuple[str, ...]  # the roles the visitor may set (empty: none, the role is shown as text)
-    removable: bool
-
-
-@dataclass(frozen=True, slots=True)
-class MembersView:
-    manages: bool
-    members: list[MemberRow]
-    next_cursor: str | None
-    invitations: list[Invitation]
-    assignable_roles: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AppsView:
-    manages: bool
-    apps: list[Any]
-    auth_methods: tuple[str, ...]
-    grants: tuple[str, ...]
-    scopes: tuple[str, ...]
+NO_APP = "No such application"  # the title of the page that answers 404 for an application
+T = TypeVar("T")
 
 
 class OrganizationPages:
@@ -114,14 +84,16 @@ class OrganizationPages:
             "members.html", "Members", visitor, status=status, view=view, error=error, note=note, section="members"
         )
 
-    def _members_view(self, visitor: Visitor, cursor: str | None) -> MembersView:
+    def _members_view(self, visitor: Visitor, cursor: str | None) -> views.MembersView:
         actor = self._actor(visitor, None)
         page = self.members.page(actor.org_id, limit=MEMBERS_PAGE, cursor=cursor)
         owners = self.members.owners(actor.org_id)
         manages = actor.role in ("owner", "admin")
-        rows = [_row(actor, member, owners) if manages else _plain(member) for member in page.members]
+        rows = [
+            views.member_row(actor, member, owners) if manages else views.plain_row(member) for member in page.members
+        ]
         pending = self.invitations.pending(actor.org_id) if manages else []
-        return MembersView(manages, rows, page.next_cursor, pending, rules.assignable_roles(actor))
+        return views.MembersView(manages, rows, page.next_cursor, pending, rules.assignable_roles(actor))
 
     async def change_role(self, request: Request, user_id: str) -> Response:
         return await self._members_form(
@@ -134,13 +106,10 @@ class OrganizationPages:
         visitor = await in_thread(self.web.visitor, request)
         if visitor is None:
             return self.web.redirect(self.web.home)
-        if visitor.member.role not in ("owner", "admin"):
-            text = f"Only an owner or an admin of {visitor.member.org_name} may remove members."
-            return self.web.message("Not allowed", text, visitor, status=403)
-        try:
-            row = await in_thread(self.members.get, visitor.member.org_id, user_id)
-        except rules.Unknown as error:
-            return self.web.message("No such member", str(error), visitor, status=404)
+        load = partial(self.members.get, visitor.member.org_id, user_id)
+        row = await self._managed(visitor, "remove members", load, "No such member")
+        if isinstance(row, Response):
+            return row
         return self.web.page("member_remove.html", "Remove this member?", visitor, row=row, section="members")
 
     async def remove(self, request: Request, user_id: str) -> Response:
@@ -267,9 +236,9 @@ class OrganizationPages:
         self, visitor: Visitor, *, error: str | None = None, values: dict[str, str] | None = None, status: int = 200
     ) -> Response:
         listed = await in_thread(self.applications.list, visitor.member.org_id)
-        view = AppsView(
+        view = views.AppsView(
             visitor.member.role in ("owner", "admin"),
-            [_app(client) for client in listed],
+            [views.app_view(client) for client in listed],
             self.applications.auth_methods,
             GRANTS,
             apps.ORGANIZATION_SCOPES,
@@ -285,7 +254,7 @@ class OrganizationPages:
             return refused
         assert visitor is not None
         try:
-            registration = _registration(form)
+            registration = views.registration_of(form)
             client, secret = await in_thread(self.applications.register, self._actor(visitor, request), registration)
         except NotAllowed as error:
             return await self._apps(visitor, error=str(error), values=form, status=403)
@@ -311,60 +280,30 @@ class OrganizationPages:
         values: dict[str, str] | None = None,
         status: int = 200,
     ) -> Response:
-        if visitor.member.role not in ("owner", "admin"):
-            text = f"Only an owner or an admin of {visitor.member.org_name} may see an application's settings."
-            return self.web.message("Not allowed", text, visitor, status=403)
-        try:
-            client = await in_thread(self.applications.get, visitor.member.org_id, client_id)
-        except rules.Unknown as unknown:
-            return self.web.message("No such application", str(unknown), visitor, status=404)
-        shown = _app(client)
-        grace = _duration(self.applications.secret_grace)
+        load = partial(self.applications.get, visitor.member.org_id, client_id)
+        client = await self._managed(visitor, "see an application's settings", load, NO_APP)
+        if isinstance(client, Response):
+            return client
+        shown = views.app_view(client)
+        grace = views.duration(self.applications.secret_grace)
         return self.web.page(
-            "app.html", client.name, visitor, status=status, app=shown, values=values or _values(client),
+            "app.html", client.name, visitor, status=status, app=shown, values=values or views.form_values(client),
             error=error, note=note, grace=grace, management_scopes=MANAGEMENT_SCOPES, section="apps",
         )  # fmt: skip
 
     async def update_app(self, request: Request, client_id: str) -> Response:
-        visitor, form, refused = await self.web.posted(request)
-        if refused is not None:
-            return refused
-        assert visitor is not None
-        changes = Changes(
-            name=form.get("name", ""),
-            redirect_uris=_lines(form.get("redirect_uris", "")),
-            post_logout_redirect_uris=_lines(form.get("post_logout_redirect_uris", "")),
-            web_origins=_lines(form.get("web_origins", "")),
-            backchannel_logout_uri=form.get("backchannel_logout_uri", "").strip(),
-            changed=tuple(sorted(name for name in form if name not in ("csrf_token", "version"))),
-        )
-        actor = self._actor(visitor, request)
-        try:
-            await in_thread(self.applications.change, actor, client_id, changes, form.get("version"))
-        except NotAllowed as error:
-            return self.web.message("Not allowed", str(error), visitor, status=403)
-        except rules.Unknown as error:
-            return self.web.message("No such application", str(error), visitor, status=404)
-        except rules.Stale as error:
-            return await self._app(visitor, client_id, error=str(error), status=409)
-        except InvalidInput as error:
-            return await self._app(visitor, client_id, error=str(error).capitalize() + ".", values=form, status=400)
-        return self.web.redirect(f"{self.web.path}/apps/{client_id}")
+        def change(actor: Actor, form: dict[str, str]) -> object:
+            return self.applications.change(actor, client_id, views.changes_of(form), form.get("version"))
+
+        return await self._app_form(request, client_id, change, lambda _visitor, _done: self._app_path(client_id))
 
     async def rotate_secret(self, request: Request, client_id: str) -> Response:
-        visitor, _form, refused = await self.web.posted(request)
-        if refused is not None:
-            return refused
-        assert visitor is not None
-        try:
-            client, secret = await in_thread(self.applications.rotate_secret, self._actor(visitor, request), client_id)
-        except NotAllowed as error:
-            return self.web.message("Not allowed", str(error), visitor, status=403)
-        except rules.Unknown as error:
-            return self.web.message("No such application", str(error), visitor, status=404)
-        except rules.Conflict as error:
-            return await self._app(visitor, client_id, error=str(error), status=409)
-        return self._secret_redirect(visitor, client.id, secret)
+        return await self._app_form(
+            request,
+            client_id,
+            lambda actor, _form: self.applications.rotate_secret(actor, client_id),
+            lambda visitor, rotated: self._secret_redirect(visitor, rotated[0].id, rotated[1]),
+        )
 
     def _secret_redirect(self, visitor: Visitor, client_id: str, secret: str) -> Response:
         """POST/redirect/GET, as for a new key: the secret rides to the page that shows it once in a cookie that
@@ -402,33 +341,59 @@ class OrganizationPages:
         return response
 
     async def set_management_scopes(self, request: Request, client_id: str) -> Response:
+        def change(actor: Actor, form: dict[str, str]) -> object:
+            wanted = [scope for scope in MANAGEMENT_SCOPES if form.get(scope.replace(":", "_")) == "on"]
+            return self.applications.set_management_scopes(actor, client_id, wanted)
+
+        return await self._app_form(request, client_id, change, lambda _visitor, _done: self._app_path(client_id))
+
+    async def delete_app(self, request: Request, client_id: str) -> Response:
+        return await self._app_form(
+            request,
+            client_id,
+            lambda actor, _form: self.applications.delete(actor, client_id),
+            lambda _visitor, _done: self.web.redirect(self.web.path + "/apps"),
+        )
+
+    def _app_path(self, client_id: str) -> Response:
+        return self.web.redirect(f"{self.web.path}/apps/{client_id}")
+
+    async def _app_form(
+        self,
+        request: Request,
+        client_id: str,
+        change: Callable[[Actor, dict[str, str]], Any],
+        done: Callable[[Visitor, Any], Response],
+    ) -> Response:
+        """A form of an application's page: the change as the visitor, then ``done`` with what it returned.
+        Refused: a role too low 403, an application of another organization (or none) 404, a conflict or a version
+        no longer the application's the page again with why (409), a value refused the page with the form (400)."""
         visitor, form, refused = await self.web.posted(request)
         if refused is not None:
             return refused
         assert visitor is not None
-        wanted = [scope for scope in MANAGEMENT_SCOPES if form.get(scope.replace(":", "_")) == "on"]
         try:
-            await in_thread(self.applications.set_management_scopes, self._actor(visitor, request), client_id, wanted)
+            result = await in_thread(change, self._actor(visitor, request), form)
         except NotAllowed as error:
             return self.web.message("Not allowed", str(error), visitor, status=403)
         except rules.Unknown as error:
-            return self.web.message("No such application", str(error), visitor, status=404)
-        except rules.Conflict as error:
+            return self.web.message(NO_APP, str(error), visitor, status=404)
+        except (rules.Conflict, rules.Stale) as error:
             return await self._app(visitor, client_id, error=str(error), status=409)
-        return self.web.redirect(f"{self.web.path}/apps/{client_id}")
+        except InvalidInput as error:
+            return await self._app(visitor, client_id, error=str(error).capitalize() + ".", values=form, status=400)
+        return done(visitor, result)
 
-    async def delete_app(self, request: Request, client_id: str) -> Response:
-        visitor, _form, refused = await self.web.posted(request)
-        if refused is not None:
-            return refused
-        assert visitor is not None
+    async def _managed(self, visitor: Visitor, what: str, load: Callable[[], T], missing: str) -> T | Response:
+        """What only an owner or an admin opens: loaded, or the page that says why not (403 for another role,
+        404 for a record of another organization or none)."""
+        if visitor.member.role not in ("owner", "admin"):
+            text = f"Only an owner or an admin of {visitor.member.org_name} may {what}."
+            return self.web.message("Not allowed", text, visitor, status=403)
         try:
-            await in_thread(self.applications.delete, self._actor(visitor, request), client_id)
-        except NotAllowed as error:
-            return self.web.message("Not allowed", str(error), visitor, status=403)
+            return await in_thread(load)
         except rules.Unknown as error:
-            return self.web.message("No such application", str(error), visitor, status=404)
-        return self.web.redirect(self.web.path + "/apps")
+            return self.web.message(missing, str(error), visitor, status=404)
 
     # The audit trail
 
@@ -445,7 +410,7 @@ class OrganizationPages:
         except InvalidCursor:
             return self.web.message("Invalid request", "This page of the audit trail does not exist.", visitor, 400)
         labels = await in_thread(self.web.console.names, trail.names(page.entries))
-        shown = _AuditPage([_shown(entry, labels) for entry in page.entries], page.next_cursor)
+        shown = views.AuditPage([views.shown_entry(entry, labels) for entry in page.entries], page.next_cursor)
         return self.web.page(
             "audit.html", "Audit trail", visitor, page=shown, kinds=trail.KINDS, selected=kind or "", section="audit"
         )
@@ -459,131 +424,3 @@ class OrganizationPages:
     def actor_of(visitor: Visitor, address: str | None) -> Actor:
         member = visitor.member
         return Actor.member(member.user_id, member.org_id, member.role, address, member.org_name)
-
-
-@dataclass(frozen=True, slots=True)
-class _AuditPage:
-    events: list[Any]
-    next_cursor: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class _ShownEntry:
-    at: datetime
-    kind: str
-    actor_label: str
-    network: str | None
-    subject_label: str | None
-    details: dict[str, str]
-
-
-def _shown(entry: trail.Entry, labels: dict[str, str]) -> _ShownEntry:
-    if entry.actor_kind == "command_line":
-        actor = "command line"
-    else:
-        actor = labels.get(entry.actor_id or "", entry.actor_id or "")
-        if entry.actor_kind == "client":
-            actor = f"application {actor}"
-    subject = labels.get(entry.subject, entry.subject) if entry.subject else None
-    return _ShownEntry(entry.at, entry.kind, actor, entry.network, subject, dict(entry.details))
-
-
-def _row(actor: Actor, member: MemberRecord, owners: int) -> MemberRow:
-    choices = []
-    for role in ("owner", "admin", "member"):
-        try:
-            rules.check_change(actor, member.user_id, member.role, role, owners)
-        except (NotAllowed, rules.Conflict):
-            continue
-        choices.append(role)
-    if choices == [member.role]:
-        choices = []
-    removable = member.user_id != actor.user_id
-    if removable:
-        try:
-            rules.check_removal(actor, member.role, owners)
-        except (NotAllowed, rules.Conflict):
-            removable = False
-    return MemberRow(
-        member.user_id, member.name, member.email, member.role, member.joined_at, member.last_sign_in_at,
-        member.email_verified, member.tag, tuple(choices), removable,
-    )  # fmt: skip
-
-
-def _plain(member: MemberRecord) -> MemberRow:
-    return MemberRow(
-        member.user_id, member.name, member.email, member.role, member.joined_at, member.last_sign_in_at,
-        member.email_verified, member.tag, (), False,
-    )  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class _App:
-    id: str
-    name: str
-    auth_method: str
-    grants: tuple[str, ...]
-    user_scopes: tuple[str, ...]
-    management_scopes: tuple[str, ...]
-    created_at: datetime
-    previous_secret_expires_at: datetime | None
-    version: str
-    has_secret: bool
-    confidential: bool
-
-
-def _app(client: Any) -> _App:
-    return _App(
-        client.id, client.name, client.auth_method, client.grants, apps.user_scopes(client),
-        apps.management_scopes(client), client.created_at, client.previous_secret_expires_at, apps.tag(client),
-        client.auth_method in ("client_secret_basic", "client_secret_post"), not client.public,
-    )  # fmt: skip
-
-
-def _values(client: Any) -> dict[str, str]:
-    return {
-        "name": client.name,
-        "redirect_uris": " ".join(client.redirect_uris),
-        "post_logout_redirect_uris": " ".join(client.post_logout_redirect_uris),
-        "web_origins": " ".join(client.web_origins),
-        "backchannel_logout_uri": client.backchannel_logout_uri or "",
-    }
-
-
-def _lines(text: str) -> tuple[str, ...]:
-    """A list typed into one field, separated by spaces (a form's value holds no line break: request_reading)."""
-    return tuple(text.split())
-
-
-def _registration(form: dict[str, str]) -> Registration:
-    jwks_text = form.get("jwks", "").strip()
-    jwks = None
-    if jwks_text:
-        import orjson
-
-        try:
-            jwks = orjson.loads(jwks_text)
-        except orjson.JSONDecodeError:
-            raise InvalidInput("the JWKS must be a JSON object with a non-empty 'keys' list") from None
-    return Registration(
-        name=form.get("name", ""),
-        auth_method=form.get("auth_method", ""),
-        redirect_uris=_lines(form.get("redirect_uris", "")),
-        post_logout_redirect_uris=_lines(form.get("post_logout_redirect_uris", "")),
-        web_origins=_lines(form.get("web_origins", "")),
-        backchannel_logout_uri=form.get("backchannel_logout_uri", "").strip() or None,
-        grants=tuple(grant for grant in GRANTS if form.get(f"grant_{grant}") == "on"),
-        scopes=tuple(
-            scope for scope in apps.ORGANIZATION_SCOPES if form.get("scope_" + scope.replace(":", "_")) == "on"
-        ),
-        jwks=jwks,
-    )
-
-
-def _duration(span: timedelta) -> str:
-    seconds = int(span.total_seconds())
-    if seconds % 3600 == 0 and seconds >= 3600:
-        hours = seconds // 3600
-        return f"{hours} hour{'s' if hours > 1 else ''}"
-    minutes = max(1, seconds // 60)
-    return f"{minutes} minute{'s' if minutes > 1 else ''}"

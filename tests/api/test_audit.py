@@ -8,6 +8,7 @@ events asserted are exactly the ones that action wrote.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -350,6 +351,18 @@ def _connect(engine: Engine, settings: Settings, org: Organization, upstream: Fa
     connections.save(org.id, ConnectionForm(upstream.issuer, UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET))
 
 
+@pytest.fixture
+def federated(
+    federated_app: Any, engine: Engine, settings: Settings, org: Organization, upstream: FakeUpstream
+) -> Iterator[tuple[TestClient, Registered]]:
+    """Olive Grove connected to its provider (the fake upstream) with a domain claimed, a client of it, and a
+    browser of the service that federates."""
+    _connect(engine, settings, org, upstream)
+    web = register(engine, org)
+    with TestClient(federated_app, follow_redirects=False) as browser:
+        yield browser, web
+
+
 def _through_provider(browser: TestClient, web: Registered, org: Organization, upstream: FakeUpstream, **claims: Any):  # type: ignore[no-untyped-def]
     location = to_page(authorize(browser, web.id), "sign-in")
     url = submit(browser, location, {"email": "ana@corp.example"}).headers["location"]
@@ -368,19 +381,16 @@ def test_claiming_a_domain_and_saving_a_connection_are_audited_with_the_organiza
 
 
 def test_a_federated_sign_in_that_makes_an_account_is_audited_as_a_link_and_a_sign_in(
-    federated_app: Any,
+    federated: tuple[TestClient, Registered],
     engine: Engine,
-    settings: Settings,
     org: Organization,
     upstream: FakeUpstream,
     audited: pytest.LogCaptureFixture,
 ) -> None:
-    _connect(engine, settings, org, upstream)
-    web = register(engine, org)
-    with TestClient(federated_app, follow_redirects=False) as browser:
-        audited.clear()
-        claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": True}
-        code_of(_through_provider(browser, web, org, upstream, **claims))
+    browser, web = federated
+    audited.clear()
+    claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": True}
+    code_of(_through_provider(browser, web, org, upstream, **claims))
     ana = next(user for user in UserStore(engine).list() if user.email == "ana@corp.example")
     found = events(audited)
     assert found[0] == {
@@ -397,20 +407,17 @@ def test_a_federated_sign_in_that_makes_an_account_is_audited_as_a_link_and_a_si
 
 
 def test_a_refused_link_is_audited_with_its_reason(
-    federated_app: Any,
+    federated: tuple[TestClient, Registered],
     engine: Engine,
-    settings: Settings,
     org: Organization,
     upstream: FakeUpstream,
     audited: pytest.LogCaptureFixture,
 ) -> None:
-    _connect(engine, settings, org, upstream)
+    browser, web = federated
     UserStore(engine, hashing=FAST_HASHING).create("ana@corp.example", "Ana", PASSWORD, [(org.id, "member")])
-    web = register(engine, org)
-    with TestClient(federated_app, follow_redirects=False) as browser:
-        audited.clear()
-        claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": False}
-        assert _through_provider(browser, web, org, upstream, **claims).status_code == 400
+    audited.clear()
+    claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": False}
+    assert _through_provider(browser, web, org, upstream, **claims).status_code == 400
     assert only(audited) == {
         "event": "federated_sign_in",
         "outcome": "denied",
@@ -421,28 +428,22 @@ def test_a_refused_link_is_audited_with_its_reason(
 
 
 def test_a_logout_token_that_ends_a_session_is_audited_and_a_bad_one_too(
-    federated_app: Any,
-    engine: Engine,
-    settings: Settings,
+    federated: tuple[TestClient, Registered],
     org: Organization,
     upstream: FakeUpstream,
     audited: pytest.LogCaptureFixture,
 ) -> None:
-    _connect(engine, settings, org, upstream)
-    web = register(engine, org)
-    with TestClient(federated_app, follow_redirects=False) as browser:
-        claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": True, "sid": "up-1"}
-        code_of(_through_provider(browser, web, org, upstream, **claims))
-        audited.clear()
-        browser.post(
-            f"/federation/{org.id}/backchannel-logout", data={"logout_token": upstream.logout_token(sid="up-1")}
-        )
-        event = only(audited)
-        assert (event["event"], event["outcome"], event["org_id"]) == ("federated_logout", "success", org.id)
-        assert event["session_id"].startswith("ses_")
-        audited.clear()
-        bad = upstream.logout_token(sid="up-1", aud="another")
-        browser.post(f"/federation/{org.id}/backchannel-logout", data={"logout_token": bad})
+    browser, web = federated
+    claims = {"sub": "up-ana", "email": "ana@corp.example", "email_verified": True, "sid": "up-1"}
+    code_of(_through_provider(browser, web, org, upstream, **claims))
+    audited.clear()
+    browser.post(f"/federation/{org.id}/backchannel-logout", data={"logout_token": upstream.logout_token(sid="up-1")})
+    event = only(audited)
+    assert (event["event"], event["outcome"], event["org_id"]) == ("federated_logout", "success", org.id)
+    assert event["session_id"].startswith("ses_")
+    audited.clear()
+    bad = upstream.logout_token(sid="up-1", aud="another")
+    browser.post(f"/federation/{org.id}/backchannel-logout", data={"logout_token": bad})
     assert only(audited) == {
         "event": "federated_logout",
         "outcome": "failure",

@@ -47,6 +47,23 @@ def teammate(app: Any) -> Iterator[ConsoleBrowser]:
         yield browser
 
 
+@pytest.fixture
+def elsewhere(engine: Engine) -> str:
+    """Una and Vic, who have accounts: each owns Elsewhere, another organization. Its id."""
+    org = OrganizationStore(engine).create("Elsewhere")
+    accounts = UserStore(engine, hashing=FAST_HASHING)
+    for email, name in (("una@example.com", "Una"), ("vic@example.com", "Vic")):
+        accounts.create(email, name, PASSWORD, [(org.id, "owner")])
+    return org.id
+
+
+@pytest.fixture
+def una_invited(owner: ConsoleBrowser, engine: Engine, settings: Settings, elsewhere: str) -> str:
+    """Olga invited Una (who has an account elsewhere) as a member: the token of the mailed link."""
+    invite(owner, "una@example.com")
+    return mailed_token(engine, settings, "una@example.com")
+
+
 def org_id(engine: Engine, name: str = "Olive Grove") -> str:
     with engine.connect() as connection:
         return str(connection.scalar(sa.select(organizations.c.id).where(organizations.c.name == name)))
@@ -133,12 +150,9 @@ def test_someone_new_signs_up_through_the_link_into_the_organization_and_no_new_
 
 
 def test_someone_with_an_account_accepts_signed_in_and_the_console_switches_to_the_organization(
-    owner: ConsoleBrowser, teammate: ConsoleBrowser, engine: Engine, settings: Settings
+    teammate: ConsoleBrowser, una_invited: str
 ) -> None:
-    elsewhere = OrganizationStore(engine).create("Elsewhere")
-    UserStore(engine, hashing=FAST_HASHING).create("una@example.com", "Una", PASSWORD, [(elsewhere.id, "owner")])
-    invite(owner, "una@example.com")
-    token = mailed_token(engine, settings, "una@example.com")
+    token = una_invited
     teammate.complete(teammate.sign_in("una@example.com"))
     page = teammate.get("/console/invitation?" + urlencode({"token": token}))
     assert "Accept and join Olive Grove" in page.text
@@ -150,10 +164,8 @@ def test_someone_with_an_account_accepts_signed_in_and_the_console_switches_to_t
 
 
 def test_a_different_signed_in_user_is_asked_which_account_should_join(
-    owner: ConsoleBrowser, teammate: ConsoleBrowser, engine: Engine, settings: Settings
+    owner: ConsoleBrowser, teammate: ConsoleBrowser, engine: Engine, settings: Settings, elsewhere: str
 ) -> None:
-    elsewhere = OrganizationStore(engine).create("Elsewhere")
-    UserStore(engine, hashing=FAST_HASHING).create("vic@example.com", "Vic", PASSWORD, [(elsewhere.id, "owner")])
     invite(owner, "tom@example.com")
     token = mailed_token(engine, settings, "tom@example.com")
     teammate.complete(teammate.sign_in("vic@example.com"))
@@ -163,13 +175,8 @@ def test_a_different_signed_in_user_is_asked_which_account_should_join(
     assert f"sign-in?prompt=login&amp;invitation={token}" in page.text  # or sign in as another account
 
 
-def test_the_invitation_link_carries_the_sign_in_back_to_its_page(
-    owner: ConsoleBrowser, teammate: ConsoleBrowser, engine: Engine, settings: Settings
-) -> None:
-    elsewhere = OrganizationStore(engine).create("Elsewhere")
-    UserStore(engine, hashing=FAST_HASHING).create("una@example.com", "Una", PASSWORD, [(elsewhere.id, "owner")])
-    invite(owner, "una@example.com")
-    token = mailed_token(engine, settings, "una@example.com")
+def test_the_invitation_link_carries_the_sign_in_back_to_its_page(teammate: ConsoleBrowser, una_invited: str) -> None:
+    token = una_invited
     started = teammate.get("/console/sign-in?" + urlencode({"invitation": token}))
     page = teammate.get(teammate.get(started.headers["location"]).headers["location"])
     form = form_with(page.text, "password")
@@ -279,14 +286,11 @@ def test_removing_a_member_ends_their_tokens_and_sessions_for_the_organization_a
 
 
 def test_a_member_leaves_but_the_last_owner_and_a_member_of_one_organization_cannot(
-    owner: ConsoleBrowser, teammate: ConsoleBrowser, engine: Engine, settings: Settings
+    owner: ConsoleBrowser, teammate: ConsoleBrowser, engine: Engine, elsewhere: str, una_invited: str
 ) -> None:
     refused = owner.post("/console/leave", {"csrf_token": csrf(owner)})
     assert refused.status_code == 409 and "last owner" in refused.text
-    elsewhere = OrganizationStore(engine).create("Elsewhere")
-    UserStore(engine, hashing=FAST_HASHING).create("una@example.com", "Una", PASSWORD, [(elsewhere.id, "owner")])
-    invite(owner, "una@example.com")
-    token = mailed_token(engine, settings, "una@example.com")
+    token = una_invited
     teammate.complete(teammate.sign_in("una@example.com"))
     teammate.post("/console/invitation", {"csrf_token": teammate.csrf(), "token": token})
     assert teammate.get("/console/leave").status_code == 200
@@ -300,7 +304,7 @@ def test_a_member_leaves_but_the_last_owner_and_a_member_of_one_organization_can
             .scalars()
             .all()
         )
-    assert orgs == [elsewhere.id]
+    assert orgs == [elsewhere]
 
 
 # Invitations

@@ -4,6 +4,7 @@ the house rules (problem details, ETag and If-Match, cursor pages with Link, Ide
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -366,6 +367,19 @@ def test_api_keys_are_made_once_per_idempotency_key_and_revoked_at_once(http: Te
     assert http.delete(f"{API}/api-keys/{made.json()['id']}", headers=ops).status_code == 204
     assert http.get("/v1/menus/regions", headers={"Authorization": f"Bearer {key}"}).status_code == 401
     assert http.get(f"{API}/api-keys/{made.json()['id']}", headers=ops).json()["state"] == "revoked"
+
+
+def test_an_api_key_made_through_the_api_writes_its_audit_line_once_and_a_replay_none(
+    http: TestClient, ops: dict[str, str], grove: Organization, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="regional_menus.audit")
+    headers = {**ops, "Idempotency-Key": "k-audit"}
+    made = http.post(f"{API}/api-keys", json={"name": "nightly"}, headers=headers).json()
+    http.post(f"{API}/api-keys", json={"name": "nightly"}, headers=headers)
+    lines = [dict(r.fields) for r in caplog.records if r.name == "regional_menus.audit"]  # type: ignore[attr-defined]
+    assert [line for line in lines if line["event"] == "api_key_created"] == [
+        {"event": "api_key_created", "outcome": "success", "key_id": made["id"], "org_id": grove.id}
+    ]
 
 
 def test_the_audit_trail_says_who_what_when_and_from_where_and_filters_by_kind(

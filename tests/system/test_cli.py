@@ -72,6 +72,24 @@ def test_api_keys_create_with_org_makes_a_key_the_organization_owns(tmp_path: Pa
     assert (listed["id"], listed["org_id"], listed["created_by"]) == (created["id"], org["id"], None)
 
 
+def test_an_organizations_key_made_and_revoked_on_the_command_line_enters_its_trail_once_by_the_command_line(
+    tmp_path: Path,
+) -> None:
+    org = json.loads(cli(tmp_path, "orgs", "create", "--json", "--name", "Acme").stdout)
+    created = json.loads(cli(tmp_path, "api-keys", "create", "--json", "--name", "p", "--org", org["id"]).stdout)
+    for _ in range(2):  # the second finds it revoked already: no second entry
+        assert cli(tmp_path, "api-keys", "revoke", created["id"]).returncode == 0
+    with sqlite3.connect(tmp_path / "var" / "regional-menus.sqlite3") as database:
+        trail = database.execute(
+            "SELECT kind, actor_kind, actor_id, subject, details FROM organization_events WHERE org_id = ? ORDER BY at",
+            (org["id"],),
+        ).fetchall()
+    assert trail == [
+        ("api_key_created", "command_line", None, created["id"], '{"name": "p"}'),
+        ("api_key_revoked", "command_line", None, created["id"], '{"name": "p"}'),
+    ]
+
+
 def test_api_keys_create_for_an_unknown_organization_fails_and_writes_nothing(tmp_path: Path) -> None:
     done = cli(tmp_path, "api-keys", "create", "--name", "p", "--org", "org_missing")
     assert done.returncode == 2 and "no organization has the id 'org_missing'" in done.stderr

@@ -5,7 +5,8 @@ up into the organization (no organization is made for them); the owner makes the
 application; the application signs the teammate in (code + PKCE); the owner rotates its secret; the old secret works
 within its grace and fails after it (the service's clock moved, never slept); the owner removes the teammate, whose
 tokens stop at once. The service runs in this process (``tests/support/in_process.py``) so that its clock can move.
-Every console page reached is checked with axe-core.
+Every console page reached is checked with axe-core. The time of each of the issue's eight Done-when steps is
+printed (``pytest -s``) for the closing note.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from time import perf_counter
 
 import pytest
 import requests
@@ -40,6 +42,26 @@ def smtp() -> Iterator[SmtpServer]:
 def service(tmp_path_factory: pytest.TempPathFactory, smtp: SmtpServer) -> Iterator[InProcess]:
     with in_process_service(tmp_path_factory.mktemp("journey"), smtp_url=smtp.url, mail_poll_interval=0.2) as service:
         yield service
+
+
+class StepTimes:
+    """The wall-clock time of each step of the journey, printed as each ends (visible with ``pytest -s``)."""
+
+    def __init__(self) -> None:
+        self.taken: list[tuple[str, float]] = []
+        self._current: tuple[str, float] | None = None
+
+    def step(self, name: str) -> None:
+        """``name`` begins; the step before it ends."""
+        self.end()
+        self._current = (name, perf_counter())
+
+    def end(self) -> None:
+        if self._current is not None:
+            name, began = self._current
+            self.taken.append((name, perf_counter() - began))
+            print(f"journey step {len(self.taken)}: {name}: {self.taken[-1][1]:.2f} s")
+            self._current = None
 
 
 def new_context(browser: Browser) -> BrowserContext:
@@ -85,8 +107,10 @@ def test_an_organization_runs_itself(browser: Browser, service: InProcess, smtp:
     owner_context, teammate_context = new_context(browser), new_context(browser)
     owner, teammate = owner_context.new_page(), teammate_context.new_page()
     console = f"{service.url}/console/"
+    steps = StepTimes()
 
     # The owner signs up, and invites a teammate by mail
+    steps.step("the owner signs up and invites a teammate by mail")
     owner.goto(console)
     owner.get_by_role("link", name="Create an account").click()
     sign_up(owner, "Olga Owner", OWNER, "Olive Grove")
@@ -99,6 +123,7 @@ def test_an_organization_runs_itself(browser: Browser, service: InProcess, smtp:
     expect(owner.get_by_role("cell", name=TEAMMATE, exact=True)).to_be_visible()
 
     # The mail arrives through SMTP; the teammate follows its link and signs up into the organization
+    steps.step("the invitation arrives by SMTP; the teammate signs up into the organization")
     link = invitation_link(smtp, TEAMMATE)
     assert link.startswith(console + "invitation?token=")
     teammate.goto(link)
@@ -111,6 +136,7 @@ def test_an_organization_runs_itself(browser: Browser, service: InProcess, smtp:
     expect(teammate.locator("nav[aria-label=Account]")).to_contain_text("(member)")
 
     # The owner makes them an admin
+    steps.step("the owner makes them an admin")
     owner.reload()
     owner.get_by_label("Role of Tom Teammate").select_option("admin")
     owner.get_by_role("button", name="Change the role of Tom Teammate").click()
@@ -119,6 +145,7 @@ def test_an_organization_runs_itself(browser: Browser, service: InProcess, smtp:
     with relying_party() as rp:
         rp.issuer = service.url
         # The admin registers an application
+        steps.step("the admin registers an application (its secret shown once)")
         teammate.goto(console + "apps")
         expect(teammate.locator("nav[aria-label=Account]")).to_contain_text("(admin)")
         check_page(teammate, "journey-apps")
@@ -134,10 +161,12 @@ def test_an_organization_runs_itself(browser: Browser, service: InProcess, smtp:
         expect(teammate.get_by_text("This secret is no longer shown")).to_be_visible()
 
         # The application signs the teammate in: code flow with PKCE, the consent page, the code redeemed
+        steps.step("the application signs the teammate in (code + PKCE)")
         tokens = sign_in_with(teammate, rp, service, client_id, secret)
         assert userinfo(service, tokens["access_token"]) == 200
 
         # The owner rotates the secret: the old one works within the grace, and not after
+        steps.step("the owner rotates the secret: the old one works in its grace, not after")
         owner.goto(console + "apps")
         owner.get_by_role("link", name="Grove Planner").click()
         owner.get_by_role("button", name="Rotate the secret").click()
@@ -157,6 +186,7 @@ def test_an_organization_runs_itself(browser: Browser, service: InProcess, smtp:
         assert userinfo(service, fresh.json()["access_token"]) == 200
 
         # The owner removes the teammate: their tokens stop at once
+        steps.step("the owner removes the teammate: their tokens stop at once")
         owner.goto(console + "members")
         owner.get_by_role("link", name="Remove Tom Teammate").click()
         check_page(owner, "journey-remove")
@@ -169,10 +199,12 @@ def test_an_organization_runs_itself(browser: Browser, service: InProcess, smtp:
         assert gone.status_code == 400 and gone.json()["error"] == "invalid_grant"
 
     # The trail says who did what
+    steps.step("the trail says who did what")
     owner.goto(console + "audit")
     check_page(owner, "journey-audit")
     for kind in ("member removed", "client secret rotated", "client created", "member role changed", "member invited"):
         expect(owner.get_by_role("cell", name=kind, exact=True).first).to_be_visible()
+    steps.end()
     owner_context.close()
     teammate_context.close()
 
