@@ -15,7 +15,6 @@ from tools.contract_guard import (
     DOCUMENTS,
     RELEASED,
     WORKING,
-    check,
     compare,
     last_release,
     main,
@@ -33,15 +32,6 @@ def changed(tmp_path: Path, name: str, change: Any) -> Path:
     path = tmp_path / name
     path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
-
-
-def test_the_working_documents_keep_every_promise_of_the_last_release() -> None:
-    assert last_release().parent == RELEASED
-    kept = {path.name for path in last_release().iterdir()}
-    assert kept <= set(DOCUMENTS)
-    verdicts = check(last_release())
-    assert [verdict.document for verdict in verdicts] == [name for name in DOCUMENTS if name in kept]
-    assert all(verdict.allowed for verdict in verdicts), "\n".join(v.describe() for v in verdicts)
 
 
 def test_a_removed_operation_is_a_breaking_change_the_guard_refuses(tmp_path: Path) -> None:
@@ -100,9 +90,16 @@ def test_release_keeps_every_document_and_never_overwrites_a_release(tmp_path: P
     shutil.rmtree(tmp_path / "1.10.0")
 
 
-def test_the_guard_command_exits_0_on_the_working_documents(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_working_documents_keep_every_promise_of_the_last_release(capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard's command (``tox -e lint``) compares each document the last release kept, and passes. One run of
+    openapi-diff per document: each costs node about two seconds of CPU."""
+    assert last_release().parent == RELEASED
+    kept = {path.name for path in last_release().iterdir()}
+    assert kept <= set(DOCUMENTS)
     assert main([]) == 0
-    assert "menus.yaml: no breaking change since" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    compared = [name for name in DOCUMENTS if any(line.startswith(f"{name}: ") for line in said.splitlines())]
+    assert compared == [name for name in DOCUMENTS if name in kept], said
 
 
 def working_menus() -> dict[str, Any]:
