@@ -32,6 +32,7 @@ from identity.federation.backchannel_logout import UpstreamLogout
 from identity.federation.connections import ConnectionStore
 from identity.federation.domains import DomainClaims
 from identity.federation.key_sets import KeySets
+from identity.federation.logout_tokens import LogoutTokenLedger
 from identity.federation.sessions import FederatedSessions
 from identity.federation.sign_in import FederatedSignIn
 from identity.federation.token_exchange import TokenExchange
@@ -251,7 +252,14 @@ class Provider:
         )
         self.federation = made[0]
         self.federation_logout = UpstreamLogout(
-            self.connections, upstream_keys, federated_sessions, self.sessions, revoker, now, leeway=skew
+            self.connections,
+            upstream_keys,
+            federated_sessions,
+            self.sessions,
+            revoker,
+            now,
+            leeway=skew,
+            ledger=LogoutTokenLedger(engine),
         )
         self.client_auth = ClientAuthenticator(
             engine, self.clients, issuer, clock, public_clients=tuning.public_clients

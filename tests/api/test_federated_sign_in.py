@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+from datetime import timedelta
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -22,6 +24,7 @@ from identity.common.outbound_uris import OutboundRule
 from identity.federation.connections import ConnectionForm, ConnectionStore
 from identity.federation.domains import DomainClaims
 from identity.federation.upstream_http import Answer
+from identity.purge import Purger
 from service.app import create_app
 from service.database.sealing_keys import load_sealer
 from service.settings import Settings
@@ -365,6 +368,33 @@ def test_a_logout_token_that_does_not_verify_is_400(
     token = upstream.logout_token(sid="up-s1", **claims)
     refused = browser.post(f"/federation/{connected.id}/backchannel-logout", data={"logout_token": token})
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_request"
+
+
+def test_a_replayed_logout_token_is_refused_and_audited(
+    browser: TestClient,
+    upstream: FakeUpstream,
+    connected: Organization,
+    engine: Engine,
+    clock: MovableClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Back-Channel Logout 1.0 §2.6: the ``jti`` is remembered until the token's expiry, on every node (a table);
+    the purge job forgets it only once the token's own expiry refuses it."""
+    caplog.set_level(logging.INFO, logger="regional_menus.audit")
+    token = upstream.logout_token(sid="up-s1", jti="once-only")
+    url = f"/federation/{connected.id}/backchannel-logout"
+    assert browser.post(url, data={"logout_token": token}).status_code == 200
+    replayed = browser.post(url, data={"logout_token": token})
+    assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_request"
+    assert "already received" in replayed.json()["error_description"]
+    refusals = [r.fields for r in caplog.records if r.name == "regional_menus.audit"]  # type: ignore[attr-defined]
+    assert {"event": "federated_logout", "outcome": "failure", "reason": "replayed"}.items() <= refusals[-1].items()
+    another = upstream.logout_token(sid="up-s1", jti="another")  # a new jti of the same provider is taken
+    assert browser.post(url, data={"logout_token": another}).status_code == 200
+    purger = Purger(engine, timedelta(days=1), timedelta(days=1), timedelta(minutes=15), clock)
+    assert purger.purge()["federation_logout_tokens"] == 0  # not yet expired: a replay is still refused
+    clock.advance(120 + 60 + 1)  # the tokens' lifetime, and the leeway their expiry is checked with
+    assert purger.purge()["federation_logout_tokens"] == 2
 
 
 # Domains
