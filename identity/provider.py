@@ -27,6 +27,7 @@ from identity.common.issuer import Issuer
 from identity.common.outbound_uris import OutboundRule
 from identity.discovery import metadata
 from identity.federation.accounts import FederatedAccounts
+from identity.federation.administration import ConnectionAdministration
 from identity.federation.attempts import AttemptStore
 from identity.federation.backchannel_logout import UpstreamLogout
 from identity.federation.connections import ConnectionStore
@@ -251,6 +252,9 @@ class Provider:
             home_realm=federated,
         )
         self.federation = made[0]
+        self.connection_administration = ConnectionAdministration(
+            self.connections, self.domains, self.trail, upstream, self.federation.endpoints
+        )
         self.federation_logout = UpstreamLogout(
             self.connections,
             upstream_keys,

@@ -504,4 +504,7 @@ def console_web(
         web.organization = OrganizationPages(
             web, provider.members, provider.invitations, provider.applications, provider.trail, organization_keys
         )
+        from service.console_api.connection_pages import ConnectionPages
+
+        web.connection = ConnectionPages(web, provider.connection_administration)
     return web

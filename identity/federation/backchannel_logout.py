@@ -12,6 +12,7 @@ A token is taken once (logout_tokens.py): a replay of a valid token, on any node
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from identity.common import audit
 from identity.common.errors import InvalidRequest
@@ -82,7 +83,8 @@ class UpstreamLogout:
         except FederationError as error:
             audit.record(audit.FEDERATED_LOGOUT, audit.FAILURE, reason="invalid_token", org_id=org_id)
             raise InvalidRequest(error.description, detail=error.detail) from None
-        if not self._ledger.take(org_id, client.issuer, str(claims["jti"]), int(claims["exp"]) + self.leeway):
+        expires = int(cast(float, claims["exp"])) + self.leeway  # a number: verify_logout_token checked it
+        if not self._ledger.take(org_id, client.issuer, str(claims["jti"]), expires):
             audit.record(audit.FEDERATED_LOGOUT, audit.FAILURE, reason="replayed", org_id=org_id)
             raise InvalidRequest("This logout token was already received.", detail="logout token: jti replayed")
         sub, sid = claims.get("sub"), claims.get("sid")

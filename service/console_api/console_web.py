@@ -42,6 +42,7 @@ from service.web.request_reading import browser, form_pairs
 from service.web.request_state import Slot
 
 if TYPE_CHECKING:
+    from service.console_api.connection_pages import ConnectionPages
     from service.console_api.organization_pages import OrganizationPages
 
 log = logging.getLogger("service.console")
@@ -86,6 +87,7 @@ class ConsoleWeb:
         self.account_path = path + "/account"
         self.signed_in = signed_in  # told of each sign-in (user, organization, network): the organization's trail
         self.organization: OrganizationPages | None = None  # the organization's pages (organization_pages.py)
+        self.connection: ConnectionPages | None = None  # its identity provider connection (connection_pages.py)
 
     # Pages
 

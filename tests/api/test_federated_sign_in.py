@@ -7,8 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from datetime import timedelta
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -442,15 +442,16 @@ def test_an_owner_tries_the_connection_and_sees_the_claims_without_signing_anyon
     assert not [user for user in UserStore(engine).list() if user.email == ANA["email"]]
 
 
-def test_only_an_owner_or_admin_of_the_organization_may_try_its_connection(
-    app: Any, web: Registered, connected: Organization, engine: Engine
+@pytest.mark.parametrize("role", ["admin", "member"])
+def test_only_an_owner_of_the_organization_may_try_its_connection(
+    app: Any, web: Registered, connected: Organization, engine: Engine, role: str
 ) -> None:
     with TestClient(app, follow_redirects=False) as anonymous:
         asked = anonymous.get(f"/federation/{connected.id}/test")
         assert asked.status_code == 200 and "Sign in to the console" in asked.text
-    with TestClient(app, follow_redirects=False) as member:
-        signed_in_as(member, web, engine, connected, "member")
-        assert_error_page(member.get(f"/federation/{connected.id}/test"), 403)
+    with TestClient(app, follow_redirects=False) as below:
+        signed_in_as(below, web, engine, connected, role)
+        assert_error_page(below.get(f"/federation/{connected.id}/test"), 403)
     other = OrganizationStore(engine).create("Other")
     with TestClient(app, follow_redirects=False) as owner:
         signed_in_as(owner, web, engine, connected, "owner")
