@@ -57,6 +57,10 @@ def done_when(step: int, what: str) -> Iterator[None]:
     """Time one of the issue's Done-when steps; ``-s`` shows it."""
     began = time.perf_counter()
     yield
+    lap(step, what, began)
+
+
+def lap(step: int, what: str, began: float) -> None:
     print(f"\nDone-when step {step} ({what}): {time.perf_counter() - began:.2f} s")
 
 
@@ -257,7 +261,7 @@ def test_sso_required_blocks_the_password_form(page: Page, federation: Federatio
         # The right password signs Dee in nowhere: the browser goes on to Corp's provider.
         page.wait_for_url(lambda url: url.startswith(f.upstream.issuer + "/interaction/"))
         assert not any(cookie["name"] == "rm_session" for cookie in page.context.cookies(f.issuer))
-        print(f"\nDone-when step 4 (SSO required: a right password signs in nowhere): {time.perf_counter() - began:.2f} s")
+        lap(4, "SSO required: a right password signs in nowhere", began)
     finally:
         f.service.cli(
             "orgs", "connect", f.corp["id"], "--issuer", f.upstream.issuer,
@@ -279,7 +283,7 @@ def test_the_providers_back_channel_logout_ends_the_session_here(page: Page, fed
     page.wait_for_load_state("load")
     start(page, f)
     on_page(page, f.issuer, "/sign-in")  # our session ended: the email is asked again
-    print(f"\nDone-when step 5 (the provider's back-channel logout ends the session): {time.perf_counter() - began:.2f} s")
+    lap(5, "the provider's back-channel logout ends the session", began)
 
 
 def test_an_owner_tries_the_connection_and_sees_the_claims_received(federation: Federation) -> None:
