@@ -405,6 +405,7 @@ def _management_app(settings: Settings, provider: Provider, keys: OrganizationKe
         keys=keys,
         journal=provider.trail,
         idempotency=provider.idempotency,
+        connection=provider.connection_administration,
     )
     return create_management_app(web, validate_responses=settings.validate_responses)
 

@@ -7,26 +7,30 @@ management API checks the scope, this module the person. Every record is the act
 way to name another's.
 
 Each change writes its entry in the organization's trail (identity/organizations/trail.py) in the transaction of the
-change (``ConnectionStore``'s ``within``), so the trail holds an entry exactly when the change happened. A check
-fetches the provider's discovery and key set now (within the per-organization bound of discovery fetches) and says
-what it found; it changes nothing.
+change (``ConnectionStore``'s ``within``), so the trail holds an entry exactly when the change happened. Saving
+validates the issuer's discovery now: a provider there that cannot be used refuses the value typed
+(``InvalidInput``). A check fetches the saved provider's discovery and key set now (within the per-organization
+bound of discovery fetches) and says what it found, or that the provider failed (502); it changes nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy.engine import Connection as Transaction
 
 from identity.common.errors import InvalidInput
 from identity.federation.connections import Connection, ConnectionForm, ConnectionStore
-from identity.federation.domains import DomainClaims
+from identity.federation.domains import DomainClaims, normalize
+from identity.federation.errors import FederationError
 from identity.federation.key_sets import parse_key_set
 from identity.federation.upstream_http import UpstreamHttp, json_object
 from identity.organizations import rules, trail
 from identity.organizations.actors import CLIENT, Actor
 from identity.organizations.trail import Trail, Written
+
+MAX_DOMAINS = 100  # claimed domains one connection names, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,13 @@ class ConnectionAdministration:
         claimed = tuple(claim.domain for claim in self.domains.of(actor.org_id))
         return ConnectionView(self.connections.get(actor.org_id), claimed, self._endpoints_of(actor.org_id))
 
+    def current(self, actor: Actor) -> ConnectionView:
+        """As ``show``, for an organization that has a connection: ``Unknown`` else."""
+        view = self.show(actor)
+        if view.connection is None:
+            raise rules.Unknown(f"{actor.whose} has no identity provider connection.")
+        return view
+
     def save(self, actor: Actor, form: ConnectionForm, expected: str | None = None) -> Connection:
         """Register or change the connection (its provider discovered and validated now). ``expected``: the tag of
         the connection as read (``Stale`` when it changed meanwhile; on a first registration, when one appeared)."""
@@ -113,7 +124,7 @@ class ConnectionAdministration:
         if expected is not None and (existing is None or expected != tag(existing)):
             raise rules.Stale("The connection changed since it was read; read it again and retry.")
         if form.domains is not None:
-            self._check_domains(actor.org_id, form.domains)
+            form = replace(form, domains=self._check_domains(actor.org_id, form.domains))
         written: list[Written] = []
         kind = trail.CONNECTION_CHANGED if existing is not None else trail.CONNECTION_CREATED
 
@@ -130,7 +141,14 @@ class ConnectionAdministration:
                 )
             )
 
-        saved = self.connections.save(actor.org_id, form, within=entry)
+        try:
+            saved = self.connections.save(actor.org_id, form, within=entry)
+        except FederationError as error:
+            if error.status == 429:  # the bound of discovery fetches: try again shortly
+                raise
+            # The issuer is what the owner typed: a provider there that cannot be used is a refused value (400),
+            # not a failure of this service (the check of a saved connection says 502 instead).
+            raise InvalidInput(f"the provider at this issuer cannot be used: {error.description.rstrip('.')}") from None
         trail.logged(*written)
         return saved
 
@@ -169,8 +187,18 @@ class ConnectionAdministration:
             try_it=self._endpoints_of(actor.org_id).try_it,
         )
 
-    def _check_domains(self, org_id: str, chosen: Sequence[str]) -> None:
+    def _check_domains(self, org_id: str, chosen: Sequence[str]) -> tuple[str, ...]:
+        """The chosen domains, normalized; each must be one the organization claims (``InvalidInput`` else)."""
+        if len(chosen) > MAX_DOMAINS:
+            raise InvalidInput(f"a connection names at most {MAX_DOMAINS} domains")
         claimed = {claim.domain for claim in self.domains.of(org_id)}
+        kept = []
         for domain in chosen:
-            if domain not in claimed:
+            try:
+                name: str | None = normalize(domain)
+            except InvalidInput:
+                name = None
+            if name is None or name not in claimed:
                 raise InvalidInput(f"{domain[:100]!r} is not a domain the organization claims")
+            kept.append(name)
+        return tuple(sorted(set(kept)))

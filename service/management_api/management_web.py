@@ -20,6 +20,8 @@ from identity.api_keys.console_rules import NotAllowed
 from identity.api_keys.keys import KeyLimitReached
 from identity.clients.registry import ClientStore
 from identity.common.errors import InvalidInput, InvalidToken, MalformedBearerRequest
+from identity.federation.administration import ConnectionAdministration
+from identity.federation.errors import FederationError
 from identity.organizations import applications as apps
 from identity.organizations import keys as org_keys
 from identity.organizations import rules
@@ -41,6 +43,8 @@ from service.web.request_state import Slot
 T = TypeVar("T")
 
 MEMBERS, CLIENTS, KEYS, AUDIT = "manage:members", "manage:clients", "manage:keys", "manage:audit"
+CONNECTION = "manage:connection"
+DISCOVERY_RETRY_AFTER = 60  # seconds: discovery fetches are bounded per minute (identity/federation/connections.py)
 REALM = 'Bearer realm="management"'
 JSON = "application/json"
 
@@ -58,6 +62,7 @@ class ManagementWeb:
         keys: OrganizationKeys,
         journal: Trail,
         idempotency: IdempotencyKeys,
+        connection: ConnectionAdministration | None = None,
     ) -> None:
         self.url = url  # the API's public URL: {MENUS_BASE_URL}/management/v1
         self.verifier = verifier
@@ -68,6 +73,7 @@ class ManagementWeb:
         self.keys = keys
         self.trail = journal
         self.idempotency = idempotency
+        self.connection = connection  # the organization's identity provider connection (manage:connection)
 
     # Authentication
 
@@ -220,6 +226,10 @@ def problem_of(error: Exception) -> Problem | None:
     if isinstance(error, InvalidInput):
         text = str(error)
         return Problem(400, "invalid_parameter", text[:1].upper() + text[1:] + ".")
+    if isinstance(error, FederationError):  # the organization's provider (identity/federation/)
+        if error.status == 429:
+            return Problem(429, "rate_limited", error.description, headers={"Retry-After": str(DISCOVERY_RETRY_AFTER)})
+        return Problem(502, "provider_unavailable", error.description)
     if isinstance(error, HTTPException) and error.status_code == 415:
         return Problem(415, "unsupported_media_type", "This operation takes a JSON body (application/json).")
     return None

@@ -130,12 +130,12 @@ def test_a_domain_the_organization_does_not_claim_is_refused(owner: ConsoleBrows
     assert "connection_created" not in trail_kinds(engine)
 
 
-def test_a_provider_whose_discovery_cannot_be_used_is_a_502_page_and_nothing_is_saved(
+def test_an_issuer_whose_provider_cannot_be_used_is_refused_and_nothing_is_saved(
     owner: ConsoleBrowser, engine: Engine, upstream: FakeUpstream
 ) -> None:
     upstream.overrides[f"{upstream.issuer}/.well-known/openid-configuration"] = Answer(500, b"", "text/html")
     failed = connect(owner)
-    assert failed.status_code == 502 and 'role="alert"' in failed.text
+    assert failed.status_code == 400 and "The provider at this issuer cannot be used" in failed.text
     with engine.connect() as connection:
         assert connection.scalar(sa.select(sa.func.count()).select_from(federation_connections)) == 0
 

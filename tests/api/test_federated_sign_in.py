@@ -397,6 +397,35 @@ def test_a_replayed_logout_token_is_refused_and_audited(
     assert purger.purge()["federation_logout_tokens"] == 2
 
 
+def test_the_email_step_is_throttled_per_network_and_never_locks_the_person_out(
+    browser: TestClient, web: Registered, upstream: FakeUpstream, engine: Engine, connected: Organization
+) -> None:
+    """Home-realm discovery's email step counts against its network (``sign_in_address_limit``, 20 in the tests'
+    settings), on its own counter: past it, 429 with Retry-After; the password step still signs in."""
+    dee = UserStore(engine, hashing=FAST_HASHING).create("dee@example.com", "Dee", PASSWORD, [(connected.id, "member")])
+    location = to_page(authorize(browser, web.id), "sign-in")
+    for n in range(20):
+        assert submit(browser, location, {"email": f"someone{n}@corp.example"}).status_code == 302
+    refused = submit(browser, location, {"email": "ana@corp.example"})
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+    assert "Too many" in refused.text
+    code_of(sign_in(browser, location, dee.email))  # the password form is not refused: no one is locked out
+
+
+def test_a_password_sign_up_in_a_claimed_domain_makes_no_account_and_goes_to_the_provider(
+    browser: TestClient, web: Registered, upstream: FakeUpstream, engine: Engine, connected: Organization
+) -> None:
+    """The organization vouches for its addresses: the provider's first sign-in makes the account, not a password."""
+    location = to_page(authorize(browser, web.id, prompt="create"), "sign-up")
+    fields = {"name": "Ana", "email": "Ana@Corp.Example", "password": PASSWORD, "organization": "Ana's"}
+    sent = to_provider(submit(browser, location, fields), upstream)
+    assert query_of(sent)["client_id"] == CLIENT_ID
+    assert not [user for user in UserStore(engine).list() if user.email.lower() == "ana@corp.example"]
+    elsewhere = submit(browser, location, {**fields, "email": "ana@elsewhere.example"})
+    assert elsewhere.status_code == 302 and not elsewhere.headers["location"].startswith(upstream.issuer)
+    assert [user.email for user in UserStore(engine).list() if user.email == "ana@elsewhere.example"]
+
+
 # Domains
 
 

@@ -19,7 +19,7 @@ from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import LiveService, live_service
 from tests.support.schemathesis_runs import cases, run_schemathesis, run_schemathesis_as_an_outsider
 
-MANAGE = ("manage:members", "manage:clients", "manage:keys", "manage:audit")
+MANAGE = ("manage:members", "manage:clients", "manage:keys", "manage:audit", "manage:connection")
 
 
 @pytest.fixture(scope="module")
