@@ -9,7 +9,8 @@ from connexion import context
 from starlette.responses import Response
 
 from identity.federation.administration import ConnectionAdministration, ConnectionView, tag
-from identity.federation.connections import Connection, ConnectionForm
+from identity.federation.connections import Connection
+from identity.organizations.actors import Actor
 from service.identity_api.handler_support import current
 from service.management_api.management_web import CONNECTION, MANAGEMENT, ManagementWeb, if_match, json_response
 
@@ -48,20 +49,11 @@ async def put_connection(body: dict[str, Any]) -> Response:
     request = current()
     expected = if_match(request, required=False)
 
-    def save(actor: Any) -> tuple[Connection, ConnectionView, bool]:
+    def save(actor: Actor) -> tuple[Connection, ConnectionView, bool]:
         before = administration.show(actor)
         if before.connection is not None and expected is None:
             if_match(request, required=True)  # a change of an existing connection: 428 without If-Match
-        form = ConnectionForm(
-            issuer=body["issuer"],
-            client_id=body["client_id"],
-            client_secret=body.get("client_secret"),
-            scopes=body.get("scopes") or ("openid", "email", "profile"),
-            default_role=body.get("default_role", "member"),
-            sso_required=bool(body.get("sso_required", False)),
-            domains=body.get("domains"),
-        )
-        saved = administration.save(actor, form, expected)
+        saved = administration.save(actor, web.connection_form(body), expected)
         return saved, before, before.connection is None
 
     saved, view, created = await web.run(request, CONNECTION, save)

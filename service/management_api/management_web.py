@@ -21,6 +21,7 @@ from identity.api_keys.keys import KeyLimitReached
 from identity.clients.registry import ClientStore
 from identity.common.errors import InvalidInput, InvalidToken, MalformedBearerRequest
 from identity.federation.administration import ConnectionAdministration
+from identity.federation.connections import DEFAULT_SCOPES, ConnectionForm
 from identity.federation.errors import FederationError
 from identity.organizations import applications as apps
 from identity.organizations import keys as org_keys
@@ -164,6 +165,20 @@ class ManagementWeb:
             grants=tuple(body.get("grant_types", ())),
             scopes=tuple(body.get("scopes", ())),
             jwks=body.get("jwks"),
+        )
+
+    @staticmethod
+    def connection_form(body: Mapping[str, Any]) -> ConnectionForm:
+        """The contract's ``ConnectionSettings``: a secret left out keeps the stored one; ``domains`` null covers
+        every claimed domain."""
+        return ConnectionForm(
+            issuer=body["issuer"],
+            client_id=body["client_id"],
+            client_secret=body.get("client_secret"),
+            scopes=body.get("scopes") or DEFAULT_SCOPES,
+            default_role=body.get("default_role", "member"),
+            sso_required=bool(body.get("sso_required", False)),
+            domains=body.get("domains"),
         )
 
     @staticmethod
