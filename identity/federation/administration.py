@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from sqlalchemy.engine import Connection as Transaction
 
 from identity.common.errors import InvalidInput
-from identity.federation.connections import Connection, ConnectionForm, ConnectionStore
+from identity.federation.connections import Connection, ConnectionChanged, ConnectionForm, ConnectionStore
 from identity.federation.domains import DomainClaims, normalize
 from identity.federation.errors import FederationError
 from identity.federation.key_sets import parse_key_set
@@ -141,8 +141,11 @@ class ConnectionAdministration:
                 )
             )
 
+        since = existing.updated_at if expected is not None and existing is not None else None
         try:
-            saved = self.connections.save(actor.org_id, form, within=entry)
+            saved = self.connections.save(actor.org_id, form, within=entry, unchanged_since=since)
+        except ConnectionChanged:
+            raise rules.Stale("The connection changed since it was read; read it again and retry.") from None
         except FederationError as error:
             if error.status == 429:  # the bound of discovery fetches: try again shortly
                 raise
@@ -165,7 +168,10 @@ class ConnectionAdministration:
         def entry(transaction: Transaction) -> None:
             written.append(self.trail.record(transaction, actor, trail.CONNECTION_DELETED, actor.org_id))
 
-        if not self.connections.delete(actor.org_id, within=entry):
+        since = existing.updated_at if expected is not None else None
+        if not self.connections.delete(actor.org_id, within=entry, unchanged_since=since):
+            if since is not None:
+                raise rules.Stale("The connection changed since it was read; read it again and retry.")
             raise rules.Unknown(f"{actor.whose} has no identity provider connection.")
         trail.logged(*written)
 

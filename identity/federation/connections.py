@@ -47,6 +47,10 @@ DISCOVERY_PER_MINUTE = 5  # discovery fetches for one organization's connection 
 Within = Callable[[Transaction], object]  # run in a change's transaction: its entry in the organization's trail
 
 
+class ConnectionChanged(Exception):
+    """The connection changed since it was read (a conditional save found another ``updated_at``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Connection:
     org_id: str
@@ -167,9 +171,17 @@ class ConnectionStore:
                 )
             recent.append(now)
 
-    def save(self, org_id: str, form: ConnectionForm, within: Within | None = None) -> Connection:
+    def save(
+        self,
+        org_id: str,
+        form: ConnectionForm,
+        within: Within | None = None,
+        *,
+        unchanged_since: datetime | None = None,
+    ) -> Connection:
         """Register or change the organization's connection, with its provider discovered now; ``within`` runs in
-        the transaction of the change."""
+        the transaction of the change. ``unchanged_since``: the connection's ``updated_at`` as read; the change is
+        made only while it still is, in the one statement that makes it (``ConnectionChanged`` else)."""
         client_id = _check_credential(form.client_id.strip(), "client id", MAX_CLIENT_ID)
         if form.default_role not in ROLES:
             raise InvalidInput(f"the default role must be one of {', '.join(ROLES)}")
@@ -195,13 +207,17 @@ class ConnectionStore:
             "domains": None if form.domains is None else sorted(set(form.domains)),
             "updated_at": at,
         }
+        table = federation_connections
+        unchanged = None if unchanged_since is None else table.c.updated_at == unchanged_since
         with self._engine.begin() as connection:
-            insert = dialect_insert(connection.dialect.name)(federation_connections)
-            connection.execute(
-                insert.values(org_id=org_id, created_at=at, **values).on_conflict_do_update(
-                    index_elements=["org_id"], set_=values
-                )
-            )
+            insert = dialect_insert(connection.dialect.name)(table)
+            written = connection.execute(
+                insert.values(org_id=org_id, created_at=at, **values)
+                .on_conflict_do_update(index_elements=["org_id"], set_=values, where=unchanged)
+                .returning(table.c.org_id)
+            ).first()
+            if written is None:  # no row back: the condition did not hold
+                raise ConnectionChanged(org_id)
             if within is not None:
                 within(connection)
         audit.record(audit.CONNECTION_SAVED, org_id=org_id)
@@ -251,14 +267,15 @@ class ConnectionStore:
             required = set(connection.scalars(query))
         return [org_id for org_id in org_ids if org_id in required]
 
-    def delete(self, org_id: str, within: Within | None = None) -> bool:
-        """Remove the organization's connection; ``within`` runs in the same transaction when there was one."""
+    def delete(self, org_id: str, within: Within | None = None, *, unchanged_since: datetime | None = None) -> bool:
+        """Remove the organization's connection (only while its ``updated_at`` is ``unchanged_since``, when given);
+        ``within`` runs in the same transaction when one was removed."""
+        table = federation_connections
+        statement = table.delete().where(table.c.org_id == org_id)
+        if unchanged_since is not None:
+            statement = statement.where(table.c.updated_at == unchanged_since)
         with self._engine.begin() as connection:
-            deleted = bool(
-                connection.execute(
-                    federation_connections.delete().where(federation_connections.c.org_id == org_id)
-                ).rowcount
-            )
+            deleted = bool(connection.execute(statement).rowcount)
             if deleted and within is not None:
                 within(connection)
         return deleted

@@ -30,8 +30,8 @@ class LogoutTokenLedger:
             org_id=org_id,
             expires_at=datetime.fromtimestamp(expires_at, UTC),
         ).on_conflict_do_nothing(index_elements=["token_hash"])
-        with self._engine.begin() as connection:
-            return bool(connection.execute(statement).rowcount)
+        with self._engine.begin() as connection:  # a row back only when this statement wrote it
+            return connection.execute(statement.returning(federation_logout_tokens.c.token_hash)).first() is not None
 
 
 def purge(connection: Connection, now: datetime) -> int:

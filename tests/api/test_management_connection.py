@@ -14,15 +14,19 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from identity.accounts.organizations import Organization, OrganizationStore
+from identity.common.outbound_uris import OutboundRule
+from identity.federation.connections import ConnectionChanged, ConnectionForm, ConnectionStore
 from identity.federation.domains import DomainClaims
 from identity.federation.upstream_http import Answer
 from service.app import create_app
+from service.database.sealing_keys import load_sealer
 from service.settings import Settings
 from tests.support import token_flows as flows
 from tests.support.clocks import MovableClock
 from tests.support.passwords import FAST_HASHING
 from tests.support.upstream_fake import CLIENT_ID, CLIENT_SECRET, FakeUpstream
 
+ON_BOTH_ENGINES = True  # the conditional upsert (If-Match) runs on SQLite and on PostgreSQL
 API = "/management/v1"
 URL = f"{API}/connection"
 PROBLEM = "application/problem+json"
@@ -172,3 +176,21 @@ def test_a_token_without_manage_connection_is_403_and_another_organization_is_ne
     problem(http.get(URL, headers=stranger), 404, "not_found")  # its own organization's: none
     problem(http.delete(URL, headers=stranger), 404, "not_found")
     assert http.get(URL, headers=ops).status_code == 200  # Corp's is untouched
+
+
+def test_a_change_is_written_only_while_the_connection_is_as_read(
+    engine: Engine, settings: Settings, clock: MovableClock, upstream: FakeUpstream, corp: Organization
+) -> None:
+    """The If-Match condition is part of the statement that writes (two changes of one version: one wins)."""
+    store = ConnectionStore(
+        engine, load_sealer(settings.secret_keys, settings.database_url), upstream, OutboundRule(loopback=True), clock
+    )
+    read = store.save(corp.id, ConnectionForm(upstream.issuer, CLIENT_ID, CLIENT_SECRET))
+    clock.advance(1)
+    store.save(corp.id, ConnectionForm(upstream.issuer, "first-writer", None), unchanged_since=read.updated_at)
+    clock.advance(1)
+    with pytest.raises(ConnectionChanged):
+        store.save(corp.id, ConnectionForm(upstream.issuer, "second-writer", None), unchanged_since=read.updated_at)
+    assert not store.delete(corp.id, unchanged_since=read.updated_at)
+    kept = store.get(corp.id)
+    assert kept is not None and kept.client_id == "first-writer"
