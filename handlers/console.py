@@ -3,6 +3,7 @@
 from connexion import context
 from starlette.responses import Response
 
+from service.console_api.connection_pages import ConnectionPages
 from service.console_api.console_web import CONSOLE, ConsoleWeb
 from service.console_api.organization_pages import OrganizationPages
 from service.identity_api.handler_support import current
@@ -143,3 +144,24 @@ async def delete_app(client_id: str) -> Response:
 
 async def audit() -> Response:
     return await _organization().audit_page(current())
+
+
+# The organization's identity provider connection (service/console_api/connection_pages.py)
+
+
+def _connection() -> ConnectionPages:
+    pages = _console().connection
+    assert isinstance(pages, ConnectionPages)  # wired by service.app.console_web with the console
+    return pages
+
+
+async def connection() -> Response:
+    return await _connection().page(current())
+
+
+async def save_connection() -> Response:
+    return await _connection().save(current())
+
+
+async def delete_connection() -> Response:
+    return await _connection().delete(current())

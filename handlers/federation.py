@@ -18,7 +18,7 @@ async def callback(org_id: str) -> Response:
 
 
 async def test(org_id: str) -> Response:
-    """The console's "try it": an owner or admin signs in at the organization's provider; nobody signs in here."""
+    """The console's "try it": an owner signs in at the organization's provider; nobody signs in here."""
     identity, request = provider(), current()
     return outcome(await in_thread(identity.federation.test, org_id, browser(request)), identity.issuer)
 

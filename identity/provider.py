@@ -27,11 +27,13 @@ from identity.common.issuer import Issuer
 from identity.common.outbound_uris import OutboundRule
 from identity.discovery import metadata
 from identity.federation.accounts import FederatedAccounts
+from identity.federation.administration import ConnectionAdministration
 from identity.federation.attempts import AttemptStore
 from identity.federation.backchannel_logout import UpstreamLogout
 from identity.federation.connections import ConnectionStore
 from identity.federation.domains import DomainClaims
 from identity.federation.key_sets import KeySets
+from identity.federation.logout_tokens import LogoutTokenLedger
 from identity.federation.sessions import FederatedSessions
 from identity.federation.sign_in import FederatedSignIn
 from identity.federation.token_exchange import TokenExchange
@@ -250,8 +252,18 @@ class Provider:
             home_realm=federated,
         )
         self.federation = made[0]
+        self.connection_administration = ConnectionAdministration(
+            self.connections, self.domains, self.trail, upstream, self.federation.endpoints
+        )
         self.federation_logout = UpstreamLogout(
-            self.connections, upstream_keys, federated_sessions, self.sessions, revoker, now, leeway=skew
+            self.connections,
+            upstream_keys,
+            federated_sessions,
+            self.sessions,
+            revoker,
+            now,
+            leeway=skew,
+            ledger=LogoutTokenLedger(engine),
         )
         self.client_auth = ClientAuthenticator(
             engine, self.clients, issuer, clock, public_clients=tuning.public_clients

@@ -19,7 +19,7 @@ Each rule deletes a row only once it can no longer change an answer:
 - mailed links (email verification, password reset), a day after they expired;
 - the clients holding a browser session (back-channel logout), with the session's row;
 - federation: pending sign-ins at an organization's provider and sign-outs gone there, once expired; the record of
-  a session started through a provider, with the session's row.
+  a session started through a provider, with the session's row; the logout tokens a provider sent, once expired.
 
 Deletes are idempotent, so every node of a deployment may purge on its own schedule.
 """
@@ -41,7 +41,7 @@ from identity.common.tables import (
     sign_in_failures,
     signing_keys,
 )
-from identity.federation import attempts
+from identity.federation import attempts, logout_tokens
 from identity.federation import sessions as federated_sessions
 from identity.mail.email_links import EmailLinks
 from identity.mail.outbox import Outbox
@@ -108,6 +108,7 @@ class Purger:
             "idempotency_keys": lambda connection: IdempotencyKeys.purge(connection, at),
             "session_clients": backchannel_logout.purge,  # after browser_sessions
             "federation_attempts": lambda connection: attempts.purge(connection, at),
+            "federation_logout_tokens": lambda connection: logout_tokens.purge(connection, at),
             "federated_sessions": lambda connection: federated_sessions.purge(connection, at),  # after browser_sessions
         }
         deleted = {}

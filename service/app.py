@@ -370,6 +370,7 @@ def _management_app(settings: Settings, provider: Provider, keys: OrganizationKe
         keys=keys,
         journal=provider.trail,
         idempotency=provider.idempotency,
+        connection=provider.connection_administration,
     )
     return create_management_app(web, validate_responses=settings.validate_responses)
 
@@ -469,4 +470,7 @@ def console_web(
         web.organization = OrganizationPages(
             web, provider.members, provider.invitations, provider.applications, provider.trail, organization_keys
         )
+        from service.console_api.connection_pages import ConnectionPages
+
+        web.connection = ConnectionPages(web, provider.connection_administration)
     return web

@@ -19,6 +19,9 @@ unknown email has the same counters as a known one (keyed by its hash), so throt
 about which accounts exist. Sign-ups count against their network only: a sign-up with someone's
 email never charges their account.
 
+The email step of home-realm discovery (the sign-in page that asks for the address first) counts against its
+network only, on a counter of its own (``discovering``): never per email.
+
 Bound: an attacker gets at most ``account_limit`` guesses at an account from each network, one more
 from each fresh network once the account is guarded, and ``address_limit`` attempts per network in
 all, per window.
@@ -76,6 +79,10 @@ def account_key(email: str) -> str:
 
 def address_key(address: str) -> str:
     return "address:" + network(address)
+
+
+def discovery_key(address: str) -> str:
+    return "discovery:" + network(address)
 
 
 def pair_key(email: str, address: str) -> str:
@@ -212,6 +219,15 @@ class SignInThrottle:
     def signing_up(self, address: str) -> None:
         """A sign-up attempt counts against its network only (never against the account of its email)."""
         self._charge_network(address)
+
+    def discovering(self, address: str) -> None:
+        """The email step of home-realm discovery (the address alone, asked first): ``address_limit`` per network
+        in the window, on a counter of its own (it neither spends the network's sign-in attempts nor is ever
+        counted per email, so no one can use it to keep a person from signing in). It bounds how fast one network
+        can ask which domains go to which provider, and how many sign-ins at providers it can start."""
+        attempts, left = self._counters.add(discovery_key(address))
+        if attempts > self.address_limit:
+            raise Throttled(left)
 
     def signed_up(self, email: str) -> None:
         """A new account starts clean: guesses made at its email before it existed are forgotten."""

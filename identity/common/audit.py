@@ -22,7 +22,7 @@ log = logging.getLogger("regional_menus.audit")
 SUCCESS, FAILURE, DENIED = "success", "failure", "denied"
 
 SIGN_IN = "sign_in"  # failure reasons: unknown_account, wrong_password, throttled, disabled, credential_changed
-SIGN_UP = "sign_up"  # failure reasons: throttled, account_exists
+SIGN_UP = "sign_up"  # failure reasons: throttled, account_exists, federated_domain (sent to its provider)
 CONSENT = "consent"  # success: granted; denied: the user refused
 TOKEN_ISSUED = "token_issued"
 REFRESH_TOKEN_REUSE = "refresh_token_reuse"  # a rotated refresh token presented again: its family is revoked
@@ -42,7 +42,7 @@ ORGANIZATION_CHANGED = "organization_changed"
 # Federation (identity/federation/): a sign-in through an organization's provider (failure: the provider's answer
 # failed; denied reasons: no_email, bad_email, domain_not_claimed, upstream_unverified, local_unverified, disabled),
 # an account linked to or made for a provider's account (reason: linked or created), a logout token received
-# (failure: invalid_token), a domain claimed, a connection saved or deleted
+# (failure: invalid_token, replayed), a domain claimed, a connection saved or deleted
 FEDERATED_SIGN_IN = "federated_sign_in"
 FEDERATED_LINK = "federated_link"
 FEDERATED_LOGOUT = "federated_logout"

@@ -10,6 +10,6 @@ REGISTRABLE_AUTH_METHODS = (*AUTH_METHODS, PUBLIC)
 GRANTS = ("authorization_code", "refresh_token", "client_credentials")
 # what an organization's own clients may ask for with client_credentials to use the management API
 # (openapi/management.yaml), once an owner granted them (identity/organizations/applications.py)
-MANAGEMENT_SCOPES = ("manage:members", "manage:clients", "manage:keys", "manage:audit")
+MANAGEMENT_SCOPES = ("manage:members", "manage:clients", "manage:keys", "manage:audit", "manage:connection")
 SCOPES = ("openid", "profile", "email", "offline_access", "members:read", *MANAGEMENT_SCOPES)
 ROLES = ("owner", "admin", "member")  # a user's role in an organization

@@ -11,4 +11,7 @@ code redeemed and the ID token verified against the provider's JWKS, cached and 
 (``token_exchange.py``, ``id_tokens.py``, ``key_sets.py``). The protocol's pieces are Authlib's and joserfc's; the
 requests go through the ``UpstreamHttp`` port (``upstream_http.py``), which the service implements with its bounds
 (no redirect followed, answers capped, outbound addresses checked).
+
+The owner's side (``administration.py``): the connection shown, saved, deleted and checked, each change an entry of
+the organization's trail; the provider's logout tokens are taken once (``logout_tokens.py``).
 """

@@ -5,11 +5,14 @@ The token is verified against the connection's provider (id_tokens.py: its JWKS,
 ``kid``, within the key sets' bound). Each named session ends, its refresh tokens are revoked, and the applications
 that hold it are told in turn by our own back-channel logout (identity/sessions/backchannel_logout.py, through the
 revocation). Every refusal is an ``InvalidRequest`` (§2.8: 400), with what failed in its log-only detail.
+
+A token is taken once (logout_tokens.py): a replay of a valid token, on any node, is refused and audited.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from identity.common import audit
 from identity.common.errors import InvalidRequest
@@ -18,6 +21,7 @@ from identity.federation.connections import ConnectionStore
 from identity.federation.errors import FederationError
 from identity.federation.id_tokens import UnknownKey, verify_logout_token
 from identity.federation.key_sets import KeySets
+from identity.federation.logout_tokens import LogoutTokenLedger
 from identity.federation.sessions import FederatedSessions
 from identity.sessions.sessions import SessionStore
 from identity.tokens.revoked_grants import Revoker
@@ -34,7 +38,9 @@ class UpstreamLogout:
         now: Callable[[], int],
         *,
         leeway: int,
+        ledger: LogoutTokenLedger,
     ) -> None:
+        self._ledger = ledger
         self._connections = connections
         self._keys = keys
         self._sessions = sessions
@@ -77,6 +83,10 @@ class UpstreamLogout:
         except FederationError as error:
             audit.record(audit.FEDERATED_LOGOUT, audit.FAILURE, reason="invalid_token", org_id=org_id)
             raise InvalidRequest(error.description, detail=error.detail) from None
+        expires = int(cast(float, claims["exp"])) + self.leeway  # a number: verify_logout_token checked it
+        if not self._ledger.take(org_id, client.issuer, str(claims["jti"]), expires):
+            audit.record(audit.FEDERATED_LOGOUT, audit.FAILURE, reason="replayed", org_id=org_id)
+            raise InvalidRequest("This logout token was already received.", detail="logout token: jti replayed")
         sub, sid = claims.get("sub"), claims.get("sid")
         binding = binding_of(client.issuer, sub) if isinstance(sub, str) else None
         ended = 0

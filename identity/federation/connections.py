@@ -5,17 +5,22 @@ metadata is kept with it, so a sign-in never waits for discovery. The client sec
 operator's keys (identity/keys/sealing.py), as every secret the service must be able to read back; it is never
 shown again. Discovery fetches are throttled per organization (``DISCOVERY_PER_MINUTE``): the form that saves and
 tests a connection cannot be made to hammer a provider.
+
+A connection covers the organization's claimed domains (``domains`` None: every one, today's and later ones), or the
+ones it names. A change is handed a callback run in its own transaction (``Within``), so the organization's trail
+(identity/organizations/trail.py) holds an entry exactly when the change happened.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection as Transaction
 from sqlalchemy.engine import Engine
 
 from identity.common import audit
@@ -39,6 +44,12 @@ MAX_CLIENT_ID = 255
 MAX_SECRET = 1024
 DISCOVERY_PER_MINUTE = 5  # discovery fetches for one organization's connection in any minute, at most
 
+Within = Callable[[Transaction], object]  # run in a change's transaction: its entry in the organization's trail
+
+
+class ConnectionChanged(Exception):
+    """The connection changed since it was read (a conditional save found another ``updated_at``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Connection:
@@ -52,6 +63,10 @@ class Connection:
     sso_required: bool
     created_at: datetime
     updated_at: datetime
+    domains: tuple[str, ...] | None = None  # the claimed domains it covers; None: every one
+
+    def covers(self, domain: str) -> bool:
+        return self.domains is None or domain in self.domains
 
     def client(self) -> UpstreamClient:
         return UpstreamClient(
@@ -75,6 +90,9 @@ class Connection:
             "scopes": list(self.scopes),
             "default_role": self.default_role,
             "sso_required": self.sso_required,
+            "domains": None if self.domains is None else list(self.domains),
+            "created_at": self.created_at.isoformat().replace("+00:00", "Z"),
+            "updated_at": self.updated_at.isoformat().replace("+00:00", "Z"),
             "provider": {
                 "authorization_endpoint": self.provider.authorization_endpoint,
                 "token_endpoint": self.provider.token_endpoint,
@@ -97,6 +115,7 @@ class ConnectionForm:
     scopes: Sequence[str] = DEFAULT_SCOPES
     default_role: str = "member"
     sso_required: bool = False
+    domains: Sequence[str] | None = None  # the claimed domains it covers; None: every one
 
 
 def check_scopes(scopes: Sequence[str]) -> tuple[str, ...]:
@@ -152,8 +171,17 @@ class ConnectionStore:
                 )
             recent.append(now)
 
-    def save(self, org_id: str, form: ConnectionForm) -> Connection:
-        """Register or change the organization's connection, with its provider discovered now."""
+    def save(
+        self,
+        org_id: str,
+        form: ConnectionForm,
+        within: Within | None = None,
+        *,
+        unchanged_since: datetime | None = None,
+    ) -> Connection:
+        """Register or change the organization's connection, with its provider discovered now; ``within`` runs in
+        the transaction of the change. ``unchanged_since``: the connection's ``updated_at`` as read; the change is
+        made only while it still is, in the one statement that makes it (``ConnectionChanged`` else)."""
         client_id = _check_credential(form.client_id.strip(), "client id", MAX_CLIENT_ID)
         if form.default_role not in ROLES:
             raise InvalidInput(f"the default role must be one of {', '.join(ROLES)}")
@@ -176,15 +204,22 @@ class ConnectionStore:
             "scopes": list(scopes),
             "default_role": form.default_role,
             "sso_required": form.sso_required,
+            "domains": None if form.domains is None else sorted(set(form.domains)),
             "updated_at": at,
         }
+        table = federation_connections
+        unchanged = None if unchanged_since is None else table.c.updated_at == unchanged_since
         with self._engine.begin() as connection:
-            insert = dialect_insert(connection.dialect.name)(federation_connections)
-            connection.execute(
-                insert.values(org_id=org_id, created_at=at, **values).on_conflict_do_update(
-                    index_elements=["org_id"], set_=values
-                )
-            )
+            insert = dialect_insert(connection.dialect.name)(table)
+            written = connection.execute(
+                insert.values(org_id=org_id, created_at=at, **values)
+                .on_conflict_do_update(index_elements=["org_id"], set_=values, where=unchanged)
+                .returning(table.c.org_id)
+            ).first()
+            if written is None:  # no row back: the condition did not hold
+                raise ConnectionChanged(org_id)
+            if within is not None:
+                within(connection)
         audit.record(audit.CONNECTION_SAVED, org_id=org_id)
         saved = self.get(org_id)
         assert saved is not None
@@ -218,6 +253,7 @@ class ConnectionStore:
             sso_required=bool(row.sso_required),
             created_at=utc(row.created_at),
             updated_at=utc(row.updated_at),
+            domains=None if row.domains is None else tuple(row.domains),
         )
 
     def sso_required_of(self, org_ids: Sequence[str]) -> list[str]:
@@ -231,10 +267,15 @@ class ConnectionStore:
             required = set(connection.scalars(query))
         return [org_id for org_id in org_ids if org_id in required]
 
-    def delete(self, org_id: str) -> bool:
+    def delete(self, org_id: str, within: Within | None = None, *, unchanged_since: datetime | None = None) -> bool:
+        """Remove the organization's connection (only while its ``updated_at`` is ``unchanged_since``, when given);
+        ``within`` runs in the same transaction when one was removed."""
+        table = federation_connections
+        statement = table.delete().where(table.c.org_id == org_id)
+        if unchanged_since is not None:
+            statement = statement.where(table.c.updated_at == unchanged_since)
         with self._engine.begin() as connection:
-            return bool(
-                connection.execute(
-                    federation_connections.delete().where(federation_connections.c.org_id == org_id)
-                ).rowcount
-            )
+            deleted = bool(connection.execute(statement).rowcount)
+            if deleted and within is not None:
+                within(connection)
+        return deleted

@@ -22,6 +22,7 @@ from identity.common import audit
 from identity.common.issuer import Issuer
 from identity.common.page_data import Page, message
 from identity.federation.accounts import FederatedAccounts, Refused
+from identity.federation.administration import Endpoints
 from identity.federation.attempts import SIGN_IN, TEST, Attempt, AttemptStore
 from identity.federation.authorization import code_of, start
 from identity.federation.connections import Connection, ConnectionStore
@@ -78,6 +79,15 @@ class FederatedSignIn:
     def backchannel_logout_uri(self, org_id: str) -> str:
         return self.issuer.endpoint(f"/federation/{org_id}/backchannel-logout")
 
+    def endpoints(self, org_id: str) -> Endpoints:
+        """Ours, to register at ``org_id``'s provider, and its "try it" sign-in."""
+        return Endpoints(
+            redirect_uri=self.redirect_uri(org_id),
+            backchannel_logout_uri=self.backchannel_logout_uri(org_id),
+            post_logout_redirect_uri=self.post_logout_redirect_uri,
+            try_it=self.issuer.endpoint(f"/federation/{org_id}/test"),
+        )
+
     @property
     def post_logout_redirect_uri(self) -> str:
         return self.issuer.endpoint("/federation/signed-out")
@@ -101,7 +111,7 @@ class FederatedSignIn:
             return None
         org_id = self.domains.holder(domain)
         connection = self.connections.get(org_id) if org_id is not None else None
-        if connection is None:
+        if connection is None or not connection.covers(domain):
             return None
         return self._start(interaction, connection, login_hint=email)
 
@@ -138,13 +148,13 @@ class FederatedSignIn:
     # The connection test (the console's "try it"): the owner signs in at the provider; nobody signs in here
 
     def test(self, org_id: str, browser: Browser) -> Outcome:
-        """The console's "try it": an owner or admin of ``org_id``, signed in here, signs in at its provider; the
-        callback shows the claims received and signs nobody in. A browser not signed in is asked to sign in first;
-        404 for an organization the user is not a member of, or one without a connection (nothing is told about
-        another organization's); 403 for a member below admin."""
+        """The console's "try it": an owner of ``org_id``, signed in here, signs in at its provider; the callback
+        shows the claims received and signs nobody in. A browser not signed in is asked to sign in first; 404 for an
+        organization the user is not a member of, or one without a connection (nothing is told about another
+        organization's); 403 for an admin or a member."""
         session = self.pending.sessions.current(browser.session)
         if session is None or browser.session is None:
-            text = "Sign in to the console as an owner or admin of the organization, then try its connection again."
+            text = "Sign in to the console as an owner of the organization, then try its connection again."
             return Outcome(page=message("Sign in first", text))
         user = self.pending.users.get(session.user_id)
         membership = user.membership(org_id)
@@ -152,14 +162,12 @@ class FederatedSignIn:
         if membership is None or connection is None:
             raise FederationError(
                 "Not found",
-                "No connection of yours is here. Sign in to the console as an owner or admin of the organization, "
+                "No connection of yours is here. Sign in to the console as an owner of the organization, "
                 "then try its connection.",
                 status=404,
             )
-        if membership.role not in ("owner", "admin"):
-            raise FederationError(
-                "Not allowed", "Only an owner or admin of the organization can try its sign-in.", status=403
-            )
+        if membership.role != "owner":  # as the console's connection page (administration.py)
+            raise FederationError("Not allowed", "Only an owner of the organization can try its sign-in.", status=403)
         return self.start_test(connection, browser.session, user.id)
 
     def start_test(self, connection: Connection, browser_session: str, user_id: str) -> Outcome:

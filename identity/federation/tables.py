@@ -1,4 +1,4 @@
-"""The tables of federation (migration 0012), on the service's shared metadata."""
+"""The tables of federation (migrations 0013 and 0014), on the service's shared metadata."""
 
 import sqlalchemy as sa
 
@@ -35,6 +35,8 @@ federation_connections = sa.Table(
     sa.Column("sso_required", sa.Boolean, nullable=False, server_default=sa.false()),  # members' passwords stop
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # The claimed domains it covers (migration 0014); NULL: every domain the organization claims.
+    sa.Column("domains", sa.JSON(none_as_null=True), nullable=True),
 )
 
 federated_identities = sa.Table(
@@ -90,4 +92,15 @@ federation_sign_outs = sa.Table(
     sa.Column("state", sa.Text, nullable=True),
     sa.Column("expires_at", Timestamp, nullable=False),
     sa.Index("ix_federation_sign_outs_expires_at", "expires_at"),
+)
+
+federation_logout_tokens = sa.Table(
+    "federation_logout_tokens",
+    metadata,
+    # A provider's logout token already taken (migration 0014), by the SHA-256 of its issuer and ``jti``, until the
+    # token's own expiry: a replay is refused on every node. Purged once expired.
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    _org(),
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Index("ix_federation_logout_tokens_expires_at", "expires_at"),
 )

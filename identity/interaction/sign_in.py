@@ -2,45 +2,30 @@
 
 Where organizations sign their members in with their own providers (identity/federation/), the page asks for the
 email first (home-realm discovery, ``HomeRealm``): an address in a claimed domain goes to its organization's
-provider, every other address gets the password form. ``login_hint`` and ``domain_hint`` skip the question. The
-right password of a member of an organization that requires its provider sends them there, with no session.
+provider, every other address gets the password form; the email step is throttled per network (never per email).
+``login_hint`` and ``domain_hint`` skip the question. The right password of a member of an organization that
+requires its provider sends them there, with no session.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from identity.accounts.device_cookies import DeviceCookies
 from identity.accounts.throttle import SignInThrottle
-from identity.accounts.users import CredentialMoved, User, UserStore
+from identity.accounts.users import CredentialMoved, UserStore
 from identity.clients.registry import Client
 from identity.common import audit
 from identity.common.errors import Throttled
 from identity.common.issuer import Issuer
 from identity.common.page_data import Page
 from identity.interaction.browser import Browser, Form, Outcome, throttled
+from identity.interaction.home_realm import HomeRealm
 from identity.interaction.pending import Pending
 from identity.interaction.signed_in import SignedIn
 from identity.interaction.store import Interaction
 
 DISABLED = "This account is disabled. Contact your organization's administrator."
-
-
-class HomeRealm(Protocol):
-    """Where an address signs in (identity/federation/sign_in.py implements it)."""
-
-    def asks_email_first(self) -> bool:
-        """Whether the page asks for the email alone first (some organization claims a domain)."""
-        ...
-
-    def route(self, interaction: Interaction, *, email: str | None = None, domain: str | None = None) -> Outcome | None:
-        """To the provider of the organization that claims ``domain``, or the domain of ``email``; None: here."""
-        ...
-
-    def password_refused(self, interaction: Interaction, user: User) -> Outcome | None:
-        """For the right password of a user whose organization requires its provider: to it; None: signed in."""
-        ...
 
 
 class SignInPage:
@@ -82,6 +67,11 @@ class SignInPage:
             if not email:
                 error = "Enter your email address."
                 return Outcome(page=self._page(interaction, client, email="", email_first=True, error=error))
+            try:
+                self.throttle.discovering(browser.address)  # per network, never per email
+            except Throttled as error:
+                audit.record(audit.SIGN_IN, audit.FAILURE, reason="throttled", client_id=client.id)
+                return Outcome(page=throttled(error))
             routed = self.home_realm.route(interaction, email=email) if self.home_realm is not None else None
             return routed or Outcome(page=self._page(interaction, client, email=email))
         if not email or not password:

@@ -26,9 +26,10 @@ from identity.interaction.authorize import Authorization
 from identity.interaction.check_email import CheckEmailPage
 from identity.interaction.consent import ConsentPage
 from identity.interaction.forgot_password import ForgotPasswordPage
+from identity.interaction.home_realm import HomeRealm
 from identity.interaction.pending import Pending
 from identity.interaction.select_organization import SelectOrganizationPage
-from identity.interaction.sign_in import HomeRealm, SignInPage
+from identity.interaction.sign_in import SignInPage
 from identity.interaction.sign_up import SignUpPage
 from identity.interaction.signed_in import SignedIn
 from identity.interaction.steps import Steps, VerificationMail
@@ -86,6 +87,7 @@ class SignInPages:
             clock=clock,
         )
         signed_in = SignedIn(sessions, devices, steps)
+        realm = home_realm(pending, signed_in) if home_realm is not None else None
         return cls(
             authorization=Authorization(clients, sessions, steps, interaction_ttl, clock, public_clients),
             sign_in=SignInPage(
@@ -95,9 +97,9 @@ class SignInPages:
                 throttle,
                 devices,
                 signed_in,
-                home_realm(pending, signed_in) if home_realm is not None else None,
+                realm,
             ),
-            sign_up=SignUpPage(issuer, pending, users, throttle, outbox, mail, signed_in, invitations),
+            sign_up=SignUpPage(issuer, pending, users, throttle, outbox, mail, signed_in, invitations, realm),
             forgot_password=ForgotPasswordPage(issuer, pending, password_reset),
             check_email=CheckEmailPage(issuer, pending, throttle, verification, mail, steps),
             verify_email=VerifyEmailLink(verification, interactions, clients, steps),

@@ -4,6 +4,11 @@ A sign-in that carries an invitation (the authorization request's ``invitation``
 the invitation's organization instead, with its role, and makes no organization (identity/organizations/
 invitations.py); the page says which organization, and asks for no organization's name. An invitation that no
 longer opens is said so on the page, and nothing is made.
+
+An address in a domain an organization claims, where that organization signs its members in with its own provider
+(``HomeRealm``, identity/federation/), gets no password account: the browser goes to that provider instead, whose
+first sign-in makes the account and the membership (identity/federation/accounts.py). The organization, not a
+password typed here, vouches for its addresses.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from identity.common.errors import InvalidInput, Throttled
 from identity.common.issuer import Issuer
 from identity.common.page_data import Page
 from identity.interaction.browser import Browser, Form, Outcome, throttled
+from identity.interaction.home_realm import HomeRealm
 from identity.interaction.pending import Pending
 from identity.interaction.signed_in import SignedIn
 from identity.interaction.steps import VerificationMail
@@ -40,6 +46,7 @@ class SignUpPage:
         mail: VerificationMail,
         signed_in: SignedIn,
         invitations: Invitations | None = None,
+        home_realm: HomeRealm | None = None,
     ) -> None:
         self.issuer = issuer
         self.pending = pending
@@ -49,6 +56,7 @@ class SignUpPage:
         self.mail = mail
         self.signed_in = signed_in
         self.invitations = invitations
+        self.home_realm = home_realm  # an address of a claimed domain signs up at its organization's provider
 
     def show(self, interaction_id: str | None, browser: Browser) -> Outcome:
         interaction, client = self.pending.get(interaction_id, browser)
@@ -74,6 +82,10 @@ class SignUpPage:
         except Throttled as error:
             audit.record(audit.SIGN_UP, audit.FAILURE, reason="throttled", client_id=client.id)
             return Outcome(page=throttled(error))
+        routed = self.home_realm.route(interaction, email=form.get("email")) if self.home_realm is not None else None
+        if routed is not None:  # nothing is made here: the provider's first sign-in makes the account
+            audit.record(audit.SIGN_UP, audit.FAILURE, reason="federated_domain", client_id=client.id)
+            return routed
         try:
             if joining is not None and interaction.request.invitation is not None and self.invitations is not None:
                 user = self.invitations.sign_up(

@@ -14,6 +14,7 @@ secret or an API key: it is sealed with the service's keys (``MENUS_SECRET_KEYS`
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -46,7 +47,14 @@ Create = Callable[[Connection], tuple[int, dict[str, Any], list[trail.Written]]]
 
 
 def fingerprint(operation: str, body: Any) -> str:
-    return hashlib.sha256(operation.encode() + b"\0" + orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    """The request's digest: the operation and its body in one canonical JSON form (keys sorted)."""
+    try:
+        canonical = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        # orjson takes integers of 64 bits at most; a body may hold a larger one (a JWKS member is free JSON). The
+        # standard library writes any integer: such a body, which orjson never fingerprinted, gets its digest too.
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(operation.encode() + b"\0" + canonical).hexdigest()
 
 
 class IdempotencyKeys:

@@ -40,6 +40,9 @@ CLIENT_DELETED = "client_deleted"
 CLIENT_SECRET_ROTATED = "client_secret_rotated"
 CLIENT_MANAGEMENT_SCOPES_CHANGED = "client_management_scopes_changed"
 CONSOLE_SIGN_IN = "console_sign_in"
+CONNECTION_CREATED = "connection_created"  # the organization's identity provider connection (identity/federation/)
+CONNECTION_CHANGED = "connection_changed"
+CONNECTION_DELETED = "connection_deleted"
 KINDS = (
     API_KEY_CREATED,
     API_KEY_REVOKED,
@@ -56,6 +59,9 @@ KINDS = (
     CLIENT_SECRET_ROTATED,
     CLIENT_MANAGEMENT_SCOPES_CHANGED,
     CONSOLE_SIGN_IN,
+    CONNECTION_CREATED,
+    CONNECTION_CHANGED,
+    CONNECTION_DELETED,
 )
 SENDS = (MEMBER_INVITED, INVITATION_RESENT)  # the entries that mailed an invitation (the bound per hour counts them)
 DETAIL_MAX = 200  # characters of one detail's value

@@ -98,6 +98,7 @@ def orgs_domains(org_id: str | None, as_json: bool, engine: Engine) -> None:
 @click.option("--scope", "scopes", multiple=True, help="A scope to ask for; repeat for several (openid email profile).")
 @click.option("--default-role", type=click.Choice(ROLES), default="member", show_default=True)
 @click.option("--sso-required/--sso-optional", default=False, help="Whether members' passwords stop signing them in.")
+@click.option("--domain", "domains", multiple=True, help="A claimed domain it covers; repeat for several (every one).")
 @json_option
 @database_option
 def orgs_connect(
@@ -108,24 +109,38 @@ def orgs_connect(
     scopes: tuple[str, ...],
     default_role: str,
     sso_required: bool,
+    domains: tuple[str, ...],
     as_json: bool,
     engine: Engine,
 ) -> None:
-    """Register (or change) ORG's connection to its own OpenID provider, as an owner does in the console. The
-    secret is sealed at rest; without --client-secret-stdin the stored one is kept. Prints the URIs to register at
-    the provider."""
+    """Register (or change) ORG's connection to its own OpenID provider, as an owner does in the console (and with
+    an entry in ORG's audit trail, by the command line). The secret is sealed at rest; without --client-secret-stdin
+    the stored one is kept. Without --domain it covers every domain ORG claims. Prints the URIs to register at the
+    provider."""
     from identity.common.outbound_uris import OutboundRule
+    from identity.federation.administration import ConnectionAdministration, Endpoints
     from identity.federation.connections import DEFAULT_SCOPES, ConnectionForm, ConnectionStore
+    from identity.federation.domains import DomainClaims
     from identity.federation.errors import FederationError
+    from identity.organizations.actors import Actor
+    from identity.organizations.trail import Trail
+    from service.database.db import service_secret
     from service.outbound.upstream import UpstreamRequests
 
     settings = environment_settings()
     secret = sys.stdin.readline().rstrip("\r\n") if client_secret_stdin else None
     upstream = UpstreamRequests(timeout=settings.upstream_timeout, loopback=settings.outbound_loopback)
-    store = ConnectionStore(engine, sealer(engine), upstream, OutboundRule(loopback=settings.outbound_loopback))
-    form = ConnectionForm(issuer, client_id, secret, scopes or DEFAULT_SCOPES, default_role, sso_required)
+    keys = sealer(engine)
+    store = ConnectionStore(engine, keys, upstream, OutboundRule(loopback=settings.outbound_loopback))
+    uris = registration_uris(settings.issuer, org_id)
+    endpoints = Endpoints(**uris, try_it=f"{settings.issuer}/federation/{org_id}/test")
+    journal = Trail(engine, service_secret(engine, keys, "directory-cursor-key"))  # the app's trail key
+    administration = ConnectionAdministration(store, DomainClaims(engine), journal, upstream, lambda _org: endpoints)
+    form = ConnectionForm(
+        issuer, client_id, secret, scopes or DEFAULT_SCOPES, default_role, sso_required, list(domains) or None
+    )
     try:
-        connection = store.save(org_id, form)
+        connection = administration.save(Actor.command_line(org_id), form)
     except FederationError as error:
         fail(f"{error.title}: {error.description}")
     document = {**connection.as_dict(), **registration_uris(settings.issuer, org_id)}

@@ -98,6 +98,9 @@ class ConsoleWeb:
         self.account_path = path + "/account"
         self.signed_in = signed_in  # told of each sign-in (user, organization, network): the organization's trail
         self.organization: OrganizationSide | None = None  # the organization's pages (organization_pages.py)
+        # its identity provider connection (connection_pages.ConnectionPages, which builds on this module: typed where
+        # it is used, handlers/console.py's _connection)
+        self.connection: object | None = None
 
     # Pages
 

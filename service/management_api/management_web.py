@@ -20,6 +20,9 @@ from identity.api_keys.console_rules import NotAllowed
 from identity.api_keys.keys import KeyLimitReached
 from identity.clients.registry import ClientStore
 from identity.common.errors import InvalidInput, InvalidToken, MalformedBearerRequest
+from identity.federation.administration import ConnectionAdministration
+from identity.federation.connections import DEFAULT_SCOPES, ConnectionForm
+from identity.federation.errors import FederationError
 from identity.organizations import applications as apps
 from identity.organizations import keys as org_keys
 from identity.organizations import rules
@@ -41,6 +44,8 @@ from service.web.request_state import Slot
 T = TypeVar("T")
 
 MEMBERS, CLIENTS, KEYS, AUDIT = "manage:members", "manage:clients", "manage:keys", "manage:audit"
+CONNECTION = "manage:connection"
+DISCOVERY_RETRY_AFTER = 60  # seconds: discovery fetches are bounded per minute (identity/federation/connections.py)
 REALM = 'Bearer realm="management"'
 JSON = "application/json"
 
@@ -58,6 +63,7 @@ class ManagementWeb:
         keys: OrganizationKeys,
         journal: Trail,
         idempotency: IdempotencyKeys,
+        connection: ConnectionAdministration | None = None,
     ) -> None:
         self.url = url  # the API's public URL: {MENUS_BASE_URL}/management/v1
         self.verifier = verifier
@@ -68,6 +74,7 @@ class ManagementWeb:
         self.keys = keys
         self.trail = journal
         self.idempotency = idempotency
+        self.connection = connection  # the organization's identity provider connection (manage:connection)
 
     # Authentication
 
@@ -161,6 +168,20 @@ class ManagementWeb:
         )
 
     @staticmethod
+    def connection_form(body: Mapping[str, Any]) -> ConnectionForm:
+        """The contract's ``ConnectionSettings``: a secret left out keeps the stored one; ``domains`` null covers
+        every claimed domain."""
+        return ConnectionForm(
+            issuer=body["issuer"],
+            client_id=body["client_id"],
+            client_secret=body.get("client_secret"),
+            scopes=body.get("scopes") or DEFAULT_SCOPES,
+            default_role=body.get("default_role", "member"),
+            sso_required=bool(body.get("sso_required", False)),
+            domains=body.get("domains"),
+        )
+
+    @staticmethod
     def changes(body: Mapping[str, Any]) -> Changes:
         backchannel = body.get("backchannel_logout_uri", None) if "backchannel_logout_uri" in body else None
         if "backchannel_logout_uri" in body and body["backchannel_logout_uri"] is None:
@@ -220,6 +241,10 @@ def problem_of(error: Exception) -> Problem | None:
     if isinstance(error, InvalidInput):
         text = str(error)
         return Problem(400, "invalid_parameter", text[:1].upper() + text[1:] + ".")
+    if isinstance(error, FederationError):  # the organization's provider (identity/federation/)
+        if error.status == 429:
+            return Problem(429, "rate_limited", error.description, headers={"Retry-After": str(DISCOVERY_RETRY_AFTER)})
+        return Problem(502, "provider_unavailable", error.description)
     if isinstance(error, HTTPException) and error.status_code == 415:
         return Problem(415, "unsupported_media_type", "This operation takes a JSON body (application/json).")
     return None

@@ -309,7 +309,9 @@ class SettingsTable:
         " password-reset mails and the verification mails of a paused sign-in per account",
     )
     sign_in_address_limit: int = setting(
-        20, 'sign-in, sign-up, password-reset and "send a new link" requests per network per `sign_in_window`'
+        20,
+        'sign-in, sign-up, password-reset and "send a new link" requests per network per `sign_in_window`; also,'
+        " on a counter of their own, the email steps of home-realm discovery",
     )
     sign_in_window: int = setting(
         15 * MINUTE, "seconds: a sign-in throttle counter restarts this long after its first count"

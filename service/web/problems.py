@@ -42,6 +42,7 @@ TITLES = {
     "precondition_required": "Precondition required",
     "idempotency_key_reused": "Idempotency key reused",
     "unsupported_media_type": "Unsupported media type",
+    "provider_unavailable": "Provider unavailable",  # an organization's own OpenID provider (management API)
 }
 CODE_BY_STATUS = {
     400: "invalid_parameter",

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,6 +24,7 @@ from identity.common.outbound_uris import OutboundRule
 from identity.federation.connections import ConnectionForm, ConnectionStore
 from identity.federation.domains import DomainClaims
 from identity.federation.upstream_http import Answer
+from identity.purge import Purger
 from service.app import create_app
 from service.database.sealing_keys import load_sealer
 from service.settings import Settings
@@ -367,6 +370,62 @@ def test_a_logout_token_that_does_not_verify_is_400(
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_request"
 
 
+def test_a_replayed_logout_token_is_refused_and_audited(
+    browser: TestClient,
+    upstream: FakeUpstream,
+    connected: Organization,
+    engine: Engine,
+    clock: MovableClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Back-Channel Logout 1.0 §2.6: the ``jti`` is remembered until the token's expiry, on every node (a table);
+    the purge job forgets it only once the token's own expiry refuses it."""
+    caplog.set_level(logging.INFO, logger="regional_menus.audit")
+    token = upstream.logout_token(sid="up-s1", jti="once-only")
+    url = f"/federation/{connected.id}/backchannel-logout"
+    assert browser.post(url, data={"logout_token": token}).status_code == 200
+    replayed = browser.post(url, data={"logout_token": token})
+    assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_request"
+    assert "already received" in replayed.json()["error_description"]
+    refusals = [r.fields for r in caplog.records if r.name == "regional_menus.audit"]  # type: ignore[attr-defined]
+    assert {"event": "federated_logout", "outcome": "failure", "reason": "replayed"}.items() <= refusals[-1].items()
+    another = upstream.logout_token(sid="up-s1", jti="another")  # a new jti of the same provider is taken
+    assert browser.post(url, data={"logout_token": another}).status_code == 200
+    purger = Purger(engine, timedelta(days=1), timedelta(days=1), timedelta(minutes=15), clock)
+    assert purger.purge()["federation_logout_tokens"] == 0  # not yet expired: a replay is still refused
+    clock.advance(120 + 60 + 1)  # the tokens' lifetime, and the leeway their expiry is checked with
+    assert purger.purge()["federation_logout_tokens"] == 2
+
+
+def test_the_email_step_is_throttled_per_network_and_never_locks_the_person_out(
+    browser: TestClient, web: Registered, upstream: FakeUpstream, engine: Engine, connected: Organization
+) -> None:
+    """Home-realm discovery's email step counts against its network (``sign_in_address_limit``, 20 in the tests'
+    settings), on its own counter: past it, 429 with Retry-After; the password step still signs in."""
+    dee = UserStore(engine, hashing=FAST_HASHING).create("dee@example.com", "Dee", PASSWORD, [(connected.id, "member")])
+    location = to_page(authorize(browser, web.id), "sign-in")
+    for n in range(20):
+        assert submit(browser, location, {"email": f"someone{n}@corp.example"}).status_code == 302
+    refused = submit(browser, location, {"email": "ana@corp.example"})
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+    assert "Too many" in refused.text
+    code_of(sign_in(browser, location, dee.email))  # the password form is not refused: no one is locked out
+
+
+def test_a_password_sign_up_in_a_claimed_domain_makes_no_account_and_goes_to_the_provider(
+    browser: TestClient, web: Registered, upstream: FakeUpstream, engine: Engine, connected: Organization
+) -> None:
+    """The organization vouches for its addresses: the provider's first sign-in makes the account, not a password."""
+    location = to_page(authorize(browser, web.id, prompt="create"), "sign-up")
+    fields = {"name": "Ana", "email": "Ana@Corp.Example", "password": PASSWORD, "organization": "Ana's"}
+    sent = to_provider(submit(browser, location, fields), upstream)
+    assert query_of(sent)["client_id"] == CLIENT_ID
+    assert not [user for user in UserStore(engine).list() if user.email.lower() == "ana@corp.example"]
+    elsewhere = submit(browser, location, {**fields, "email": "ana@elsewhere.example"})
+    assert elsewhere.status_code == 302 and not elsewhere.headers["location"].startswith(upstream.issuer)
+    assert [user.email for user in UserStore(engine).list() if user.email == "ana@elsewhere.example"]
+
+
 # Domains
 
 
@@ -412,15 +471,16 @@ def test_an_owner_tries_the_connection_and_sees_the_claims_without_signing_anyon
     assert not [user for user in UserStore(engine).list() if user.email == ANA["email"]]
 
 
-def test_only_an_owner_or_admin_of_the_organization_may_try_its_connection(
-    app: Any, web: Registered, connected: Organization, engine: Engine
+@pytest.mark.parametrize("role", ["admin", "member"])
+def test_only_an_owner_of_the_organization_may_try_its_connection(
+    app: Any, web: Registered, connected: Organization, engine: Engine, role: str
 ) -> None:
     with TestClient(app, follow_redirects=False) as anonymous:
         asked = anonymous.get(f"/federation/{connected.id}/test")
         assert asked.status_code == 200 and "Sign in to the console" in asked.text
-    with TestClient(app, follow_redirects=False) as member:
-        signed_in_as(member, web, engine, connected, "member")
-        assert_error_page(member.get(f"/federation/{connected.id}/test"), 403)
+    with TestClient(app, follow_redirects=False) as below:
+        signed_in_as(below, web, engine, connected, role)
+        assert_error_page(below.get(f"/federation/{connected.id}/test"), 403)
     other = OrganizationStore(engine).create("Other")
     with TestClient(app, follow_redirects=False) as owner:
         signed_in_as(owner, web, engine, connected, "owner")

@@ -279,6 +279,17 @@ def test_a_client_is_registered_once_per_idempotency_key_with_its_secret_shown_i
     assert "client_secret" not in shown.json() and shown.headers["etag"]
 
 
+def test_a_create_whose_body_holds_an_integer_past_64_bits_is_answered_not_a_500(
+    http: TestClient, ops: dict[str, str]
+) -> None:
+    """The idempotency fingerprint takes any JSON integer (a JWKS is free JSON); Schemathesis found the 500."""
+    body = registration(token_endpoint_auth_method="private_key_jwt", jwks={"keys": [{"kty": "RSA"}], "x": 2**70})
+    answer = http.post(f"{API}/clients", json=body, headers={**ops, "Idempotency-Key": "big-number"})
+    assert answer.status_code == 201, answer.text
+    again = http.post(f"{API}/clients", json=body, headers={**ops, "Idempotency-Key": "big-number"})
+    assert again.json() == answer.json() and again.headers["idempotent-replayed"] == "true"  # the same fingerprint
+
+
 def test_registration_stays_within_what_an_organization_may_have(http: TestClient, ops: dict[str, str]) -> None:
     problem(
         http.post(f"{API}/clients", json=registration(scopes=["manage:members"]), headers=ops), 400, "invalid_parameter"

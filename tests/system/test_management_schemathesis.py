@@ -19,7 +19,7 @@ from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import LiveService, live_service
 from tests.support.schemathesis_runs import cases, run_schemathesis, run_schemathesis_as_an_outsider
 
-MANAGE = ("manage:members", "manage:clients", "manage:keys", "manage:audit")
+MANAGE = ("manage:members", "manage:clients", "manage:keys", "manage:audit", "manage:connection")
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +65,13 @@ def test_the_management_api_passes_every_schemathesis_check(service: LiveService
 
 
 def test_the_management_api_from_outside_with_only_a_token(service: LiveService, token: str, tmp_path: Path) -> None:
+    # use_after_free (ST301): `DELETE /api-keys/{key_id}` revokes a key, which stays readable with its state
+    # "revoked", as the contract says; the stateful phase flags that read in some of its runs.
     output = run_schemathesis_as_an_outsider(
-        f"{service.url}/management/v1/openapi.json", tmp_path, f"Authorization: Bearer {token}"
+        f"{service.url}/management/v1/openapi.json",
+        tmp_path,
+        f"Authorization: Bearer {token}",
+        also_excluded=("use_after_free",),
     )
     assert "FAILURES" not in output and re.search(r"No issues found|\d+ warnings? in", output), output[-8000:]
     assert "via `$request." not in output, output[-8000:]

@@ -61,9 +61,14 @@ def test_connect_checks_the_providers_discovery_and_seals_the_secret(tmp_path: P
         refused = cli(tmp_path, "orgs", "connect", corp, "--issuer", upstream.issuer, "--client-id", "c",
                       "--client-secret-stdin", stdin="s3cret\n")  # fmt: skip
         assert refused.returncode == 2 and "the issuer must use https" in refused.stderr  # loopback not allowed
+        unclaimed = cli(tmp_path, "orgs", "connect", corp, "--issuer", upstream.issuer, "--client-id", "c",
+                        "--client-secret-stdin", "--domain", "elsewhere.example", stdin="s3cret\n",
+                        MENUS_OUTBOUND_LOOPBACK="on")  # fmt: skip
+        assert unclaimed.returncode == 2 and "is not a domain the organization claims" in unclaimed.stderr
         done = cli(tmp_path, "orgs", "connect", "--json", corp, "--issuer", upstream.issuer, "--client-id", "c",
                    "--client-secret-stdin", stdin="s3cret\n", MENUS_OUTBOUND_LOOPBACK="on")  # fmt: skip
         assert done.returncode == 0, done.stderr
+        assert '"reason":"connection_created"' in done.stderr  # an entry of Corp's trail, by the command line
     shown = json.loads(done.stdout)
     assert shown["redirect_uri"].endswith(f"/federation/{corp}/callback")
     assert shown["provider"]["token_endpoint"] == f"{upstream.issuer}/token"

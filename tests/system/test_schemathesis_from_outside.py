@@ -57,4 +57,11 @@ def test_the_operations_endpoints_without_credentials(service: LiveService, tmp_
 
 def test_the_console_with_an_owners_session(service: LiveService, tmp_path: Path) -> None:
     cookie = f"Cookie: console_session={console_owner_session(service.url, 'outsider@example.com')}"
-    assert_nothing_found(run_schemathesis_as_an_outsider(f"{service.url}/console/openapi.json", tmp_path, cookie))
+    # negative_data_rejection (ST201): a form that breaks several fields' maxLength with characters percent-encoding
+    # makes nine bytes can pass the console's 16 KiB and be refused for its size (413, documented) before its fields;
+    # ST201 counts only 400-like answers as refusals, and from outside it cannot be told otherwise per operation.
+    # Our own run (test_console_schemathesis.py) keeps the check, with 413 allowed on the applications' forms.
+    output = run_schemathesis_as_an_outsider(
+        f"{service.url}/console/openapi.json", tmp_path, cookie, also_excluded=("negative_data_rejection",)
+    )
+    assert_nothing_found(output)
