@@ -6,7 +6,8 @@ development: ``MENUS_OUTBOUND_LOOPBACK``). The issue's Done-when steps, each tim
 claims of the ID tokens the application received, for the closing note): (1) the operator claims corp.example for
 Corp (``orgs claim-domain``); (2) Corp's owner registers the connection in the console, with the client registered
 at the provider by Dynamic Client Registration; (3) a person of Corp signs in through the provider and becomes a
-member; (4) SSO required; (5) the provider's back-channel logout; (6) the owner's "try it". The relying party is
+member; (4) an existing verified account is linked; (5) an unverified upstream email is refused linking; (6) SSO
+required; (7) the provider's back-channel logout; and (8) the owner's "try it". The relying party is
 the browser tests' own (tests/support/browser_rp.py), a first-party client of Corp. Our pages on the way are
 checked with axe-core.
 """
@@ -217,7 +218,8 @@ def test_an_existing_verified_account_is_linked(page: Page, federation: Federati
     elsewhere = f.service.cli_json("orgs", "create", "--name", "Bo's Bakery")
     bo = f.service.create_user("bo@corp.example", "Bo Berg", PASSWORD, elsewhere["id"])
     f.service.cli("users", "verify-email", "bo@corp.example")
-    claims = signed_in_through_provider(page, f, "bo@corp.example")
+    with done_when(4, "an existing verified account is linked"):
+        claims = signed_in_through_provider(page, f, "bo@corp.example")
     assert claims["sub"] == bo["id"] and claims["amr"] == ["fed"]
     assert {org["id"] for org in member_of(f, "bo@corp.example")["orgs"]} == {elsewhere["id"], f.corp["id"]}
 
@@ -227,10 +229,11 @@ def test_an_unverified_upstream_email_is_refused_linking(page: Page, federation:
     cy = f.service.create_user("cy@corp.example", "Cy Chen", PASSWORD, f.corp["id"])
     f.service.cli("users", "verify-email", "cy@corp.example")
     f.upstream.set_account("cy@corp.example", email="cy@corp.example", email_verified=False, name="Cy")
-    start(page, f)
-    give_email(page, f, "cy@corp.example")
-    sign_in_upstream(page, f, "cy@corp.example")
-    page.wait_for_url(lambda url: url.startswith(f"{f.issuer}/federation/{f.corp['id']}/callback"))
+    with done_when(5, "an unverified upstream email is refused linking"):
+        start(page, f)
+        give_email(page, f, "cy@corp.example")
+        sign_in_upstream(page, f, "cy@corp.example")
+        page.wait_for_url(lambda url: url.startswith(f"{f.issuer}/federation/{f.corp['id']}/callback"))
     assert page.get_by_role("heading", level=1).inner_text() == "Your organization's sign-in failed"
     assert "does not say the address is verified" in page.get_by_role("alert").inner_text()
     check_page(page, "federation-refused")
@@ -261,7 +264,7 @@ def test_sso_required_blocks_the_password_form(page: Page, federation: Federatio
         # The right password signs Dee in nowhere: the browser goes on to Corp's provider.
         page.wait_for_url(lambda url: url.startswith(f.upstream.issuer + "/interaction/"))
         assert not any(cookie["name"] == "rm_session" for cookie in page.context.cookies(f.issuer))
-        lap(4, "SSO required: a right password signs in nowhere", began)
+        lap(6, "SSO required: a right password signs in nowhere", began)
     finally:
         f.service.cli(
             "orgs", "connect", f.corp["id"], "--issuer", f.upstream.issuer,
@@ -272,7 +275,7 @@ def test_sso_required_blocks_the_password_form(page: Page, federation: Federatio
 def test_the_providers_back_channel_logout_ends_the_session_here(page: Page, federation: Federation) -> None:
     f = federation
     began = time.perf_counter()
-    shown_claims(5, signed_in_through_provider(page, f, "eve@corp.example"))
+    shown_claims(7, signed_in_through_provider(page, f, "eve@corp.example"))
     # Signed in here: a new sign-in of the app needs no page.
     start(page, f)
     on_page(page, f.rp.url, "/callback")
@@ -283,20 +286,20 @@ def test_the_providers_back_channel_logout_ends_the_session_here(page: Page, fed
     page.wait_for_load_state("load")
     start(page, f)
     on_page(page, f.issuer, "/sign-in")  # our session ended: the email is asked again
-    lap(5, "the provider's back-channel logout ends the session", began)
+    lap(7, "the provider's back-channel logout ends the session", began)
 
 
 def test_an_owner_tries_the_connection_and_sees_the_claims_received(federation: Federation) -> None:
     """From the console's connection page: nobody is signed in or made a member by it."""
     f, page = federation, federation.owner
-    with done_when(6, "the owner tries the connection and sees the claims received"):
+    with done_when(8, "the owner tries the connection and sees the claims received (item 1's try-it)"):
         page.goto(f"{f.issuer}/console/connection")
         page.get_by_role("link", name="Try the sign-in").click()
         sign_in_upstream(page, f, "tess@corp.example")
         page.wait_for_url(lambda url: url.startswith(f"{f.issuer}/federation/{f.corp['id']}/callback"))
         assert page.get_by_role("heading", level=1).inner_text() == "Your organization's sign-in works"
         received = page.get_by_role("table").inner_text()
-    print(f"\nDone-when step 6: the claims shown:\n{received}")
+    print(f"\nDone-when step 8: the claims shown:\n{received}")
     assert "tess@corp.example" in received
     check_page(page, "federation-test")
     assert not any(user["email"] == "tess@corp.example" for user in f.service.cli_json("users", "list"))
