@@ -181,9 +181,7 @@ class _ContractMiddleware(ConnexionMiddleware):  # type: ignore[misc]
     def add_api(self, specification: _CheckedBeforeShipping, *, base_path: str, **options: Any) -> None:
         if self.middleware_stack is not None:
             raise RuntimeError("Cannot add api after an application has started")
-        self.apis.append(
-            API(specification, base_path=base_path, name=None, **self.options.replace(**options).__dict__)
-        )
+        self.apis.append(API(specification, base_path=base_path, name=None, **self.options.replace(**options).__dict__))
 
 
 @functools.cache

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from sqlalchemy.engine import Engine
 
 from identity.accounts.users import User, UserStore
 from service.settings import Settings
+from tests.support.command_line import Ran, command
 from tests.support.identity_fixtures import EMAIL, PASSWORD
 from tests.support.passwords import FAST_HASHING
 
 
-def users_command(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "service", "users", *args]
-    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60, check=False)
+def users_command(*args: str, stdin: str = "") -> Ran:
+    return command("users", *args, stdin=stdin)  # in process (tests/support/command_line.py)
 
 
 def test_users_verify_email_marks_the_address_verified_and_refuses_an_unknown_one(
