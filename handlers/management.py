@@ -103,9 +103,10 @@ async def get_invitation(invitation_id: str) -> Response:
 
 
 async def revoke_invitation(invitation_id: str) -> Response:
+    """An action, not a DELETE: the revoked invitation stays readable by id, in state ``revoked``."""
     web = _web()
-    await web.run(current(), MEMBERS, lambda actor: web.invitations.revoke(actor, invitation_id))
-    return Response(status_code=204, headers=NO_STORE)
+    invitation = await web.run(current(), MEMBERS, lambda actor: web.invitations.revoke(actor, invitation_id))
+    return json_response(invitation.as_dict(web.invitations.now()), headers=NO_STORE)
 
 
 async def resend_invitation(invitation_id: str) -> Response:
@@ -215,9 +216,10 @@ async def get_api_key(key_id: str) -> Response:
 
 
 async def revoke_api_key(key_id: str) -> Response:
+    """An action, not a DELETE: the revoked key's record stays readable, in state ``revoked``."""
     web = _web()
-    await web.run(current(), KEYS, lambda actor: web.keys.revoke(actor, key_id))
-    return Response(status_code=204, headers=NO_STORE)
+    record = await web.run(current(), KEYS, lambda actor: web.keys.revoke(actor, key_id))
+    return json_response(org_keys.as_dict(record), headers=NO_STORE)
 
 
 # Audit

@@ -215,16 +215,35 @@ def test_a_retried_invitation_makes_one_invitation_and_answers_the_same(
     problem(without_key, 409, "conflict")  # already invited: send it again instead
 
 
-def test_invitations_are_listed_sent_again_and_revoked(http: TestClient, ops: dict[str, str]) -> None:
+def test_invitations_are_listed_sent_again_and_revoked_by_an_action_that_leaves_them_readable(
+    http: TestClient, ops: dict[str, str]
+) -> None:
     created = http.post(f"{API}/invitations", json={"email": "tom@example.com", "role": "admin"}, headers=ops).json()
     listed = http.get(f"{API}/invitations", headers=ops).json()
     assert [i["id"] for i in listed["data"]] == [created["id"]] and listed["total"] == 1
     resent = http.post(f"{API}/invitations/{created['id']}/resend", headers=ops)
     assert resent.status_code == 200 and resent.json()["sends"] == 2
-    assert http.delete(f"{API}/invitations/{created['id']}", headers=ops).status_code == 204
-    assert http.get(f"{API}/invitations/{created['id']}", headers=ops).json()["state"] == "revoked"
-    problem(http.delete(f"{API}/invitations/{created['id']}", headers=ops), 409, "conflict")
+    revoked = http.post(f"{API}/invitations/{created['id']}/revoke", headers=ops)
+    assert revoked.status_code == 200 and revoked.json()["state"] == "revoked"
+    assert revoked.json()["id"] == created["id"] and revoked.headers["cache-control"] == "no-store"
+    read = http.get(f"{API}/invitations/{created['id']}", headers=ops)
+    assert read.status_code == 200 and read.json() == revoked.json()  # a state change: the invitation stays
+    problem(http.post(f"{API}/invitations/{created['id']}/revoke", headers=ops), 409, "conflict")
     assert http.get(f"{API}/invitations", headers=ops).json()["total"] == 0
+    problem(http.post(f"{API}/invitations/inv_{'0' * 16}/revoke", headers=ops), 404, "not_found")
+
+
+def test_an_invitation_or_an_api_key_is_never_deleted_so_a_delete_on_it_is_405(
+    http: TestClient, ops: dict[str, str]
+) -> None:
+    invitation = http.post(f"{API}/invitations", json={"email": "ann@example.com"}, headers=ops).json()
+    key = http.post(f"{API}/api-keys", json={"name": "nightly"}, headers=ops).json()
+    for url in (f"{API}/invitations/{invitation['id']}", f"{API}/api-keys/{key['id']}"):
+        refused = http.delete(url, headers=ops)
+        problem(refused, 405, "method_not_allowed")
+        assert "DELETE" not in refused.headers["allow"] and http.get(url, headers=ops).status_code == 200
+    assert http.get(f"{API}/invitations/{invitation['id']}", headers=ops).json()["state"] == "pending"
+    assert http.get(f"{API}/api-keys/{key['id']}", headers=ops).json()["state"] == "active"
 
 
 def test_json_bodies_are_checked_in_the_houses_words(http: TestClient, ops: dict[str, str]) -> None:
@@ -327,6 +346,7 @@ def test_a_client_is_changed_under_if_match_and_deleted_with_its_tokens(http: Te
     ).json()["access_token"]
     assert http.delete(f"{API}/clients/{client_id}", headers=ops).status_code == 204
     assert http.get("/directory/members", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    problem(http.get(f"{API}/clients/{client_id}", headers=ops), 404, "not_found")  # a DELETE leaves nothing to read
 
 
 def test_a_rotated_secret_keeps_the_old_one_working_for_the_grace_and_not_after(
@@ -367,17 +387,26 @@ def test_a_rotated_secret_keeps_the_old_one_working_for_the_grace_and_not_after(
 # API keys and the audit trail
 
 
-def test_api_keys_are_made_once_per_idempotency_key_and_revoked_at_once(http: TestClient, ops: dict[str, str]) -> None:
+def test_api_keys_are_made_once_per_idempotency_key_and_revoked_at_once_by_an_action_that_leaves_them_readable(
+    http: TestClient, ops: dict[str, str]
+) -> None:
     headers = {**ops, "Idempotency-Key": "k-1"}
     made = http.post(f"{API}/api-keys", json={"name": "nightly"}, headers=headers)
     assert made.status_code == 201 and made.json()["key"].startswith("rmk_")
     assert http.post(f"{API}/api-keys", json={"name": "nightly"}, headers=headers).json()["key"] == made.json()["key"]
-    key = made.json()["key"]
+    key, key_id = made.json()["key"], made.json()["id"]
     assert http.get("/v1/menus/regions", headers={"Authorization": f"Bearer {key}"}).status_code == 200
     assert http.get(f"{API}/api-keys", headers=ops).json()["total"] == 1
-    assert http.delete(f"{API}/api-keys/{made.json()['id']}", headers=ops).status_code == 204
+    revoked = http.post(f"{API}/api-keys/{key_id}/revoke", headers=ops)
+    assert revoked.status_code == 200 and revoked.headers["cache-control"] == "no-store"
+    assert revoked.json()["state"] == "revoked" and revoked.json()["revoked_at"] and "key" not in revoked.json()
     assert http.get("/v1/menus/regions", headers={"Authorization": f"Bearer {key}"}).status_code == 401
-    assert http.get(f"{API}/api-keys/{made.json()['id']}", headers=ops).json()["state"] == "revoked"
+    read = http.get(f"{API}/api-keys/{key_id}", headers=ops)
+    assert read.status_code == 200 and read.json() == revoked.json()  # a state change: the record stays
+    again = http.post(f"{API}/api-keys/{key_id}/revoke", headers=ops)
+    assert again.status_code == 200 and again.json() == revoked.json()  # revoking a revoked key changes nothing
+    assert http.get(f"{API}/api-keys", headers=ops).json()["total"] == 1
+    problem(http.post(f"{API}/api-keys/key_{'0' * 16}/revoke", headers=ops), 404, "not_found")
 
 
 def test_an_api_key_made_through_the_api_writes_its_audit_line_once_and_a_replay_none(
