@@ -207,6 +207,10 @@ PATTERN_WORDS = {
         "NQCHAR, and spaces between scopes)"
     ),
     "^[^\\x00-\\x1F\\x7F-\\x9F]*$": "must not hold a control character",
+    "^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$": (
+        "must be one scope: printable ASCII characters without spaces, double quotes and backslashes (RFC 6749 §3.3:"
+        " scope-token)"
+    ),
 }
 _TYPE_WORDS = {"integer": "an integer", "string": "a string", "number": "a number", "boolean": "true or false"}
 
