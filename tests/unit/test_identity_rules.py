@@ -389,6 +389,30 @@ def test_client_may_use_only_its_registered_method(engine: Engine, client, clien
         authenticator.authenticate({}, None)
 
 
+def test_a_rotated_secret_keeps_working_for_its_grace_and_not_a_moment_longer(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    """A rotation with a grace (the console's, the management API's): the previous secret authenticates until the
+    grace ends, by the authenticator's clock; the new one at once."""
+    clock = MovableClock()
+    clock.hold()
+    clients = ClientStore(engine, clock)
+    registered, old = clients.create(
+        name="App", org_id=org.id, auth_method="client_secret_basic", redirect_uris=[REDIRECT]
+    )
+    assert old is not None
+    new = clients.new_secret(registered.id, grace=timedelta(hours=1))
+    authenticator = ClientAuthenticator(engine, clients, Issuer("http://127.0.0.1:8000"), clock)
+
+    def basic(secret: str) -> str:
+        return "Basic " + base64.b64encode(f"{registered.id}:{secret}".encode()).decode()
+
+    clock.advance(3599)
+    assert authenticator.authenticate({}, basic(old)).id == authenticator.authenticate({}, basic(new)).id
+    clock.advance(1)
+    with pytest.raises(InvalidClient):
+        authenticator.authenticate({}, basic(old))
+    assert authenticator.authenticate({}, basic(new)).id == registered.id
+
+
 def test_repeated_token_parameter_is_invalid_request_and_empty_ones_are_omitted() -> None:
     assert single_values([("grant_type", "x"), ("scope", "")]) == {"grant_type": "x"}
     with pytest.raises(InvalidRequest):
