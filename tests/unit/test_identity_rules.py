@@ -645,3 +645,24 @@ def test_each_refused_client_secret_logs_its_own_reason(  # type: ignore[no-unty
 def test_a_redirect_uri_with_surrounding_blanks_or_over_2000_characters_is_not_registered(uri: str) -> None:
     with pytest.raises(InvalidInput, match="must be absolute and have no fragment"):
         check_redirect_uri(uri)
+
+
+def test_a_redirect_uri_of_2000_characters_is_registered_and_one_of_2001_is_not() -> None:
+    longest = "https://app.example/" + "x" * 1980
+    assert len(longest) == 2000 and check_redirect_uri(longest) == longest
+    with pytest.raises(InvalidInput, match="must be absolute"):
+        check_redirect_uri(longest + "x")
+
+
+def test_a_redirect_uri_that_is_no_uri_is_refused_saying_so() -> None:
+    with pytest.raises(InvalidInput, match=r"redirect URI 'https://\[::1/cb' is not a URI"):
+        check_redirect_uri("https://[::1/cb")
+
+
+@pytest.mark.parametrize("uri", ["myapp:/callback", "myapp://callback", "ftp://app.example/cb"])
+def test_a_private_use_scheme_is_registered_only_in_reverse_domain_form(uri: str) -> None:
+    """RFC 8252 §7.1: a private-use scheme is a reverse domain name (``com.example.app``): one without a dot, or
+    another protocol's, is refused."""
+    assert check_redirect_uri("com.example.app:/callback") == "com.example.app:/callback"
+    with pytest.raises(InvalidInput, match="must use https"):
+        check_redirect_uri(uri)
