@@ -206,7 +206,7 @@ def test_response_parameters_keep_the_redirect_uris_own_query() -> None:
 # Codes: single use, 60 seconds
 
 
-def issue_code(codes: CodeStore, client_id: str) -> str:
+def issue_code(codes: CodeStore, client_id: str, nonce: str | None = None) -> str:
     return codes.record(
         CodeGrant(
             grant_id=new_id("grt"),
@@ -216,7 +216,7 @@ def issue_code(codes: CodeStore, client_id: str) -> str:
             org_id="org_1",
             session_id="ses_1",
             scope=("openid",),
-            nonce=None,
+            nonce=nonce,
             code_challenge=CHALLENGE,
             auth_time=SYSTEM_CLOCK.now(),
             credential_version=0,
@@ -238,6 +238,18 @@ def test_code_is_consumed_once_and_a_second_use_reports_the_replay(engine: Engin
     second = codes.consume(code, "cli_1")
     assert first.grant is not None and first.replayed is None
     assert second.grant is None and second.replayed == first.grant.grant_id
+
+
+def test_a_consumed_code_gives_back_the_grant_it_was_issued_for_nonce_included(engine: Engine) -> None:
+    """OpenID Connect Core §3.1.3.6: the ID token of the exchange carries the authorization request's nonce, which
+    only the code's record holds."""
+    codes = CodeStore(engine, CODE_LIFETIME)
+    grant = codes.consume(issue_code(codes, "cli_1", nonce="n-0S6_WzA2Mj"), "cli_1").grant
+    assert grant is not None
+    assert (grant.nonce, grant.redirect_uri, grant.code_challenge, grant.scope) == (
+        "n-0S6_WzA2Mj", REDIRECT, CHALLENGE, ("openid",),
+    )  # fmt: skip
+    assert (grant.client_id, grant.user_id, grant.org_id, grant.session_id) == ("cli_1", "usr_1", "org_1", "ses_1")
 
 
 def test_expired_code_is_refused_without_reporting_a_replay(engine: Engine) -> None:
