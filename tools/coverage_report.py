@@ -25,11 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # The total branch coverage of the whole suite with its subprocesses, as last measured (docs/testing.md), less a
 # little for the runs that differ by chance (a retry, a timing branch): raise it when coverage rises.
 FLOOR = 89.0
-# The total branch coverage of the unit tests alone, as CI measures it in every run (docs/testing.md), less the same
-# margin: raise it to the figure CI prints, less that margin, when coverage rises.
-# Lowered once from 51.7 (docs/testing.md): organizations and federation landed tested at the API tier, and the
-# figure moves with the schedule by up to a point (a module first imported by another tier's test on a worker).
-UNIT_FLOOR = 44.5
+# The total branch coverage of the unit tests alone, as CI measures it in every run (docs/testing.md), less a point:
+# raise it to the figure CI prints, less that point, when coverage rises. Every product module is imported while
+# the collection is measured (tests/support/unit_coverage.py), so the figure no longer moves with the schedule.
+UNIT_FLOOR = 51.7
 
 
 def package_of(path: str) -> str:

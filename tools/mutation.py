@@ -3,15 +3,16 @@ and runs the tests that reach each function; a mutant that no test fails is a ru
 
     python -m tools.mutation                       # the whole set (tox -e mutation); prints the score
     python -m tools.mutation --changed origin/main # only the targets whose functions changed since that revision
+    python -m tools.mutation --rule CSRF           # only the rules whose name holds that text
     python -m tools.mutation --list                # the targets and their files
 
 Every surviving mutant must be killed by a test or listed in docs/testing.md's table of equivalent mutants with
 the reason no test can tell it apart; a survivor that is neither fails the run (exit 1). mutmut's configuration
-(the files it copies and mutates, the tests it may run) is ``[tool.mutmut]`` in pyproject.toml; its work folder
-is ``mutants/``. With ``--changed``, mutmut runs in a folder of its own (a temporary one) whose ``[tool.mutmut]``
-is narrowed to the changed targets' files and to the tests that guard them (``GUARDS``): one changed rule costs
-its CI run a minute or two, not two runs of every rule's tests. docs/testing.md says what it costs and when CI
-runs it.
+(the files it copies and mutates, the tests it may run) is ``[tool.mutmut]`` in pyproject.toml. The run goes rule
+by rule: for each, mutmut runs in a folder of its own (a temporary one) whose ``[tool.mutmut]`` is narrowed to
+that rule's files and to the tests that guard it (``GUARDS``), so a rule's mutants are killed by its own guards or
+not at all, and one rule costs a minute or two, not two runs of every rule's tests. ``--changed`` (CI) runs the
+changed rules alone, the same way. docs/testing.md says what it costs and when CI runs it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import ast
 import fnmatch
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -277,7 +279,22 @@ def of(targets: list[Target], found: dict[str, str]) -> dict[str, str]:
     return {name: status for name, status in found.items() if any(fnmatch.fnmatchcase(name, p) for p in patterns)}
 
 
-def report(targets: list[Target], found: dict[str, str], known: dict[str, str], seconds: float) -> int:
+def by_rule(targets: list[Target]) -> list[list[Target]]:
+    """``targets`` grouped by rule, in their order: a rule decided in two files is one run of its guards."""
+    groups: dict[str, list[Target]] = {}
+    for target in targets:
+        groups.setdefault(target.rule, []).append(target)
+    return list(groups.values())
+
+
+def children_cpu() -> float:
+    """CPU seconds (user and system) of the finished child processes and of the processes they waited for:
+    mutmut, its forked test runs and its mutants."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def report(targets: list[Target], found: dict[str, str], known: dict[str, str], seconds: float, cpu: float) -> int:
     """Print the score and every survivor; 1 when a survivor is neither killed nor listed as equivalent."""
     counts = Counter(found.values())
     caught = sum(counts[status] for status in CAUGHT)
@@ -293,7 +310,7 @@ def report(targets: list[Target], found: dict[str, str], known: dict[str, str], 
     score = 100.0 * caught / scored if scored else 100.0
     print(
         f"mutation score: {score:.1f}% ({caught} of {scored} mutants killed; {len(listed)} equivalent, listed in "
-        f"docs/testing.md; {len(unexplained)} unexplained) in {seconds:.0f} s"
+        f"docs/testing.md; {len(unexplained)} unexplained) in {seconds:.0f} s of wall, {cpu:.0f} s of CPU"
     )
     for name in unexplained:
         print(f"  SURVIVED {name} ({found[name]}): kill it with a test or list it in docs/testing.md, with why")
@@ -306,12 +323,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.mutation", description=__doc__.split("\n\n")[0])
     parser.add_argument("--changed", metavar="REVISION", help="only the targets whose functions changed since REVISION")
     parser.add_argument("--list", action="store_true", help="print the targets and exit")
+    parser.add_argument("--rule", metavar="TEXT", help="only the rules whose name holds TEXT (case-insensitive)")
     parser.add_argument("--max-children", type=int, help="mutants tested at once (mutmut's default: every core)")
     args = parser.parse_args(argv)
     targets = chosen(args.changed)
     if targets is None:
         print(f"mutation: git cannot tell what changed since {args.changed}; nothing mutated (run tox -e mutation)")
         return 0
+    if args.rule:
+        targets = [target for target in targets if args.rule.casefold() in target.rule.casefold()]
     if args.list:
         for target in targets:
             print(f"{target.file:42} {target.rule}: {' '.join(target.names)}")
@@ -319,31 +339,38 @@ def main(argv: list[str] | None = None) -> int:
     if not targets:
         print(f"mutation: no target function changed since {args.changed}; nothing to mutate")
         return 0
-    if args.changed is None:  # the whole set, in the checkout's own mutants/ (kept between runs)
-        return mutate(targets, ROOT, args.max_children)
-    tests = sorted({test for target in targets for test in target.tests})
-    print(f"mutation: {', '.join(target.file for target in targets)} changed; their guards: {' '.join(tests)}")
-    with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
-        return mutate(targets, work_folder(Path(folder), targets), args.max_children)
+    started, cpu = time.monotonic(), children_cpu()
+    LOG.parent.mkdir(exist_ok=True)
+    LOG.write_text("", encoding="utf-8")
+    found: dict[str, str] = {}
+    for rule in by_rule(targets):
+        print(f"mutation: {rule[0].rule}: {' '.join(t.file for t in rule)} against {' '.join(rule[0].tests)}")
+        began, cpu_before = time.monotonic(), children_cpu()
+        with tempfile.TemporaryDirectory(prefix="mutation-") as folder:
+            statuses_or_exit = mutate(rule, work_folder(Path(folder), rule), args.max_children)
+        if isinstance(statuses_or_exit, int):
+            return statuses_or_exit
+        found |= statuses_or_exit
+        wall, used = time.monotonic() - began, children_cpu() - cpu_before
+        print(f"  {len(statuses_or_exit)} mutants in {wall:.0f} s of wall, {used:.0f} s of CPU", flush=True)
+    known = equivalents(DOCS.read_text(encoding="utf-8"))
+    return report(targets, found, known, time.monotonic() - started, children_cpu() - cpu)
 
 
-def mutate(targets: list[Target], where: Path, max_children: int | None) -> int:
-    """mutmut over ``targets``' functions in the work folder ``where``; the report (exit 1 on an unexplained
-    survivor)."""
-    started = time.monotonic()
+def mutate(targets: list[Target], where: Path, max_children: int | None) -> dict[str, str] | int:
+    """mutmut over ``targets``' functions in the work folder ``where``: their mutants' statuses, or mutmut's exit
+    status when it failed (its output is appended to ``LOG``)."""
     command = [sys.executable, "-m", "mutmut", "run", *(p for target in targets for p in target.names)]
     if max_children:
         command += ["--max-children", str(max_children)]
-    LOG.parent.mkdir(exist_ok=True)
-    with LOG.open("w", encoding="utf-8") as log:
+    with LOG.open("a", encoding="utf-8") as log:
         run = subprocess.run(command, cwd=where, stdout=log, stderr=subprocess.STDOUT)
     if run.returncode != 0:
         said = LOG.read_text(encoding="utf-8").replace("\r", "\n").splitlines()
         print("\n".join(line for line in said[-40:] if line.strip() and "⠋" not in line))
         print(f"mutation: mutmut run failed (exit {run.returncode}); its output is in {LOG.relative_to(ROOT)}")
         return run.returncode
-    found = of(targets, statuses(where))
-    return report(targets, found, equivalents(DOCS.read_text(encoding="utf-8")), time.monotonic() - started)
+    return of(targets, statuses(where))
 
 
 if __name__ == "__main__":

@@ -89,3 +89,19 @@ def test_a_client_that_lost_its_uri_gets_no_token_and_the_outbox_is_told_why(
     with pytest.raises(Undeliverable) as refused:
         LogoutTokens(ClientStore(engine), token_services(engine, keys).minter).prepare(claimed)
     assert str(refused.value) == "the client was deleted or no longer has a back-channel logout URI"
+
+
+def test_a_client_the_operator_let_reach_internal_addresses_has_its_logout_posted_there_and_no_other(
+    http: TestClient, world: World, engine: Engine, settings: Settings
+) -> None:
+    """``--allow-internal`` (identity/common/outbound_uris.py) is the client's own: its logout posts carry it to the
+    poster, and a client registered without it is posted to public addresses only (the test above)."""
+    internal_uri = "https://rp.internal/backchannel-logout"
+    ClientStore(engine).update(world.planner.id, backchannel_logout_uri=internal_uri, allow_internal=True)
+    tokens = user_tokens(http, world.planner)
+    assert end_session(http, "GET", id_token_hint=tokens["id_token"]).status_code == 200
+    claimed = Outbox(engine, DELIVERY, channel=CHANNEL, one_destination=False).claim()
+    assert claimed is not None
+    keys = signing_keys_of(engine, LIFETIMES, TUNING, load_sealer(settings.secret_keys, settings.database_url))
+    post = LogoutTokens(ClientStore(engine), token_services(engine, keys).minter).prepare(claimed)
+    assert post.uri == internal_uri and post.internal is True

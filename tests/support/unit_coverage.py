@@ -4,8 +4,9 @@ before the conftest files so that it sees the product's modules imported):
     python -m pytest -p tests.support.unit_coverage --unit-coverage=FILE ...
     coverage combine --data-file=FILE && python -m tools.coverage_report --unit FILE
 
-In each process that runs tests (each xdist worker) coverage.py measures the collection (the modules' import) and
-each unit test with its fixtures, and is paused for the other tests; each process saves its data beside ``FILE``
+In each process that runs tests (each xdist worker) coverage.py measures the collection, at whose end every product
+module is imported (``import_every_module``), and each unit test with its fixtures, and is paused for the other
+tests; each process saves its data beside ``FILE``
 (``FILE.<host>.<pid>.<random>``). Python 3.11 has no ``sys.monitoring``: coverage.py traces every line it measures,
 which costs the measured tests about 60% more CPU time. The unit tests are a tenth of the suite's CPU, so CI pays
 some 20 s for it; the API tests, which run the code under test in process too, would cost two minutes of a CI run
@@ -16,6 +17,8 @@ process the tests start, is ``tox -e coverage`` (docs/testing.md).
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Generator
 from pathlib import Path
 
@@ -26,6 +29,19 @@ TESTS = Path(__file__).resolve().parent.parent
 MEASURED = ("unit",)  # the folders of tests/ whose tests are measured
 SOURCE = ["cursors", "data", "handlers", "identity", "service"]  # as [tool.coverage.run] source_pkgs
 NAME = "unit_coverage_measure"
+# Modules whose import does something: the command line's entry point, and Alembic's script, which runs migrations.
+NOT_IMPORTED = ("service.__main__", "service.database.migrations.env")
+
+
+def import_every_module() -> None:
+    """Import every module of the product, so that each one's import-time lines (definitions, constants) count as
+    the collection's in every process: without it a module first imported by an API or system test on a worker is
+    measured there only as far as unit tests run it, and the figure moves with the schedule."""
+    for name in SOURCE:
+        package = importlib.import_module(name)
+        for found in pkgutil.walk_packages(package.__path__, f"{name}."):
+            if found.name not in NOT_IMPORTED:
+                importlib.import_module(found.name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,6 +85,8 @@ class Measure:
             self.pause()  # xdist's controller collects and runs nothing: its workers measure
 
     def pytest_collection_finish(self) -> None:
+        if self.running:
+            import_every_module()
         self.pause()
 
     @pytest.hookimpl(wrapper=True)

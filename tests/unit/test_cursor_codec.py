@@ -40,6 +40,14 @@ def test_cursors_of_every_length_and_ending_round_trip() -> None:
         assert CODEC.decode(CODEC.encode(position, "f"), "f") == position
 
 
+def test_a_cursor_is_url_safe_base64_without_padding() -> None:
+    """A cursor goes into a query string and a Link header as it is: no ``=``, no ``+`` nor ``/``, and no blank."""
+    cursors = [CODEC.encode((f"{n:05d}" * (n % 7), "d" * n), "f") for n in range(12)]
+    assert any(len(cursor) % 4 for cursor in cursors)  # lengths base64 would have padded
+    for cursor in cursors:
+        assert cursor.isascii() and not set(cursor) & set("=+/ \n"), cursor
+
+
 @pytest.mark.parametrize(
     "cursor",
     ["not base64 !", "A", signed(b"", version=b"\x01")[:30], signed(b'["a","b"]', version=b"\x02")],

@@ -206,7 +206,7 @@ def test_response_parameters_keep_the_redirect_uris_own_query() -> None:
 # Codes: single use, 60 seconds
 
 
-def issue_code(codes: CodeStore, client_id: str) -> str:
+def issue_code(codes: CodeStore, client_id: str, nonce: str | None = None) -> str:
     return codes.record(
         CodeGrant(
             grant_id=new_id("grt"),
@@ -216,7 +216,7 @@ def issue_code(codes: CodeStore, client_id: str) -> str:
             org_id="org_1",
             session_id="ses_1",
             scope=("openid",),
-            nonce=None,
+            nonce=nonce,
             code_challenge=CHALLENGE,
             auth_time=SYSTEM_CLOCK.now(),
             credential_version=0,
@@ -238,6 +238,18 @@ def test_code_is_consumed_once_and_a_second_use_reports_the_replay(engine: Engin
     second = codes.consume(code, "cli_1")
     assert first.grant is not None and first.replayed is None
     assert second.grant is None and second.replayed == first.grant.grant_id
+
+
+def test_a_consumed_code_gives_back_the_grant_it_was_issued_for_nonce_included(engine: Engine) -> None:
+    """OpenID Connect Core §3.1.3.6: the ID token of the exchange carries the authorization request's nonce, which
+    only the code's record holds."""
+    codes = CodeStore(engine, CODE_LIFETIME)
+    grant = codes.consume(issue_code(codes, "cli_1", nonce="n-0S6_WzA2Mj"), "cli_1").grant
+    assert grant is not None
+    assert (grant.nonce, grant.redirect_uri, grant.code_challenge, grant.scope) == (
+        "n-0S6_WzA2Mj", REDIRECT, CHALLENGE, ("openid",),
+    )  # fmt: skip
+    assert (grant.client_id, grant.user_id, grant.org_id, grant.session_id) == ("cli_1", "usr_1", "org_1", "ses_1")
 
 
 def test_expired_code_is_refused_without_reporting_a_replay(engine: Engine) -> None:
@@ -387,6 +399,30 @@ def test_client_may_use_only_its_registered_method(engine: Engine, client, clien
         authenticator.authenticate({"client_id": registered.id, "client_secret": secret}, basic)
     with pytest.raises(InvalidClient):
         authenticator.authenticate({}, None)
+
+
+def test_a_rotated_secret_keeps_working_for_its_grace_and_not_a_moment_longer(engine: Engine, org) -> None:  # type: ignore[no-untyped-def]
+    """A rotation with a grace (the console's, the management API's): the previous secret authenticates until the
+    grace ends, by the authenticator's clock; the new one at once."""
+    clock = MovableClock()
+    clock.hold()
+    clients = ClientStore(engine, clock)
+    registered, old = clients.create(
+        name="App", org_id=org.id, auth_method="client_secret_basic", redirect_uris=[REDIRECT]
+    )
+    assert old is not None
+    new = clients.new_secret(registered.id, grace=timedelta(hours=1))
+    authenticator = ClientAuthenticator(engine, clients, Issuer("http://127.0.0.1:8000"), clock)
+
+    def basic(secret: str) -> str:
+        return "Basic " + base64.b64encode(f"{registered.id}:{secret}".encode()).decode()
+
+    clock.advance(3599)
+    assert authenticator.authenticate({}, basic(old)).id == authenticator.authenticate({}, basic(new)).id
+    clock.advance(1)
+    with pytest.raises(InvalidClient):
+        authenticator.authenticate({}, basic(old))
+    assert authenticator.authenticate({}, basic(new)).id == registered.id
 
 
 def test_repeated_token_parameter_is_invalid_request_and_empty_ones_are_omitted() -> None:
@@ -620,4 +656,25 @@ def test_each_refused_client_secret_logs_its_own_reason(  # type: ignore[no-unty
 )
 def test_a_redirect_uri_with_surrounding_blanks_or_over_2000_characters_is_not_registered(uri: str) -> None:
     with pytest.raises(InvalidInput, match="must be absolute and have no fragment"):
+        check_redirect_uri(uri)
+
+
+def test_a_redirect_uri_of_2000_characters_is_registered_and_one_of_2001_is_not() -> None:
+    longest = "https://app.example/" + "x" * 1980
+    assert len(longest) == 2000 and check_redirect_uri(longest) == longest
+    with pytest.raises(InvalidInput, match="must be absolute"):
+        check_redirect_uri(longest + "x")
+
+
+def test_a_redirect_uri_that_is_no_uri_is_refused_saying_so() -> None:
+    with pytest.raises(InvalidInput, match=r"redirect URI 'https://\[::1/cb' is not a URI"):
+        check_redirect_uri("https://[::1/cb")
+
+
+@pytest.mark.parametrize("uri", ["myapp:/callback", "myapp://callback", "ftp://app.example/cb"])
+def test_a_private_use_scheme_is_registered_only_in_reverse_domain_form(uri: str) -> None:
+    """RFC 8252 §7.1: a private-use scheme is a reverse domain name (``com.example.app``): one without a dot, or
+    another protocol's, is refused."""
+    assert check_redirect_uri("com.example.app:/callback") == "com.example.app:/callback"
+    with pytest.raises(InvalidInput, match="must use https"):
         check_redirect_uri(uri)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tools.mutation import GUARDS, ROOT, TARGETS, narrowed, work_folder
+from tools.mutation import GUARDS, ROOT, TARGETS, by_rule, narrowed, work_folder
 
 PYPROJECT = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 MUTMUT = tomllib.loads(PYPROJECT)["tool"]["mutmut"]
@@ -44,3 +44,15 @@ def test_the_work_folder_holds_the_checkout_and_the_narrowed_configuration(tmp_p
     assert not (folder / "mutants").exists() and not (folder / "pyproject.toml").is_symlink()
     mutmut = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
     assert mutmut["only_mutate"] == [TARGETS[0].file]
+
+
+def test_the_whole_set_runs_once_per_rule_with_every_file_that_decides_it() -> None:
+    groups = by_rule(list(TARGETS))
+    assert [group[0].rule for group in groups] == list(dict.fromkeys(target.rule for target in TARGETS))
+    assert all(len({target.rule for target in group}) == 1 for group in groups)
+    sign_in = next(group for group in groups if group[0].rule == "CSRF of the sign-in pages")
+    assert {target.file for target in sign_in} == {"identity/interaction/store.py", "identity/interaction/pending.py"}
+
+
+def test_mutants_are_forked_from_a_server_that_ran_no_test() -> None:
+    assert MUTMUT["process_isolation"] == "forkserver"  # forked from a process that ran the tests, mutants hung
