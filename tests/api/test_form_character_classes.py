@@ -20,6 +20,8 @@ from service.web.contracts import contract
 from tests.support.framework_words import framework_words
 from tests.support.loops import each
 
+FORM = "application/x-www-form-urlencoded"
+
 VSCHAR = "^[\\x20-\\x7E]*$"
 NQCHAR_AND_SPACE = "^[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]*$"
 NO_CONTROL = "^[^\\x00-\\x1F\\x7F-\\x9F]*$"
@@ -94,14 +96,18 @@ def test_every_oauth_form_field_declares_its_rfc_6749_character_class() -> None:
 
 
 def test_the_consoles_csrf_token_is_visible_ascii_in_every_form() -> None:
+    """Every form the console takes (each POST of console.yaml) requires its CSRF token, of RFC 6749's VSCHAR."""
     console = contract("console.yaml")
-    forms = [
-        schema
-        for schema in console.document["components"]["schemas"].values()
-        if "csrf_token" in schema.get("properties", {})
-    ]
-    assert len(forms) == 9
-    assert all(form["properties"]["csrf_token"]["pattern"] == VSCHAR for form in forms)
+    schemas = console.document["components"]["schemas"]
+    forms = {
+        f"POST {path}": schemas[item["post"]["requestBody"]["content"][FORM]["schema"]["$ref"].rsplit("/", 1)[-1]]
+        for path, item in console.document["paths"].items()
+        if "post" in item
+    }
+    assert len(forms) >= 10, forms.keys()  # the keys, members, invitations, apps and connection pages' forms
+    for operation, form in forms.items():
+        assert "csrf_token" in form["required"], operation
+        assert form["properties"]["csrf_token"]["pattern"] == VSCHAR, operation
 
 
 def test_the_service_refuses_exactly_what_the_contract_refuses(http: TestClient) -> None:
