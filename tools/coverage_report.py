@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FLOOR = 89.0
 # The total branch coverage of the unit tests alone, as CI measures it in every run (docs/testing.md), less a point:
 # raise it to the figure CI prints, less that point, when coverage rises. Every product module is imported while
-# the collection is measured (tests/support/unit_coverage.py), so the figure no longer moves with the schedule.
+# the collection is measured (tests/support/unit_coverage.py); CI's figure is still about 0.9 of a point under the
+# unit tests' alone (docs/testing.md says why), so take CI's.
 UNIT_FLOOR = 51.7
 
 
