@@ -5,6 +5,7 @@ provider (``upstream.py``), resolve the host of a URI once, check every address 
 a checked address itself (so the name is never resolved again: DNS rebinding). This is that one resolution,
 synchronous: the requests to a provider run in a request's worker thread already, and the logout posts call it off
 the event loop through the one way off it (``service.web.offload.in_background``).
+``destination_of`` is what both read of the URI first: the host to resolve, its port, and the ``Host`` to send.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from identity.common.outbound_uris import Address
 
@@ -29,3 +32,18 @@ def addresses_of(host: str, port: int, *, lookup: Lookup = socket.getaddrinfo) -
         if address not in addresses:
             addresses.append(address)
     return addresses
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """Where a request to a URI goes, before its host is resolved."""
+
+    host: str  # resolved, checked by the rule, and TLS's server name
+    port: int  # the URI's, else its scheme's
+    host_header: str  # the URI's authority without user information: the ``Host`` the request carries
+
+
+def destination_of(uri: str) -> Destination:
+    parts = urlsplit(uri)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return Destination(parts.hostname or "", port, parts.netloc.rpartition("@")[2])

@@ -39,7 +39,7 @@ import httpx
 from identity.common.outbound_uris import Address, OutboundRule, RefusedAddress
 from identity.mail.outbox import PENDING, Claimed, Outbox, Undeliverable
 from identity.tokens.logout_tokens import LogoutPost, LogoutTokens
-from service.outbound.addresses import addresses_of
+from service.outbound.addresses import addresses_of, destination_of
 from service.web.offload import in_background
 
 logger = logging.getLogger(__name__)
@@ -73,14 +73,13 @@ class LogoutPoster:
     async def post(self, logout: LogoutPost) -> int:
         """The answer's status; ``RefusedAddress`` when the host resolves to an address the rule refuses,
         ``TimeoutError`` past the deadline, httpx's errors when there is no answer."""
-        parts = urlsplit(logout.uri)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        destination = destination_of(logout.uri)
+        host = destination.host
         rule = OutboundRule(loopback=self.loopback, internal=logout.internal)
         if self._tls is None:
             self._tls = httpx.create_ssl_context()  # httpx's certificate authorities, as each client would load
         async with asyncio.timeout(self.timeout):
-            address = rule.check_resolved(host, await self._resolve(host, port))
+            address = rule.check_resolved(host, await self._resolve(host, destination.port))
             url = httpx.URL(logout.uri).copy_with(host=str(address))
             async with (
                 # a client per post: a connection verified for one host is never reused for another on its address
@@ -95,7 +94,7 @@ class LogoutPoster:
                     "POST",
                     url,
                     data={"logout_token": logout.token},
-                    headers={"Cache-Control": "no-store", "Host": parts.netloc.rpartition("@")[2]},
+                    headers={"Cache-Control": "no-store", "Host": destination.host_header},
                     extensions={"sni_hostname": host},
                 ) as answer,
             ):

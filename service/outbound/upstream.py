@@ -17,14 +17,14 @@ import base64
 import ssl
 import time
 from collections.abc import Callable, Mapping
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 
 from identity.common.outbound_uris import Address, OutboundRule, RefusedAddress
 from identity.federation.errors import UpstreamUnavailable
 from identity.federation.upstream_http import MAX_ANSWER, Answer
-from service.outbound.addresses import addresses_of
+from service.outbound.addresses import addresses_of, destination_of
 
 Resolve = Callable[[str, int], list[Address]]
 USER_AGENT = "regional-menus-federation"
@@ -61,12 +61,11 @@ class UpstreamRequests:
         return self._send("POST", url, headers, dict(form))
 
     def _send(self, method: str, url: str, headers: dict[str, str], form: dict[str, str] | None) -> Answer:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        destination = destination_of(url)
+        host = destination.host
         deadline = time.monotonic() + self.timeout
         try:
-            address = self.rule.check_resolved(host, self._resolve(host, port))
+            address = self.rule.check_resolved(host, self._resolve(host, destination.port))
         except RefusedAddress as error:
             raise UpstreamUnavailable(
                 "Your organization's provider is at an address this service may not reach.", detail=str(error)
@@ -78,7 +77,7 @@ class UpstreamRequests:
         if self._tls is None:
             self._tls = httpx.create_ssl_context()
         target = httpx.URL(url).copy_with(host=str(address))
-        request_headers = {**headers, "Host": parts.netloc.rpartition("@")[2], "User-Agent": USER_AGENT}
+        request_headers = {**headers, "Host": destination.host_header, "User-Agent": USER_AGENT}
         try:
             with (
                 httpx.Client(

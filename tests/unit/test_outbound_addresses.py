@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from identity.common.outbound_uris import OutboundRule, RefusedAddress
-from service.outbound.addresses import addresses_of
+from service.outbound.addresses import Destination, addresses_of, destination_of
 
 
 def answering(*hosts: str):  # type: ignore[no-untyped-def]
@@ -44,3 +44,9 @@ def test_an_ipv6_zone_is_dropped_so_a_link_local_address_is_judged_and_refused()
 
 def test_the_system_resolver_reads_an_address_literal_as_itself() -> None:
     assert addresses_of("127.0.0.1", 80) == [ipaddress.ip_address("127.0.0.1")]
+
+
+def test_a_destination_is_the_uris_host_its_port_or_its_schemes_and_its_authority_without_user_information() -> None:
+    assert destination_of("https://user:pw@rp.example/logout") == Destination("rp.example", 443, "rp.example")
+    assert destination_of("http://127.0.0.1:8080/bcl") == Destination("127.0.0.1", 8080, "127.0.0.1:8080")
+    assert destination_of("https://[::1]:9443/x") == Destination("::1", 9443, "[::1]:9443")
