@@ -45,7 +45,7 @@ def background_jobs(
         ),
         *([PeriodicJob("sending mail from the outbox", mail_interval, mail)] if mail is not None else []),
         # the event loop's lag, which the admission's bound counts (service/web/admission.py)
-        LoopingJob("watching the event loop's lag", LAG_EVERY, admission.watch_loop),
+        LoopingJob("watching the event loop's lag", LAG_EVERY, admission.watch_loop, interruptible=True),
         # posts at once when woken, and looks every mail interval (service/outbound/backchannel.py)
         LoopingJob("posting logout tokens", mail_interval, logouts.run),
         PeriodicJob("mailing password-reset links", mail_interval, provider.password_reset.deliver),

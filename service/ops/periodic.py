@@ -9,7 +9,9 @@ A job is one of two kinds:
   with ``last_round`` runs one more (the usage counted since the last write).
 - ``LoopingJob``: a coroutine that keeps its own time (the back-channel logout courier, woken early by a
   revocation; the admission's watch of the event loop's lag, which measures how late a timer runs). It runs
-  until the ``stopping`` event it is given is set, and finishes what it has under way before it returns.
+  until the ``stopping`` event it is given is set, and finishes what it has under way before it returns; one
+  that never has anything under way (``interruptible``: the lag's watch, asleep between two looks) is
+  cancelled at shutdown instead, so that stopping a worker never waits out its sleep.
 
 The time a periodic job waits comes from a ``Timer``: the event loop's (``LOOP_TIMER``) in the service, one the
 test moves (``tests/support/clocks.py``) in the tests.
@@ -75,6 +77,7 @@ class LoopingJob:
     name: str
     interval: float  # seconds between two turns when nothing wakes it (what its own loop waits)
     loop: Callable[[asyncio.Event], Awaitable[None]]  # runs until the event is set; finishes what is under way
+    interruptible: bool = False  # nothing is ever under way: cancelled at shutdown rather than awaited
 
     async def run(self, stopping: asyncio.Event, timer: Timer) -> None:
         await self.loop(stopping)
@@ -118,10 +121,16 @@ class RunningJobs:
         self._on_stopped = on_stopped
 
     async def stop(self) -> None:
-        """Tell every job to stop, wait for each (a round under way finishes first), then run the last rounds."""
+        """Tell every job to stop, wait for each (a round under way finishes first; an interruptible job is
+        cancelled), then run the last rounds."""
         self._stopping.set()
-        for task in self.tasks:
-            await task
+        for job, task in zip(self.jobs, self.tasks, strict=True):
+            if isinstance(job, LoopingJob) and job.interruptible:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            else:
+                await task
         for job in self.jobs:
             await job.stop()
         self._on_stopped(self)

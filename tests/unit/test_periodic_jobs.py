@@ -151,6 +151,39 @@ def test_a_looping_job_runs_until_stop_and_is_awaited_before_stop_returns() -> N
     run(scenario)
 
 
+def test_an_interruptible_looping_job_is_cancelled_at_stop_rather_than_waited_out() -> None:
+    """The lag's watch sleeps between two looks: stopping a worker must not wait for that sleep to end (it held
+    every shutdown for up to its interval), and a looping job that is not interruptible is still awaited."""
+    events: list[str] = []
+
+    async def watch(stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            events.append("looked")
+            try:
+                await asyncio.sleep(TIMEOUT * 10)  # far longer than the test's bound
+            except asyncio.CancelledError:
+                events.append("cancelled")
+                raise
+
+    async def courier(stopping: asyncio.Event) -> None:
+        await stopping.wait()
+        events.append("courier finished")
+
+    async def scenario(timer: MovableTimer) -> None:
+        jobs = BackgroundJobs(
+            [LoopingJob("watching", 0.05, watch, interruptible=True), LoopingJob("posting", 2, courier)], timer
+        )
+        running = jobs.start()
+        await asyncio.sleep(0)
+        await running.stop()  # within run()'s bound: the sleep was cancelled, not waited out
+        assert events[0] == "looked"
+        assert sorted(events[1:]) == ["cancelled", "courier finished"]  # the courier awaited, the watch cancelled
+        assert running.tasks[0].cancelled() and running.tasks[1].exception() is None
+        assert jobs.running == ()
+
+    run(scenario)
+
+
 def test_each_lifespan_runs_the_jobs_of_its_own_and_stops_only_those() -> None:
     async def scenario(timer: MovableTimer) -> None:
         rounds = Rounds(timer)
