@@ -7,7 +7,6 @@ database number (``redis_url``).
 
 from __future__ import annotations
 
-import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +21,9 @@ from identity.api_keys.keys import ApiKeyStore
 from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
-from service.ops.logs import SERVICE_LOGGERS
 from service.settings import Settings
 from tests.support.clocks import MovableClock
+from tests.support.command_line import service_loggers_kept
 from tests.support.defaults import POOL
 from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import empty_every_table, throwaway_database
@@ -69,16 +68,11 @@ CURSOR_KEY = b"k" * 32
 
 @pytest.fixture(autouse=True)
 def service_loggers_restored() -> Iterator[None]:
-    """A command run in-process (``CliRunner``) sends the audit logger to standard error and stops its
-    propagation (``service.ops.logs.configure_command``); each test gets the service's loggers back as it found
-    them, so that a later test on the same worker still sees their records (``caplog``)."""
-    loggers = [logging.getLogger(name) for name in SERVICE_LOGGERS]
-    found = [(logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
-    yield
-    for logger, (handlers, level, propagate) in zip(loggers, found, strict=True):
-        logger.handlers[:] = handlers
-        logger.setLevel(level)
-        logger.propagate = propagate
+    """Each test gets the service's loggers back as it found them (``service.ops.logs.configure`` and
+    ``configure_command`` change them), so that a later test on the same worker still sees their records
+    (``caplog``)."""
+    with service_loggers_kept():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -5,18 +5,22 @@ input into one line on stderr and exit status 2, where click alone would print i
 A run costs milliseconds where a new interpreter costs half a second of CPU (its imports), and coverage measures
 the command's lines. What needs a fresh process (the real entry point, ``serve``) stays in tests/system/ with
 ``subprocess``. The test chooses the current folder (``monkeypatch.chdir``): the default database is
-``./var/regional-menus.sqlite3`` of it. Logging set up by a run is undone after each test
-(``service_loggers_restored``, tests/conftest.py).
+``./var/regional-menus.sqlite3`` of it. The logging a run sets up (its audit lines to its standard error) is undone
+as it ends (``service_loggers_kept``), so that a run from a module's fixture leaves the worker's loggers as it found
+them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from click.testing import CliRunner
 
 from service.cli.commands import run
+from service.ops.logs import SERVICE_LOGGERS
 
 
 @dataclass(frozen=True)
@@ -28,9 +32,25 @@ class Ran:
     stderr: str
 
 
+@contextmanager
+def service_loggers_kept() -> Iterator[None]:
+    """The service's loggers (their handlers, level and propagation) as they were before, once the block ends: a
+    command sends the audit logger to its own standard error and stops its propagation
+    (``service.ops.logs.configure_command``), and a later test on the same worker must still see its records."""
+    loggers = [logging.getLogger(name) for name in SERVICE_LOGGERS]
+    found = [(logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
+    try:
+        yield
+    finally:
+        for logger, (handlers, level, propagate) in zip(loggers, found, strict=True):
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
 def command(*args: str, stdin: str = "", env: Mapping[str, str] | None = None) -> Ran:
     """``regional-menus *args`` with ``stdin`` on standard input and ``env`` added to the environment."""
-    with CliRunner().isolation(input=stdin, env=env) as (stdout, stderr, _):
+    with service_loggers_kept(), CliRunner().isolation(input=stdin, env=env) as (stdout, stderr, _):
         try:
             run(list(args))
         except SystemExit as exit_:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -14,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.support.command_line import command
 
 ROOT = Path(__file__).resolve().parents[2]  # the project's root
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # registered for the live service's clients, never fetched
@@ -28,16 +31,12 @@ class LiveService:
     process: subprocess.Popen[bytes] | None = None  # the server (for the tests that signal or kill it)
 
     def cli(self, *args: str, stdin: str | None = None) -> str:
-        """The command line, in the server's folder and environment: on the server's database."""
-        done = subprocess.run(
-            [sys.executable, "-m", "service", *args],
-            cwd=self.workdir,
-            env=self.env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        """The command line, in the server's folder and environment: on the server's database. Run in this process
+        (tests/support/command_line.py: its entry point, its own standard streams and environment), as the server's
+        neighbour would run ``regional-menus``: a new interpreter for each was a second of CPU, a hundred times a
+        run. tests/system/test_cli.py keeps the commands that need a process of their own."""
+        with contextlib.chdir(self.workdir):
+            done = command(*args, stdin=stdin or "", env=self.env)
         if done.returncode != 0:
             raise RuntimeError(done.stderr)
         self.command_errors.append(done.stderr)
@@ -107,13 +106,10 @@ def live_service(
     """``db upgrade``, then ``serve --port PORT *args`` (a free port unless given), until it answers. Outbound URIs
     may reach loopback (``MENUS_OUTBOUND_LOOPBACK``), as in development: the tests' relying parties listen there."""
     environment = {**os.environ, "MENUS_OUTBOUND_LOOPBACK": "on", **(env or {})}
-    subprocess.run(
-        [sys.executable, "-m", "service", "db", "upgrade"],
-        cwd=workdir,
-        env=environment,
-        check=True,
-        capture_output=True,
-    )
+    with contextlib.chdir(workdir):  # in this process, as LiveService.cli runs every command
+        upgraded = command("db", "upgrade", env=environment)
+    if upgraded.returncode != 0:
+        raise RuntimeError(upgraded.stderr)
     port = port or free_port()
     log = (workdir / "server.log").open("w")
     process = subprocess.Popen(
