@@ -65,10 +65,17 @@ def test_the_management_api_passes_every_schemathesis_check(service: LiveService
 
 
 def test_the_management_api_from_outside_with_only_a_token(service: LiveService, token: str, tmp_path: Path) -> None:
-    # Every check but positive_data_acceptance, use_after_free included: revoking a key or an invitation is an action
-    # (`POST …/revoke`) after which the record stays readable; a DELETE (a member, a client) leaves nothing to read.
+    # Every check but positive_data_acceptance and negative_data_rejection, use_after_free included: revoking a key or
+    # an invitation is an action (`POST …/revoke`) after which the record stays readable; a DELETE (a member, a
+    # client) leaves nothing to read. negative_data_rejection (ST201): a body that breaks several fields' maxLength
+    # with characters JSON escapes as twelve bytes can pass the 64 KiB a body may have and be refused for its size
+    # (413, documented) before its fields; ST201 counts only 400-like answers as refusals, and from outside it cannot
+    # be told otherwise per operation. Our own run above keeps the check, with 413 allowed where a body is taken.
     output = run_schemathesis_as_an_outsider(
-        f"{service.url}/management/v1/openapi.json", tmp_path, f"Authorization: Bearer {token}"
+        f"{service.url}/management/v1/openapi.json",
+        tmp_path,
+        f"Authorization: Bearer {token}",
+        also_excluded=("negative_data_rejection",),
     )
     assert "FAILURES" not in output and re.search(r"No issues found|\d+ warnings? in", output), output[-8000:]
     assert "via `$request." not in output, output[-8000:]
