@@ -143,9 +143,12 @@ class Dispatcher:
             elif message["type"] == "lifespan.shutdown":
                 if running is not None:
                     await running.stop()  # a purge or a flush under way finishes first; then the last flush
-                if self.on_shutdown is not None:
-                    await self.on_shutdown()
-                self.engine.dispose()
+                if not self.background.running:
+                    # The app's last lifespan: a server runs one, but an app may run several at once (the tests'
+                    # browsers on one app), and another's jobs may be using a connection the pool would drop.
+                    if self.on_shutdown is not None:
+                        await self.on_shutdown()
+                    self.engine.dispose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

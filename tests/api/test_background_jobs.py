@@ -67,3 +67,20 @@ def test_the_lifespan_starts_every_job_and_its_shutdown_ends_them_all(
         assert task.done()
         assert task.cancelled() if task.get_name() in interruptible else task.exception() is None
     assert app.background.running == ()
+
+
+def test_the_engine_is_disposed_when_the_apps_last_lifespan_ends_not_before(
+    settings: Settings, engine: Engine, catalog: Catalog
+) -> None:
+    """Two lifespans on one app (two browsers of a test): the first to end must not drop the pool under the other,
+    whose jobs and requests may hold a connection (it was then closed by the garbage collector, unclosed)."""
+    app = create_app(settings, catalog=catalog)
+    with TestClient(app) as first:
+        with TestClient(app) as second:
+            assert second.get("/v1/menus/regions").status_code == 401  # the app answers on its pool
+            pool = app.engine.pool
+        assert app.background.running != ()
+        assert app.engine.pool is pool  # the first lifespan still runs: its pool is kept
+        assert first.get("/v1/menus/regions").status_code == 401
+    assert app.background.running == ()
+    assert app.engine.pool is not pool  # the last one's end disposed it
