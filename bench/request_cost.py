@@ -1,6 +1,7 @@
-"""CPU time per identity request (introspection, or a client_credentials token) through the whole ASGI app, in process.
+"""CPU time per identity request (introspection, a client_credentials token, or the JWKS) through the whole ASGI app,
+in process.
 
-    python -m bench.request_cost [--endpoint introspect|token] [--requests 2000] [--rounds 7] [--together 1]
+    python -m bench.request_cost [--endpoint introspect|token|jwks] [--requests 2000] [--rounds 7] [--together 1]
                                  [--profile [--top 25] [--dump FILE]]
 
 The app is ``create_app`` over a fresh SQLite database in a temporary folder (the benchmark's setting), with one
@@ -8,7 +9,9 @@ The app is ``create_app`` over a fresh SQLite database in a temporary folder (th
 loop (no server, no HTTP client), one request after another (``--together N``: N at a time, as the benchmark's 16
 connections keep them coming, so that the worker threads run several in a row), each the same form wrk sends
 (``token=…`` to ``/oauth2/introspect``, ``grant_type=client_credentials&scope=members%3Aread`` to
-``/oauth2/token``). Reported per request, the median of ``--rounds`` rounds:
+``/oauth2/token``; ``GET /jwks`` without a body, answered by the edge from memory). Logging is not set up here, so
+no access line is written (``serve`` writes one per request). Reported per request, the median of ``--rounds``
+rounds:
 
 - **event loop CPU**: ``time.thread_time()`` of the loop's thread: what a worker's one core spends on the request
   outside the handler's worker thread (routing, Connexion's middlewares, validation, the handler's coroutine);
@@ -106,24 +109,26 @@ class Figures:
 class Driver:
     """Sends one form to one path of ``app`` again and again, as raw ASGI calls."""
 
-    def __init__(self, app: Any, path: str, body: bytes, authorization: str) -> None:
+    def __init__(self, app: Any, path: str, body: bytes, authorization: str, method: str = "POST") -> None:
         self.app = app
+        headers = [(b"host", HOST.encode())]
+        if method == "POST":
+            headers += [
+                (b"authorization", authorization.encode()),
+                (b"content-type", b"application/x-www-form-urlencoded"),
+                (b"content-length", str(len(body)).encode()),
+            ]
         self.scope = {
             "type": "http",
             "asgi": {"version": "3.0"},
             "http_version": "1.1",
-            "method": "POST",
+            "method": method,
             "scheme": "http",
             "path": path,
             "raw_path": path.encode(),
             "query_string": b"",
             "root_path": "",
-            "headers": [
-                (b"host", HOST.encode()),
-                (b"authorization", authorization.encode()),
-                (b"content-type", b"application/x-www-form-urlencoded"),
-                (b"content-length", str(len(body)).encode()),
-            ],
+            "headers": headers,
             "client": ("127.0.0.1", 50000),
             "server": ("127.0.0.1", 8000),
         }
@@ -191,6 +196,8 @@ def _setup(folder: Path) -> tuple[Any, str]:
 
 
 async def _driver(app: Any, authorization: str, endpoint: str) -> Driver:
+    if endpoint == "jwks":
+        return Driver(app, "/jwks", b"", authorization, method="GET")
     if endpoint == "token":
         return Driver(app, "/oauth2/token", TOKEN_FORM, authorization)
     minting = Driver(app, "/oauth2/token", TOKEN_FORM, authorization)
@@ -231,7 +238,7 @@ def _print_profile(stats: pstats.Stats, requests: int, top: int, out: Callable[[
 
 def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.request_cost", description=__doc__.splitlines()[0])
-    parser.add_argument("--endpoint", choices=["introspect", "token"], default="introspect")
+    parser.add_argument("--endpoint", choices=["introspect", "token", "jwks"], default="introspect")
     parser.add_argument("--requests", type=int, default=2_000, help="requests per round")
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds (the median is reported)")
     parser.add_argument(
@@ -264,7 +271,8 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> N
     if set(driver.statuses) != {200}:
         raise SystemExit(f"not every answer was 200: {driver.statuses}; last: {driver.last[:300]!r}")
     at_once = "one at a time" if args.together == 1 else f"{args.together} at a time"
-    out(f"POST {driver.scope['path']}: {args.rounds} rounds of {args.requests:,} requests, {at_once}")
+    request = f"{driver.scope['method']} {driver.scope['path']}"
+    out(f"{request}: {args.rounds} rounds of {args.requests:,} requests, {at_once}")
     out(f"{'µs per request':<22}{'median':>9}{'min':>9}{'max':>9}")
     for label, pick in (
         ("event loop CPU", lambda f: f.loop_us),

@@ -16,3 +16,12 @@ def test_request_cost_answers_every_request_and_profiles_each_layer(endpoint: st
     text = "\n".join(lines)
     assert "event loop CPU" in text and "process CPU" in text
     assert "request validation operation (ours)" in text and f"handler: {endpoint}" in text
+
+
+def test_request_cost_measures_the_jwks_answered_at_the_edge() -> None:
+    lines: list[str] = []
+    request_cost.main(["--endpoint", "jwks", "--requests", "8", "--rounds", "1", "--profile"], out=lines.append)
+    text = "\n".join(lines)
+    assert text.startswith("GET /jwks:")  # every answer was 200 (else it exits)
+    assert "edge (observer, admission, steps)" in text
+    assert "ConnexionMiddleware" not in text  # answered from memory, before the identity API's app
