@@ -16,20 +16,8 @@ from tests.support.clocks import MovableClock
 
 
 @pytest.fixture
-def clock() -> MovableClock:
-    clock = MovableClock()
-    clock.hold()
-    return clock
-
-
-@pytest.fixture
-def journal(engine: Engine, clock: MovableClock) -> Trail:
-    return Trail(engine, b"k" * 32, clock)
-
-
-@pytest.fixture
-def keys(engine: Engine, journal: Trail) -> OrganizationKeys:
-    return OrganizationKeys(ApiKeyStore(engine), journal, b"c" * 32)
+def keys(engine: Engine, held_journal: Trail) -> OrganizationKeys:
+    return OrganizationKeys(ApiKeyStore(engine), held_journal, b"c" * 32)
 
 
 @pytest.fixture
@@ -38,14 +26,14 @@ def admin(engine: Engine) -> Actor:
 
 
 def test_a_key_is_shown_once_authenticates_and_is_its_organizations_alone(
-    keys: OrganizationKeys, admin: Actor, engine: Engine, journal: Trail
+    keys: OrganizationKeys, admin: Actor, engine: Engine, held_journal: Trail
 ) -> None:
     record, key = keys.create(admin, "partner")
     assert ApiKeyStore(engine).authenticate(key) == record.id and key not in str(as_dict(record))
     assert keys.get(admin.org_id, record.id).name == "partner"
     with pytest.raises(rules.Unknown):
         keys.get(OrganizationStore(engine).create("Rival").id, record.id)
-    assert [e.kind for e in journal.page(admin.org_id).entries] == [trail.API_KEY_CREATED]
+    assert [e.kind for e in held_journal.page(admin.org_id).entries] == [trail.API_KEY_CREATED]
 
 
 def test_members_neither_create_nor_revoke_keys(keys: OrganizationKeys, admin: Actor) -> None:
@@ -58,23 +46,23 @@ def test_members_neither_create_nor_revoke_keys(keys: OrganizationKeys, admin: A
 
 
 def test_a_revoked_key_stops_working_and_revoking_again_writes_no_second_entry(
-    keys: OrganizationKeys, admin: Actor, engine: Engine, journal: Trail
+    keys: OrganizationKeys, admin: Actor, engine: Engine, held_journal: Trail
 ) -> None:
     record, key = keys.create(admin, "partner")
     assert keys.revoke(admin, record.id).revoked_at is not None
     keys.revoke(admin, record.id)
     assert ApiKeyStore(engine).authenticate(key) is None
-    kinds = [e.kind for e in journal.page(admin.org_id).entries]
+    kinds = [e.kind for e in held_journal.page(admin.org_id).entries]
     assert kinds.count(trail.API_KEY_REVOKED) == 1
 
 
 def test_keys_are_paged_oldest_first_revoked_ones_included(
-    keys: OrganizationKeys, admin: Actor, clock: MovableClock
+    keys: OrganizationKeys, admin: Actor, held_clock: MovableClock
 ) -> None:
     made = []
     for name in ("one", "two", "three"):
         made.append(keys.create(admin, name)[0].id)
-        clock.advance(1)
+        held_clock.advance(1)
     keys.revoke(admin, made[0])
     first = keys.page(admin.org_id, limit=2)
     assert [k.id for k in first.keys] == made[:2] and first.total == 3 and first.next_cursor
