@@ -346,11 +346,26 @@ class ClientStore:
         self._forget(client_id)  # the old secret stops working at once here (elsewhere: AccessTokenStore.record)
         return secret
 
-    def delete(self, client_id: str, *, connection: Connection | None = None) -> None:
-        """Delete the client and, in the same transaction, revoke every token issued to it. ``connection``: in the
-        caller's ``transaction``, else in one of its own."""
+    def delete(
+        self,
+        client_id: str,
+        *,
+        expected: str | None = None,
+        tag_of: Callable[[Client], str] | None = None,
+        connection: Connection | None = None,
+    ) -> None:
+        """Delete the client and, in the same transaction, revoke every token issued to it. ``expected``: only while
+        ``tag_of`` the client, read under the delete's lock, is that (``StaleClient`` else: a change that landed
+        after the caller's read is never deleted unseen). ``connection``: in the caller's ``transaction``, else in
+        one of its own."""
         at = self._clock.now()
         with self._within(connection) as writer:
+            if expected is not None and tag_of is not None:
+                row = writer.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
+                if row is None:
+                    raise UnknownRecord(client_id)
+                if tag_of(client_of(row)) != expected:
+                    raise StaleClient(client_id)
             if writer.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
                 raise UnknownRecord(client_id)
             token_tables.revoke_client(writer, client_id, at)

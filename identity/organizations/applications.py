@@ -274,10 +274,13 @@ class Applications:
             raise rules.Conflict(
                 "A client cannot delete itself with its own token: an owner deletes it in the console."
             )
-        if expected is not None and expected != tag(client):
-            raise rules.Stale("The application changed since it was read; read it again and retry.")
-        with self._clients.transaction() as connection:
-            self._clients.delete(client_id, connection=connection)
-            written = self._trail.record(connection, actor, trail.CLIENT_DELETED, client_id, name=client.name)
+        try:
+            with self._clients.transaction() as connection:
+                self._clients.delete(client_id, expected=expected, tag_of=tag, connection=connection)
+                written = self._trail.record(connection, actor, trail.CLIENT_DELETED, client_id, name=client.name)
+        except StaleClient:
+            raise rules.Stale("The application changed since it was read; read it again and retry.") from None
+        except UnknownRecord:
+            raise rules.Unknown("The organization has no application with this client id.") from None
         self._clients.changed(client_id)
         trail.logged(written)

@@ -4,10 +4,12 @@ version a change was read at, the secret's rotation and the management scopes on
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from identity.accounts.organizations import OrganizationStore
 from identity.clients.registry import ClientStore
@@ -89,6 +91,40 @@ def test_a_change_read_at_an_earlier_version_is_stale(org: Org) -> None:
     org.apps.delete(org.owner, client.id, expected=tag(changed))
     with pytest.raises(rules.Unknown):
         org.apps.get(org.id, client.id)
+
+
+class ChangedJustBeforeTheDelete(ClientStore):
+    """A clients' store on which another member's change commits between a delete's read and its transaction."""
+
+    def __init__(self, engine: Engine, clock: MovableClock) -> None:
+        super().__init__(engine, clock)
+        self.change_first: str | None = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        changed, self.change_first = self.change_first, None
+        if changed is not None:
+            self.update(changed, name="Renamed meanwhile")
+        with super().transaction() as connection:
+            yield connection
+
+
+def test_a_delete_checks_the_version_under_its_own_lock_not_only_at_its_read(engine: Engine) -> None:
+    org = Org(engine)
+    clients = ChangedJustBeforeTheDelete(engine, org.clock)
+    apps = Applications(
+        clients, Trail(engine, b"k" * 32, org.clock), b"c" * 32, public_clients=False,
+        secret_grace=timedelta(hours=1), clock=org.clock,
+    )  # fmt: skip
+    client, _ = apps.register(org.owner, WEB)
+    clients.change_first = client.id
+    with pytest.raises(rules.Stale):
+        apps.delete(org.owner, client.id, expected=tag(client))
+    kept = apps.get(org.id, client.id)
+    assert kept.name == "Renamed meanwhile"
+    apps.delete(org.owner, client.id, expected=tag(kept))
+    with pytest.raises(rules.Unknown):
+        apps.get(org.id, client.id)
 
 
 def test_a_rotated_secret_is_new_and_shown_once(org: Org) -> None:
