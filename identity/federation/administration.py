@@ -143,7 +143,9 @@ class ConnectionAdministration:
 
         since = existing.updated_at if expected is not None and existing is not None else None
         try:
-            saved = self.connections.save(actor.org_id, form, within=entry, unchanged_since=since)
+            saved = self.connections.save(
+                actor.org_id, form, within=entry, unchanged_since=since, first=existing is None
+            )
         except ConnectionChanged:
             raise rules.Stale("The connection changed since it was read; read it again and retry.") from None
         except FederationError as error:

@@ -178,10 +178,13 @@ class ConnectionStore:
         within: Within | None = None,
         *,
         unchanged_since: datetime | None = None,
+        first: bool = False,
     ) -> Connection:
         """Register or change the organization's connection, with its provider discovered now; ``within`` runs in
         the transaction of the change. ``unchanged_since``: the connection's ``updated_at`` as read; the change is
-        made only while it still is, in the one statement that makes it (``ConnectionChanged`` else)."""
+        made only while it still is, in the one statement that makes it (``ConnectionChanged`` else). ``first``:
+        only while the organization has none, in that same statement (``ConnectionChanged`` when another
+        registration landed after the caller's read)."""
         client_id = _check_credential(form.client_id.strip(), "client id", MAX_CLIENT_ID)
         if form.default_role not in ROLES:
             raise InvalidInput(f"the default role must be one of {', '.join(ROLES)}")
@@ -211,10 +214,13 @@ class ConnectionStore:
         unchanged = None if unchanged_since is None else table.c.updated_at == unchanged_since
         with self._engine.begin() as connection:
             insert = dialect_insert(connection.dialect.name)(table)
+            inserted = insert.values(org_id=org_id, created_at=at, **values)
             written = connection.execute(
-                insert.values(org_id=org_id, created_at=at, **values)
-                .on_conflict_do_update(index_elements=["org_id"], set_=values, where=unchanged)
-                .returning(table.c.org_id)
+                (
+                    inserted.on_conflict_do_nothing(index_elements=["org_id"])
+                    if first
+                    else inserted.on_conflict_do_update(index_elements=["org_id"], set_=values, where=unchanged)
+                ).returning(table.c.org_id)
             ).first()
             if written is None:  # no row back: the condition did not hold
                 raise ConnectionChanged(org_id)

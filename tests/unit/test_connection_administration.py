@@ -13,6 +13,7 @@ from identity.common.outbound_uris import OutboundRule
 from identity.federation.administration import MAX_DOMAINS, ConnectionAdministration, Endpoints, tag
 from identity.federation.connections import ConnectionForm, ConnectionStore
 from identity.federation.domains import DomainClaims
+from identity.federation.provider_metadata import ProviderMetadata
 from identity.keys.sealing import Sealer, new_key
 from identity.organizations import rules, trail
 from identity.organizations.actors import Actor
@@ -44,12 +45,12 @@ def journal(engine: Engine) -> Trail:
 @pytest.fixture
 def admin(engine: Engine, upstream: FakeUpstream, journal: Trail) -> ConnectionAdministration:
     store = ConnectionStore(engine, Sealer([new_key()]), upstream, OutboundRule(), MovableClock())
-
-    def endpoints(org: str) -> Endpoints:
-        base = f"https://id.menus.example/federation/{org}"
-        return Endpoints(f"{base}/callback", f"{base}/backchannel-logout", f"{base}/signed-out", f"{base}/test")
-
     return ConnectionAdministration(store, DomainClaims(engine), journal, upstream, endpoints)
+
+
+def endpoints(org: str) -> Endpoints:
+    base = f"https://id.menus.example/federation/{org}"
+    return Endpoints(f"{base}/callback", f"{base}/backchannel-logout", f"{base}/signed-out", f"{base}/test")
 
 
 def owner(org_id: str) -> Actor:
@@ -125,6 +126,32 @@ def test_a_stale_tag_is_refused_and_writes_nothing(
         admin.delete(owner(org_id), expected='"stale"')
     assert admin.current(owner(org_id)).connection == first
     assert kinds(journal, org_id) == [trail.CONNECTION_CREATED]
+
+
+class RegisteredMeanwhile(ConnectionStore):
+    """A connections' store on which another owner's first registration commits after a save read that there was
+    none, while the save discovers its provider."""
+
+    racing: ConnectionForm | None = None
+
+    def discover(self, org_id: str, issuer: str) -> ProviderMetadata:
+        theirs, self.racing = self.racing, None
+        if theirs is not None:
+            self.save(org_id, theirs)
+        return super().discover(org_id, issuer)
+
+
+def test_a_first_registration_never_replaces_one_that_landed_after_its_read(
+    engine: Engine, upstream: FakeUpstream, org_id: str, journal: Trail
+) -> None:
+    store = RegisteredMeanwhile(engine, Sealer([new_key()]), upstream, OutboundRule(), MovableClock())
+    admin = ConnectionAdministration(store, DomainClaims(engine), journal, upstream, endpoints)
+    store.racing = form(upstream, client_id="theirs")
+    with pytest.raises(rules.Stale):
+        admin.save(owner(org_id), form(upstream, client_id="mine"))
+    kept = admin.current(owner(org_id)).connection
+    assert kept is not None and kept.client_id == "theirs"
+    assert kinds(journal, org_id) == []  # the refused registration wrote nothing
 
 
 def test_the_domains_it_covers_are_claimed_ones_normalized_and_bounded(
