@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,11 +12,14 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
 from identity.api_keys.keys import ApiKeyStore, hash_key
 from service.database.db import make_engine, metadata
 from service.database.schema import (
+    VERSION_TABLE,
     SchemaOutOfDate,
     alembic_config,
     current,
@@ -49,6 +52,53 @@ def test_migrations_build_exactly_the_tables_the_code_defines(empty_engine: sa.E
     with empty_engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), metadata)
     assert differences == [], "a table changed without a migration: run `alembic revision --autogenerate`"
+
+
+def schema_of(engine: sa.Engine) -> dict[str, object]:
+    """Every table but Alembic's, with its columns, primary key, foreign keys, indexes and unique constraints."""
+    inspector = sa.inspect(engine)
+    return {
+        table: (
+            sorted(
+                (column["name"], str(column["type"]), column["nullable"]) for column in inspector.get_columns(table)
+            ),
+            inspector.get_pk_constraint(table)["constrained_columns"],
+            sorted(
+                (tuple(key["constrained_columns"]), key["referred_table"], tuple(key["referred_columns"]))
+                for key in inspector.get_foreign_keys(table)
+            ),
+            sorted(
+                (str(index["name"]), tuple(map(str, index["column_names"])), bool(index["unique"]))
+                for index in inspector.get_indexes(table)
+            ),  # fmt: skip
+            sorted(tuple(unique["column_names"]) for unique in inspector.get_unique_constraints(table)),
+        )
+        for table in inspector.get_table_names()
+        if table != VERSION_TABLE
+    }
+
+
+def test_each_migrations_downgrade_undoes_it_exactly(empty_engine: sa.Engine) -> None:
+    """Up one revision, down one, up again, from the first to the head: each downgrade gives back the schema the
+    revision before it had (an operator's way back after a bad release, ``alembic downgrade -1``)."""
+    config = alembic_config()
+    revisions = [script.revision for script in ScriptDirectory.from_config(config).walk_revisions()][::-1]
+
+    def migrate(step: Callable[[Config, str], None], target: str) -> None:
+        with empty_engine.begin() as connection:
+            config.attributes["connection"] = connection
+            step(config, target)
+
+    before = schema_of(empty_engine)
+    assert len(revisions) >= 14 and before == {}
+    for revision in revisions:
+        migrate(command.upgrade, revision)
+        after = schema_of(empty_engine)
+        migrate(command.downgrade, "-1")
+        assert schema_of(empty_engine) == before, f"the downgrade of {revision} left another schema"
+        migrate(command.upgrade, revision)
+        before = after
+    assert current(empty_engine) == head()
 
 
 def test_a_database_without_the_schema_is_refused_until_upgraded(empty_engine: sa.Engine) -> None:
