@@ -3,9 +3,9 @@
 Where organizations sign their members in with their own providers (identity/federation/), the page asks for the
 email first (home-realm discovery, ``HomeRealm``): an address in a claimed domain goes to its organization's
 provider, every other address gets the password form; the email step is throttled per network (never per email).
-``login_hint`` and ``domain_hint`` skip the question, and count as that step: past the network's bound a hint routes
-nowhere, and the page is shown as for an address of no claimed domain. The right password of a member of an
-organization that requires its provider sends them there, with no session.
+``login_hint`` and ``domain_hint`` skip the question, without the email step's bound (docs/identity.md says why:
+a bound there could be spent by anyone on an office's network against its members). The right password of a member
+of an organization that requires its provider sends them there, with no session.
 """
 
 from __future__ import annotations
@@ -53,23 +53,12 @@ class SignInPage:
         hint = interaction.request.login_hint or ""
         if self.home_realm is not None:
             domain = interaction.request.domain_hint
-            if (hint or domain) and self._may_discover(browser):
-                routed = self.home_realm.route(interaction, email=hint or None, domain=domain)
-                if routed is not None:  # login_hint or domain_hint: no question asked
-                    return routed
+            routed = self.home_realm.route(interaction, email=hint or None, domain=domain) if hint or domain else None
+            if routed is not None:  # login_hint or domain_hint: no question asked
+                return routed
             if not hint and self.home_realm.asks_email_first():
                 return Outcome(page=self._page(interaction, client, email="", email_first=True))
         return Outcome(page=self._page(interaction, client, email=hint))
-
-    def _may_discover(self, browser: Browser) -> bool:
-        """A hint asks which provider a domain goes to, as the email step does, on the same bound per network:
-        otherwise authorization requests with a hint each would ask it unbounded. Past the bound the page is shown
-        as without the hint's route: it tells nothing, and it locks no one out (the password form stays)."""
-        try:
-            self.throttle.discovering(browser.address)
-        except Throttled:
-            return False
-        return True
 
     def post(self, pairs: Sequence[tuple[str, str]], browser: Browser) -> Outcome:
         form = Form.parse(pairs)
