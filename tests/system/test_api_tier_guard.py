@@ -116,7 +116,8 @@ def test_the_api_tiers_conftest_fails_a_test_that_starts_a_process_or_a_server(t
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-rA", str(api)],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # COLUMNS: the summary's lines whole; pytest cuts them to the terminal's width (80 without one) unless CI is set
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400"},
         capture_output=True,
         text=True,
         timeout=120,
