@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The total branch coverage of the whole suite with its subprocesses, as last measured (docs/testing.md), less a
 # little for the runs that differ by chance (a retry, a timing branch): raise it when coverage rises.
-FLOOR = 89.0
+FLOOR = 90.5
 # The total branch coverage of the unit tests alone, as CI measures it in every run (docs/testing.md), less a point:
 # raise it to the figure CI prints, less that point, when coverage rises. Every product module is imported while
 # the collection is measured (tests/support/unit_coverage.py); CI's figure is still about 0.9 of a point under the
