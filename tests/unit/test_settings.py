@@ -207,6 +207,23 @@ def test_the_smtp_url_keeps_its_credentials_percent_decoded_and_its_default_port
 
 
 @pytest.mark.parametrize(
+    ("url", "loopback"),
+    [
+        ("smtp://localhost:1025", True),
+        ("smtp://127.0.0.1:1025", True),
+        ("smtp://[::1]:1025", True),
+        ("smtp://10.0.0.25", False),
+        ("smtp://mail.example.com", False),
+        ("smtp://localhost.example.com", False),
+    ],
+)
+def test_only_a_loopback_smtp_server_may_be_spoken_to_in_the_clear(url: str, loopback: bool) -> None:
+    """The transport refuses a server off loopback that offers no STARTTLS (service/mail/transports.py): a name is
+    loopback only when it is ``localhost`` or a loopback address, never by resolving it."""
+    assert SmtpServer.parse(url).loopback is loopback
+
+
+@pytest.mark.parametrize(
     ("name", "value"),
     [
         ("MENUS_SMTP_URL", "http://mail.example.com"),
