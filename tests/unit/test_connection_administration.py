@@ -21,6 +21,8 @@ from identity.organizations.trail import Trail
 from tests.support.clocks import MovableClock
 from tests.support.upstream_fake import FakeUpstream, _json
 
+ON_BOTH_ENGINES = True  # each engine's INSERT … ON CONFLICT, and a lost update refused on both
+
 CURSOR_KEY = b"k" * 32
 
 

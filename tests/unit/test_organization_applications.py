@@ -20,6 +20,8 @@ from identity.organizations.applications import Applications, Changes, Registrat
 from identity.organizations.trail import Trail
 from tests.support.clocks import MovableClock
 
+ON_BOTH_ENGINES = True  # a version compared under each engine's lock (FOR UPDATE; SQLite's writer)
+
 WEB = Registration("Menus app", "client_secret_basic", ["https://app.corp.example/cb"], scopes=["openid", "email"])
 
 
