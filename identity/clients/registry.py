@@ -262,14 +262,7 @@ class ClientStore:
         ``UnknownRecord``); ``expected``: only while ``tag_of`` the client read is that (``StaleClient`` else).
         ``connection``: in the caller's ``transaction``, else in one of its own."""
         with self._within(connection) as writer:
-            row = writer.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
-            if row is None:
-                raise UnknownRecord(client_id)
-            client = client_of(row)
-            if org_id is not None and client.org_id != org_id:
-                raise UnknownRecord(client_id)
-            if expected is not None and tag_of is not None and tag_of(client) != expected:
-                raise StaleClient(client_id)
+            client = _locked(writer, client_id, org_id=org_id, expected=expected, tag_of=tag_of)
             changes = changes_of(
                 client,
                 self._outbound,
@@ -360,12 +353,8 @@ class ClientStore:
         one of its own."""
         at = self._clock.now()
         with self._within(connection) as writer:
-            if expected is not None and tag_of is not None:
-                row = writer.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
-                if row is None:
-                    raise UnknownRecord(client_id)
-                if tag_of(client_of(row)) != expected:
-                    raise StaleClient(client_id)
+            if expected is not None:
+                _locked(writer, client_id, expected=expected, tag_of=tag_of)
             if writer.execute(clients.delete().where(clients.c.id == client_id)).rowcount == 0:
                 raise UnknownRecord(client_id)
             token_tables.revoke_client(writer, client_id, at)
@@ -375,3 +364,25 @@ class ClientStore:
 # Built once: every token request looks its client up, and building a statement costs more than running it.
 _BY_ID = sa.select(clients).where(clients.c.id == sa.bindparam("client_id"))
 _WEB_ORIGINS = sa.select(clients.c.web_origins).where(clients.c.auth_method == PUBLIC)
+
+
+def _locked(
+    writer: Connection,
+    client_id: str,
+    *,
+    org_id: str | None = None,
+    expected: str | None = None,
+    tag_of: Callable[[Client], str] | None = None,
+) -> Client:
+    """The client, read under the change's lock (``FOR UPDATE``; SQLite's writer): ``UnknownRecord`` when there is
+    none (or it is not ``org_id``'s), ``StaleClient`` when ``tag_of`` it is not ``expected`` (the version its
+    change was read at)."""
+    row = writer.execute(_BY_ID.with_for_update(), {"client_id": client_id}).first()
+    if row is None:
+        raise UnknownRecord(client_id)
+    client = client_of(row)
+    if org_id is not None and client.org_id != org_id:
+        raise UnknownRecord(client_id)
+    if expected is not None and tag_of is not None and tag_of(client) != expected:
+        raise StaleClient(client_id)
+    return client
