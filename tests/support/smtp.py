@@ -12,6 +12,7 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
+from service.settings import SmtpServer as TransportServer
 from tests.support.live import free_port
 
 
@@ -67,3 +68,9 @@ def smtp_server(*, running: bool = True) -> Iterator[SmtpServer]:
         yield server
     finally:
         server.stop()
+
+
+class OffLoopback(TransportServer):
+    """The transport's settings for a server the test runs, as if it were across a network: never in the clear."""
+
+    loopback = False

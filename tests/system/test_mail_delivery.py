@@ -31,7 +31,7 @@ from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import EMAIL, Registered
 from tests.support.identity_pages import SIGN_UP, authorize, submit, to_page
 from tests.support.live import free_port
-from tests.support.smtp import Inbox, SmtpServer, smtp_server
+from tests.support.smtp import Inbox, OffLoopback, SmtpServer, smtp_server
 from tests.support.waiting import eventually
 
 FAST = {"mail_poll_interval": 0.1, "mail_first_retry": 0.3, "mail_longest_retry": 0.3}
@@ -130,10 +130,6 @@ def test_with_a_mail_folder_mail_is_written_as_eml_files_there(
     assert not list(folder.glob("*.part"))
 
 
-class _Remote(TransportServer):
-    loopback = False  # the server the test runs, as if it were across a network
-
-
 class ShuttingDown(Inbox):
     """A server that accepts the mail, then answers QUIT 421: it is going away (as aiosmtpd's own stop can)."""
 
@@ -158,7 +154,7 @@ def test_a_mail_the_server_accepted_is_sent_whatever_quit_meets_after() -> None:
 
 def test_smtp_off_loopback_without_starttls_is_never_sent_in_the_clear(smtp: SmtpServer) -> None:
     """RFC 3207 §4: a server that offers no STARTTLS is refused off loopback; the mail stays in the outbox."""
-    server = _Remote("127.0.0.1", smtp.port, implicit_tls=False, username=None, password=None)
+    server = OffLoopback("127.0.0.1", smtp.port, implicit_tls=False, username=None, password=None)
     transport = SmtpTransport(server, Letters("menus@example.com").compose, timeout=5)
     with pytest.raises(ConnectionError, match="offers no STARTTLS"):
         transport(Claimed("mail_1", Mail("account_exists", EMAIL, {}), 1, "token"))

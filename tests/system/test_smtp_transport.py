@@ -23,13 +23,9 @@ from service.settings import SmtpServer
 from tests.support.identity_fixtures import EMAIL
 from tests.support.live import free_port
 from tests.support.nginx import self_signed
-from tests.support.smtp import Inbox
+from tests.support.smtp import Inbox, OffLoopback
 
 MAIL = Claimed("mail_1", Mail("account_exists", EMAIL, {}), 1, "token")
-
-
-class Remote(SmtpServer):
-    loopback = False  # the server the test runs, as if it were across a network: never in the clear
 
 
 class Recorded(Inbox):
@@ -95,7 +91,7 @@ def running(handler: Any, **options: Any) -> Iterator[int]:
 
 
 def transport(port: int, *, implicit_tls: bool = False, login: bool = False, tls: ssl.SSLContext | None = None,
-              server: type[SmtpServer] = Remote) -> SmtpTransport:  # fmt: skip
+              server: type[SmtpServer] = OffLoopback) -> SmtpTransport:  # fmt: skip
     at = server("127.0.0.1", port, implicit_tls=implicit_tls, username="menus" if login else None,
                 password="s3cret" if login else None)  # fmt: skip
     return SmtpTransport(at, Letters("menus@example.com").compose, timeout=5, tls=tls)
