@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import os
 import shutil
 import statistics
@@ -33,7 +34,7 @@ from bench.load import wrk
 from bench.servers import Server, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-CLIENT, SECRET = "bench-peer", "bench-peer-secret-0123456789abcdef"
+CLIENT = "bench-peer"  # the peer's one client, as `--only identity-peer` registers it (bench/__main__.py)
 ANSWER = {
     "active": True,
     "client_id": CLIENT,
@@ -97,39 +98,37 @@ def main(argv: list[str] | None = None) -> int:
     if node is None or not (ROOT / "node_modules" / "oidc-provider").is_dir():
         print("needs node and `npm ci` (oidc-provider in node_modules)", file=sys.stderr)
         return 2
-    from bench.__main__ import _client_credentials_token
+    from bench.__main__ import PEER_SECRET, _client_credentials_token
 
-    basic = {"Authorization": "Basic " + base64.b64encode(f"{CLIENT}:{SECRET}".encode()).decode()}
+    basic = {"Authorization": "Basic " + base64.b64encode(f"{CLIENT}:{PEER_SECRET}".encode()).decode()}
     sides = {
         "Connexion 3.3 as shipped, constant answer": (_uvicorn("connexion_as_shipped", port := free_port()), port,
                                                       "/jwks"),
         "a bare Starlette route, constant answer": (_uvicorn("starlette_route", port := free_port()), port, "/ready"),
         "node-oidc-provider, a live opaque token": (["taskset", "-c", "0", node, str(ROOT / "bench" / "oidc_peer.mjs"),
-                                                    str(port := free_port()), CLIENT, SECRET], port, "/jwks"),
+                                                    str(port := free_port()), CLIENT, PEER_SECRET], port, "/jwks"),
     }  # fmt: skip
     rates: dict[str, list[float]] = {name: [] for name in sides}
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, contextlib.ExitStack() as started:
         env = {**os.environ, "NODE_ENV": "production", "PYTHONPATH": str(ROOT)}
-        servers = {name: Server(name.split(",")[0].replace(" ", "-"), command, port, env, Path(scratch), ready)
-                   for name, (command, port, ready) in sides.items()}  # fmt: skip
-        for server in servers.values():
-            server.__enter__()
-        try:
-            peer = servers["node-oidc-provider, a live opaque token"]
-            body = "grant_type=client_credentials&scope=members%3Aread&resource=urn%3Abench%3Aopaque"
-            token = _client_credentials_token(peer.url, basic, body)
-            for repeat in range(args.repeats + 1):  # the first round warms each up
-                for name, server in servers.items():
-                    run = wrk(server.url + "/oauth2/introspect", seconds=args.seconds if repeat else 1.0,
-                              connections=16, threads=2, headers=basic, script="post.lua",
-                              script_args=[f"token={token}"], cpus="1")  # fmt: skip
-                    if run.errors:
-                        raise RuntimeError(f"{name}: {run.errors} errors in {run.requests} requests")
-                    if repeat:
-                        rates[name].append(run.requests_per_second)
-        finally:
-            for server in servers.values():
-                server.__exit__()
+        servers = {
+            name: started.enter_context(
+                Server(name.split(",")[0].replace(" ", "-"), command, port, env, Path(scratch), ready)
+            )
+            for name, (command, port, ready) in sides.items()
+        }
+        peer = servers["node-oidc-provider, a live opaque token"]
+        body = "grant_type=client_credentials&scope=members%3Aread&resource=urn%3Abench%3Aopaque"
+        token = _client_credentials_token(peer.url, basic, body)
+        for repeat in range(args.repeats + 1):  # the first round warms each up
+            for name, server in servers.items():
+                run = wrk(server.url + "/oauth2/introspect", seconds=args.seconds if repeat else 1.0,
+                          connections=16, threads=2, headers=basic, script="post.lua",
+                          script_args=[f"token={token}"], cpus="1")  # fmt: skip
+                if run.errors:
+                    raise RuntimeError(f"{name}: {run.errors} errors in {run.requests} requests")
+                if repeat:
+                    rates[name].append(run.requests_per_second)
     peer_rate = statistics.median(rates["node-oidc-provider, a live opaque token"])
     print("| what answers POST /oauth2/introspect | requests a second, median (min-max) | µs a request | ÷ the peer |")
     print("|---|---|---|---|")
