@@ -18,16 +18,14 @@ from starlette.testclient import TestClient
 
 from data.catalog import Catalog, load_catalog
 from identity.api_keys.keys import ApiKeyStore
-from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.command_line import service_loggers_kept
 from tests.support.defaults import POOL
-from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import empty_every_table, throwaway_database
-from tests.support.signing_keys import KEYS_MADE_ONCE
 
 pytest_plugins = [
     "tests.support.ci_skips",  # with CI set, a skipped test fails (tests/support/ci_skips.py)
@@ -119,8 +117,11 @@ def either_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    # loopback outbound URIs allowed, as in development: the tests' relying parties listen on 127.0.0.1
-    return Settings(database_url=database_url, validate_responses=True, outbound_loopback=True)
+    # loopback outbound URIs allowed, as in development: the tests' relying parties listen on 127.0.0.1.
+    # No purge job (purge_interval=0): its round at start-up was an eighth of the API tests' CPU, spent on a database
+    # with nothing to purge. The purge's rules are tested in tests/unit/test_purge.py, its job in an app there and
+    # in tests/api/test_background_jobs.py, and in a live service in tests/system/test_database_faults.py.
+    return Settings(database_url=database_url, validate_responses=True, outbound_loopback=True, purge_interval=0)
 
 
 @pytest.fixture(scope="session")
@@ -168,9 +169,7 @@ def clock() -> MovableClock:
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock):  # type: ignore[no-untyped-def]
     # The dataset loaded once per process, keyed by this database.
-    return create_app(
-        settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, new_signing_key=KEYS_MADE_ONCE
-    )
+    return make_app(settings, catalog=catalog, clock=clock)
 
 
 @pytest.fixture

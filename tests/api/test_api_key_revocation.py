@@ -11,8 +11,8 @@ from starlette.testclient import TestClient
 
 from data.catalog import Catalog
 from identity.api_keys.keys import ApiKeyStore
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import KEY_REVOCATION_BOUND
 from tests.support.loops import each
@@ -32,8 +32,8 @@ def two_nodes(
 ) -> Iterator[tuple[TestClient, TestClient]]:
     """Two nodes on one clock (``clock``): a test moves time for both."""
     with (
-        TestClient(create_app(settings, catalog=catalog, clock=clock)) as a,
-        TestClient(create_app(settings, catalog=catalog, clock=clock)) as b,
+        TestClient(make_app(settings, catalog=catalog, clock=clock)) as a,
+        TestClient(make_app(settings, catalog=catalog, clock=clock)) as b,
     ):
         yield a, b
 

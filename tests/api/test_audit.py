@@ -30,9 +30,9 @@ from identity.keys.sealing import Sealer, new_key
 from identity.keys.signing_keys import SigningKeys
 from identity.mail.email_links import VERIFY_EMAIL, EmailLinks
 from identity.tokens.revoked_grants import Revoker
-from service.app import create_app
 from service.database.sealing_keys import load_sealer
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.defaults import ACCOUNT_LIMIT, SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import CALLBACK, PASSWORD, Registered, register
 from tests.support.identity_pages import (
@@ -341,7 +341,7 @@ def upstream() -> FakeUpstream:
 
 @pytest.fixture
 def federated_app(settings: Settings, engine: Engine, catalog: Any, clock: Any, upstream: FakeUpstream) -> Any:
-    return create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, upstream=upstream)
+    return make_app(settings, catalog=catalog, clock=clock, upstream=upstream)
 
 
 def _connect(engine: Engine, settings: Settings, org: Organization, upstream: FakeUpstream) -> None:

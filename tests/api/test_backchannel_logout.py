@@ -32,9 +32,9 @@ from identity.sessions import backchannel_logout
 from identity.sessions.backchannel_logout import CHANNEL
 from identity.tokens.logout_tokens import LOGOUT_TOKEN_TTL, LogoutTokens
 from identity.tokens.revoked_grants import Revoker
-from service.app import create_app
 from service.cli.commands import run
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DELIVERY, SIGNING_KEYS_MAX_AGE
 from tests.support.identity_fixtures import PASSWORD
@@ -60,9 +60,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock):  # type: ignore[no-untyped-def]
-    return create_app(
-        settings.with_changes(mail_poll_interval=3600), catalog=catalog, clock=clock, password_hashing=FAST_HASHING
-    )
+    return make_app(settings.with_changes(mail_poll_interval=3600), catalog=catalog, clock=clock)
 
 
 def logout_messages(engine: Engine) -> list[tuple[str, dict[str, Any]]]:

@@ -9,10 +9,10 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from service.app import create_app
 from service.ops.periodic import LoopingJob, PeriodicJob
 from service.settings import Settings
 from service.web.admission import LAG_EVERY
+from tests.support.apps import make_app
 
 
 def test_the_jobs_run_at_the_intervals_of_the_settings_in_one_list(
@@ -25,7 +25,7 @@ def test_the_jobs_run_at_the_intervals_of_the_settings_in_one_list(
         published_keys_refresh=9,
         mail_dir=str(tmp_path),
     )
-    jobs = create_app(tuned, catalog=catalog).background.jobs
+    jobs = make_app(tuned, catalog=catalog).background.jobs
     assert [(type(job), job.name, job.interval) for job in jobs] == [
         (PeriodicJob, "purging", 120),
         (PeriodicJob, "writing API key usage", 7),
@@ -47,7 +47,7 @@ def test_the_jobs_run_at_the_intervals_of_the_settings_in_one_list(
 def test_a_purge_interval_of_0_and_a_node_without_a_mail_transport_leave_their_jobs_out(
     settings: Settings, engine: Engine, catalog: Catalog
 ) -> None:
-    names = [job.name for job in create_app(settings.with_changes(purge_interval=0), catalog=catalog).background.jobs]
+    names = [job.name for job in make_app(settings.with_changes(purge_interval=0), catalog=catalog).background.jobs]
     assert "purging" not in names and "sending mail from the outbox" not in names
     assert "mailing password-reset links" in names  # the reset requests' mails go to the outbox all the same
 
@@ -55,7 +55,7 @@ def test_a_purge_interval_of_0_and_a_node_without_a_mail_transport_leave_their_j
 def test_the_lifespan_starts_every_job_and_its_shutdown_ends_them_all(
     settings: Settings, engine: Engine, catalog: Catalog
 ) -> None:
-    app = create_app(settings, catalog=catalog)
+    app = make_app(settings, catalog=catalog)
     with TestClient(app):
         (running,) = app.background.running
         assert [task.get_name() for task in running.tasks] == [job.name for job in app.background.jobs]
@@ -74,7 +74,7 @@ def test_the_engine_is_disposed_when_the_apps_last_lifespan_ends_not_before(
 ) -> None:
     """Two lifespans on one app (two browsers of a test): the first to end must not drop the pool under the other,
     whose jobs and requests may hold a connection (it was then closed by the garbage collector, unclosed)."""
-    app = create_app(settings, catalog=catalog)
+    app = make_app(settings, catalog=catalog)
     with TestClient(app) as first:
         with TestClient(app) as second:
             assert second.get("/v1/menus/regions").status_code == 401  # the app answers on its pool

@@ -28,10 +28,10 @@ from identity.accounts.organizations import OrganizationStore
 from identity.accounts.users import UserStore
 from identity.clients.registry import ClientStore
 from identity.tokens.pkce import challenge_of
-from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.defaults import POOL
 from tests.support.form_browser import FormParser
 from tests.support.identity_fixtures import PASSWORD
@@ -109,9 +109,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     )
     partner, _ = clients.create(name="Partner", org_id=org.id, auth_method="client_secret_basic", **uris)
     engine.dispose()
-    app = create_app(
-        Settings(database_url=url, validate_responses=True, purge_interval=0), password_hashing=FAST_HASHING
-    )
+    app = make_app(Settings(database_url=url, validate_responses=True, purge_interval=0))
     yield World(app, web.id, partner.id, "ana@example.com", "bo@example.com")
     app.engine.dispose()
 

@@ -18,8 +18,8 @@ from data.catalog import Catalog
 from identity.accounts.organizations import Organization
 from identity.accounts.users import User
 from identity.clients.registry import Client, ClientStore
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DEFAULTS
 from tests.support.identity_fixtures import CALLBACK
@@ -35,7 +35,6 @@ from tests.support.identity_pages import (
     sign_in,
     to_page,
 )
-from tests.support.passwords import FAST_HASHING
 from tests.support.public_clients import (
     SPA_ORIGIN,
     STRANGER_ORIGIN,
@@ -66,9 +65,7 @@ def spa(engine: Engine, org: Organization) -> Client:
 def node(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock) -> Iterator[TestClient]:
     """Public clients on; MENUS_CORS_ORIGINS narrowed so that userinfo's answers show which origins it allows."""
     changed = settings.with_changes(public_clients=True, web_origins_max_age=0, cors_origins=("https://docs.example",))
-    with TestClient(
-        create_app(changed, catalog=catalog, clock=clock, password_hashing=FAST_HASHING), follow_redirects=False
-    ) as http:
+    with TestClient(make_app(changed, catalog=catalog, clock=clock), follow_redirects=False) as http:
         yield http
 
 
@@ -221,7 +218,7 @@ def test_an_origin_added_with_update_answers_cors_and_a_removed_one_stops(
 def test_a_node_without_public_clients_answers_no_registered_origin(
     settings: Settings, engine: Engine, catalog: Catalog, spa: Client
 ) -> None:
-    with TestClient(create_app(settings, catalog=catalog, password_hashing=FAST_HASHING)) as http:
+    with TestClient(make_app(settings, catalog=catalog)) as http:
         answer = http.options("/oauth2/token", headers=preflight_headers(SPA_ORIGIN))
     assert_oauth_error(answer, 403, "access_denied")
 

@@ -20,10 +20,10 @@ from identity.accounts.organizations import OrganizationStore
 from identity.accounts.users import UserStore
 from identity.api_keys.keys import ApiKeyStore
 from identity.api_keys.usage import UsageCounter
-from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.console_client import ORIGIN, ConsoleBrowser, form_with, forms, key_in
 from tests.support.defaults import DEFAULTS, KEY_REVOCATION_BOUND, LAST_USED_RESOLUTION, POOL
@@ -351,9 +351,7 @@ def test_bad_form_input_gets_an_html_page_with_the_documented_status(console: Co
 
 
 def test_a_key_past_the_organizations_cap_is_refused_with_409_and_says_why(settings: Settings, engine: Engine) -> None:
-    with ConsoleBrowser(
-        create_app(settings.with_changes(max_keys_per_org=1), password_hashing=FAST_HASHING)
-    ) as console:
+    with ConsoleBrowser(make_app(settings.with_changes(max_keys_per_org=1))) as console:
         console.complete(console.sign_up("max@example.com", organization="Max Kitchen"))
         assert console.create_key("first")[1] is not None
         refused = console.post("/console/keys", {"name": "second", "csrf_token": console.csrf()})
@@ -388,9 +386,7 @@ def test_a_copied_console_cookie_opens_nothing_after_sign_out_on_any_node(
     """The console session lives on the server: signing out ends it there, whatever the provider's session does."""
     console.complete(console.sign_up("kim@example.com", organization="Kim's"))
     copied = {"Cookie": f"console_session={console.http.cookies['console_session']}"}
-    with TestClient(
-        create_app(settings, password_hashing=FAST_HASHING), base_url=ORIGIN, follow_redirects=False
-    ) as other_node:
+    with TestClient(make_app(settings), base_url=ORIGIN, follow_redirects=False) as other_node:
         assert "Sign out" in other_node.get(HOME, headers=copied).text  # the cookie works on every node
         assert console.post("/console/sign-out", {"csrf_token": console.csrf()}).status_code == 303
         # the end-session redirect is not followed: the provider's session lives on
@@ -415,7 +411,7 @@ def test_ten_thousand_menus_requests_cause_a_handful_of_usage_writes(settings: S
     """Counted in memory, flushed every second here (and at shutdown): the writes do not grow with requests."""
     org = OrganizationStore(engine).create("Busy")
     _, key = ApiKeyStore(engine).create("busy", org_id=org.id)
-    app = create_app(settings.with_changes(usage_flush_interval=1), password_hashing=FAST_HASHING)
+    app = make_app(settings.with_changes(usage_flush_interval=1))
     writes: list[str] = []
 
     def spy(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -506,8 +502,8 @@ def test_two_nodes_share_the_console_client_sessions_and_revocations(shared_data
     settings = Settings(database_url=shared_database, validate_responses=True, purge_interval=0)
     clock_b = MovableClock()  # node B's time, moved past the revocation bound below
     node_a, node_b = (
-        create_app(settings, password_hashing=FAST_HASHING),
-        create_app(settings, clock=clock_b, password_hashing=FAST_HASHING),
+        make_app(settings),
+        make_app(settings, clock=clock_b),
     )  # both register the console: one client
     engine = make_engine(shared_database, POOL)
     try:
@@ -541,7 +537,7 @@ def test_serve_demo_prints_the_console_url(engine: Engine, settings: Settings) -
 def test_without_a_safe_redirect_uri_the_service_runs_without_its_console(
     settings: Settings, engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = create_app(settings.with_changes(base_url="http://menus.internal"), password_hashing=FAST_HASHING)
+    app = make_app(settings.with_changes(base_url="http://menus.internal"))
     assert "the developer console is off" in caplog.text
     with TestClient(app) as client:
         assert client.get("/console/").status_code == 404

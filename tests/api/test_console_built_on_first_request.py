@@ -11,10 +11,10 @@ from starlette.responses import PlainTextResponse
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp
 
-from service.app import BuiltOnFirstRequest, create_app
+from service.app import BuiltOnFirstRequest
 from service.console_api import rendering
 from service.settings import Settings
-from tests.support.passwords import FAST_HASHING
+from tests.support.apps import make_app
 
 
 def counted(builds: list[int]) -> Callable[[], ASGIApp]:
@@ -70,7 +70,7 @@ def test_the_console_templates_are_loaded_on_its_first_page_not_at_start_up(
     settings: Settings, engine: Any, catalog: Any, clock: Any
 ) -> None:
     rendering._environment.cache_clear()
-    app = create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING)
+    app = make_app(settings, catalog=catalog, clock=clock)
     assert rendering._environment.cache_info().currsize == 0
     with TestClient(app) as client:
         assert client.get("/console/").status_code == 200

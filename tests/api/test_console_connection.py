@@ -20,8 +20,8 @@ from identity.federation.domains import DomainClaims
 from identity.federation.tables import federation_connections
 from identity.federation.upstream_http import Answer
 from identity.organizations.tables import organization_events
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.console_client import ConsoleBrowser, form_with
 from tests.support.identity_fixtures import PASSWORD
@@ -38,7 +38,7 @@ def upstream() -> FakeUpstream:
 
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Any, clock: MovableClock, upstream: FakeUpstream) -> Any:
-    return create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, upstream=upstream)
+    return make_app(settings, catalog=catalog, clock=clock, upstream=upstream)
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ from identity.accounts.organizations import OrganizationStore
 from identity.accounts.users import UserStore
 from identity.common.tables import mail_outbox, memberships, organizations, users
 from identity.organizations.tables import invitations
-from service.app import create_app
 from service.settings import Settings
 from tests.support import token_flows as flows
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.console_client import ConsoleBrowser, form_with
 from tests.support.identity_fixtures import PASSWORD
@@ -344,7 +344,7 @@ def test_invitations_are_bounded_per_hour_and_pending(
     settings: Settings, engine: Engine, catalog: Any, clock: MovableClock
 ) -> None:
     bounded = dataclasses.replace(settings, invitations_per_hour=2, max_pending_invitations=3)
-    app = create_app(bounded, catalog=catalog, clock=clock, password_hashing=FAST_HASHING)
+    app = make_app(bounded, catalog=catalog, clock=clock)
     with ConsoleBrowser(app) as console:
         console.complete(console.sign_up("olga@example.com", name="Olga Owner", organization="Olive Grove"))
         assert invite(console, "a@example.com").status_code == 303

@@ -7,8 +7,8 @@ import logging
 import pytest
 from starlette.testclient import TestClient
 
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 
 log = logging.getLogger(__name__)
 ORIGIN = "https://app.example"
@@ -70,7 +70,7 @@ def test_token_introspection_revocation_directory_and_pages_never_answer_cors(
 
 def test_allowed_origins_are_a_setting(settings: Settings, engine: object) -> None:
     only = settings.with_changes(cors_origins=(ORIGIN,))
-    with TestClient(create_app(only)) as web:
+    with TestClient(make_app(only)) as web:
         allowed = web.options("/v1/menus/regions", headers=PREFLIGHT)
         assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == ORIGIN
         other = web.get("/jwks", headers={"Origin": "https://evil.example"})

@@ -10,11 +10,11 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from service.app import create_app
 from service.ops.route_templates import UNMATCHED, RouteTemplates
 from service.settings import Settings
 from service.web.contracts import authored, contract
 from service.web.served_documents import ServedDocument
+from tests.support.apps import make_app
 from tests.support.defaults import DEFAULTS
 
 BASE_URL = "https://menus.example.com"
@@ -164,7 +164,7 @@ def test_a_trailing_slash_or_a_missing_one_is_404_never_a_redirect(web: TestClie
 
 
 def test_docs_off_turns_every_document_and_page_off(settings: Settings, engine: object) -> None:
-    with TestClient(create_app(settings.with_changes(docs=False)), follow_redirects=False) as web:
+    with TestClient(make_app(settings.with_changes(docs=False)), follow_redirects=False) as web:
         for path in ("/v1/openapi.json", "/v1/openapi.yaml", "/v1/ui/", "/v1/ui/swagger-ui.css",
                      "/tenant-a/openapi.json", "/tenant-a/ui/", "/ops/openapi.yaml", "/ops/ui/index.html"):  # fmt: skip
             response = web.get(path)

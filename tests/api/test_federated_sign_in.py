@@ -25,9 +25,9 @@ from identity.federation.connections import ConnectionForm, ConnectionStore
 from identity.federation.domains import DomainClaims
 from identity.federation.upstream_http import Answer
 from identity.purge import Purger
-from service.app import create_app
 from service.database.sealing_keys import load_sealer
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.identity_fixtures import CALLBACK, PASSWORD, Registered, register
 from tests.support.identity_pages import (
@@ -75,7 +75,7 @@ def connected(engine: Engine, corp: Organization, connections: ConnectionStore, 
 
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Any, clock: MovableClock, upstream: FakeUpstream):  # type: ignore[no-untyped-def]
-    return create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, upstream=upstream)
+    return make_app(settings, catalog=catalog, clock=clock, upstream=upstream)
 
 
 @pytest.fixture

@@ -21,14 +21,13 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from service.app import create_app
 from service.settings import Settings
 from service.web.contracts import contract
 from service.web.fast_forms import FormRules
 from tests.support import token_flows as flows
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.loops import each
-from tests.support.passwords import FAST_HASHING
 
 EXAMPLES = 60  # per operation, per generation mode, and of raw bodies (docs/testing.md counts the cases)
 FRESH = ("access_token", "refresh_token", "id_token")  # a new value on every issue: compared by presence
@@ -74,7 +73,7 @@ def answer(http: TestClient, path: str, body: bytes, headers: dict[str, str]) ->
 def test_generated_token_and_introspection_forms_are_answered_alike_by_both_parsers(
     app: Any, settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock, world: flows.World
 ) -> None:
-    reference = create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, fast_forms=False)
+    reference = make_app(settings, catalog=catalog, clock=clock, fast_forms=False)
     schema = schemathesis.openapi.from_dict(copy.deepcopy(dict(contract("identity.yaml").document)))
     cases: list[str] = []
     proven: list[str] = []  # the cases the fast parser reads itself (the others it leaves to Connexion's)
@@ -139,7 +138,7 @@ def test_media_types_and_charsets_are_answered_alike_with_validators_made_once_o
 ) -> None:
     """The fast app keeps each operation's validators (``_OnceValidation``); the reference makes them on every
     request, as Connexion does: the same answers for every ``Content-Type`` (none, several, unknown, cased)."""
-    reference = create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, fast_forms=False)
+    reference = make_app(settings, catalog=catalog, clock=clock, fast_forms=False)
     with TestClient(app) as fast, TestClient(reference) as slow:
         token = flows.application_token(fast, world.reporter).json()["access_token"]
         bodies = {

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 
 EVIL = {"Host": "evil.example"}
 NOT_REDIRECTED = [
@@ -63,7 +63,7 @@ def test_the_console_root_redirects_to_its_home_page_by_a_relative_location(evil
 
 
 def test_an_issuer_path_without_its_slash_is_not_redirected(settings: Settings, engine: Any, catalog: Any) -> None:
-    app = create_app(settings.with_changes(issuer="http://127.0.0.1:8000/tenant"), catalog=catalog)
+    app = make_app(settings.with_changes(issuer="http://127.0.0.1:8000/tenant"), catalog=catalog)
     with TestClient(app, follow_redirects=False, headers=EVIL) as client:
         for path in ("/tenant", "/tenant/oauth2/token/"):
             response = client.get(path)

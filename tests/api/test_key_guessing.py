@@ -13,8 +13,8 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 
 BOUND = 5  # unknown keys per network per minute in these tests
 REGIONS = "/v1/menus/regions"
@@ -30,7 +30,7 @@ def bearer(key: str) -> dict[str, str]:
 
 @pytest.fixture
 def guarded(settings: Settings, engine: Engine, catalog: Catalog) -> Any:
-    return create_app(settings.with_changes(key_failures_per_minute=BOUND), catalog=catalog)
+    return make_app(settings.with_changes(key_failures_per_minute=BOUND), catalog=catalog)
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_nodes_sharing_redis_share_one_bound_per_network(
     settings: Settings, engine: Engine, catalog: Catalog, redis_url: str, on_network: Any
 ) -> None:
     shared = settings.with_changes(key_failures_per_minute=BOUND, rate_limit_storage=redis_url)
-    first, second = (on_network("203.0.113.55", create_app(shared, catalog=catalog)) for _ in range(2))
+    first, second = (on_network("203.0.113.55", make_app(shared, catalog=catalog)) for _ in range(2))
     for n in range(BOUND):
         assert (first if n % 2 else second).get(REGIONS, headers=bearer(guess())).status_code == 401
     assert first.get(REGIONS, headers=bearer(guess())).status_code == 429

@@ -20,13 +20,12 @@ from identity.mail.outbox import Outbox, Undeliverable
 from identity.provider import signing_keys_of
 from identity.sessions.backchannel_logout import CHANNEL
 from identity.tokens.logout_tokens import LogoutTokens
-from service.app import create_app
 from service.database.sealing_keys import load_sealer
 from service.ops.periodic import BackgroundJobs
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DELIVERY, LIFETIMES, TUNING
-from tests.support.passwords import FAST_HASHING
 from tests.support.token_flows import ISSUER, World, end_session, user_tokens
 from tests.support.token_services import token_services
 
@@ -39,7 +38,7 @@ CLAIMS = {"iss", "aud", "iat", "exp", "jti", "events", "sub", "sid"}  # §2.4, a
 def app(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock) -> Any:
     """The app without its logout worker (which would post at once after the sign-out commits): the test reads the
     outbox as that worker would."""
-    built = create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING)
+    built = make_app(settings, catalog=catalog, clock=clock)
     jobs = [job for job in built.background.jobs if job.name != "posting logout tokens"]
     return dataclasses.replace(built, background=BackgroundJobs(jobs))
 

@@ -468,12 +468,9 @@ def test_a_public_client_is_registered_where_the_node_allows_public_clients(
 ) -> None:
     import dataclasses
 
-    from service.app import create_app
-    from tests.support.passwords import FAST_HASHING as HASHING
+    from tests.support.apps import make_app
 
-    app = create_app(
-        dataclasses.replace(settings, public_clients=True), catalog=catalog, clock=clock, password_hashing=HASHING
-    )
+    app = make_app(dataclasses.replace(settings, public_clients=True), catalog=catalog, clock=clock)
     with TestClient(app, base_url="http://127.0.0.1:8000") as http:
         ops = bearer(http, bot(engine, grove))
         spa = registration(

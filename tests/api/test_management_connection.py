@@ -18,12 +18,11 @@ from identity.common.outbound_uris import OutboundRule
 from identity.federation.connections import ConnectionChanged, ConnectionForm, ConnectionStore
 from identity.federation.domains import DomainClaims
 from identity.federation.upstream_http import Answer
-from service.app import create_app
 from service.database.sealing_keys import load_sealer
 from service.settings import Settings
 from tests.support import token_flows as flows
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
-from tests.support.passwords import FAST_HASHING
 from tests.support.upstream_fake import CLIENT_ID, CLIENT_SECRET, FakeUpstream
 
 ON_BOTH_ENGINES = True  # the conditional upsert (If-Match) runs on SQLite and on PostgreSQL
@@ -39,7 +38,7 @@ def upstream() -> FakeUpstream:
 
 @pytest.fixture
 def app(settings: Settings, engine: Engine, catalog: Any, clock: MovableClock, upstream: FakeUpstream) -> Any:
-    return create_app(settings, catalog=catalog, clock=clock, password_hashing=FAST_HASHING, upstream=upstream)
+    return make_app(settings, catalog=catalog, clock=clock, upstream=upstream)
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from starlette.testclient import TestClient
 
 from data.catalog import Catalog
 from identity.api_keys.keys import ApiKeyStore
-from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.database_faults import statements_fail
 from tests.support.defaults import KEY_REVOCATION_BOUND, POOL
@@ -197,10 +197,10 @@ def test_truncated_cursor_is_400_invalid_cursor(client: TestClient) -> None:
 def test_cursor_survives_a_restart(settings: Settings, api_key: str) -> None:
     """A cursor handed out before a restart opens, after it, the page that follows the one it came with."""
     headers = {"Authorization": f"Bearer {api_key}"}
-    with TestClient(create_app(settings), headers=headers) as first:
+    with TestClient(make_app(settings), headers=headers) as first:
         page = first.get("/v1/menus/dishes", params={"limit": 3}).json()
         six = first.get("/v1/menus/dishes", params={"limit": 6}).json()["data"]
-    with TestClient(create_app(settings), headers=headers) as second:
+    with TestClient(make_app(settings), headers=headers) as second:
         after = second.get("/v1/menus/dishes", params={"limit": 3, "cursor": page["next_cursor"]})
     assert after.status_code == 200
     assert [dish["slug"] for dish in page["data"] + after.json()["data"]] == [dish["slug"] for dish in six]
@@ -211,16 +211,16 @@ def test_a_prebuilt_catalog_signs_cursors_with_each_databases_own_key(
 ) -> None:
     """Tests share one loaded dataset (``create_app(catalog=…)``); cursors stay bound to the database's key."""
     headers = {"Authorization": f"Bearer {api_key}"}
-    with TestClient(create_app(settings, catalog=catalog), headers=headers) as first:
+    with TestClient(make_app(settings, catalog=catalog), headers=headers) as first:
         cursor = first.get("/v1/menus/dishes", params={"limit": 3}).json()["next_cursor"]
-    with TestClient(create_app(settings), headers=headers) as loaded_afresh:  # the same database
+    with TestClient(make_app(settings), headers=headers) as loaded_afresh:  # the same database
         assert loaded_afresh.get("/v1/menus/dishes", params={"limit": 3, "cursor": cursor}).status_code == 200
     other = settings.with_changes(database_url=f"sqlite:///{tmp_path / 'other.sqlite3'}")
     engine = make_engine(other.database_url, POOL)
     upgrade(engine)
     other_key = ApiKeyStore(engine).create("other")[1]
     engine.dispose()
-    with TestClient(create_app(other, catalog=catalog), headers={"Authorization": f"Bearer {other_key}"}) as second:
+    with TestClient(make_app(other, catalog=catalog), headers={"Authorization": f"Bearer {other_key}"}) as second:
         problem(second.get("/v1/menus/dishes", params={"limit": 3, "cursor": cursor}), 400, "invalid_cursor")
 
 
@@ -303,7 +303,7 @@ def test_every_response_carries_rate_limit_headers(client: TestClient) -> None:
 
 
 def test_rate_limit_gives_429_with_retry_after(settings: Settings, api_key: str) -> None:
-    app = create_app(settings.with_changes(rate_limit_per_minute=3))
+    app = make_app(settings.with_changes(rate_limit_per_minute=3))
     with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client:
         statuses = [client.get("/v1/menus/regions").status_code for _ in range(3)]
         refused = client.get("/v1/menus/regions")
@@ -319,7 +319,7 @@ def test_the_memory_rate_limit_window_is_one_minute(settings: Settings, keys: Ap
     ``Retry-After`` and ``RateLimit-Reset`` are the seconds left in the current minute of Unix time, not of any
     shorter window. (In the last ten seconds of a minute a ten-second window would give the same numbers; in the
     other fifty it could not.)"""
-    app = create_app(settings.with_changes(rate_limit_per_minute=3))
+    app = make_app(settings.with_changes(rate_limit_per_minute=3))
     with TestClient(app) as client:
         for _ in range(2):  # again with another key if the minute turned during the requests
             headers = {"Authorization": f"Bearer {keys.create('window')[1]}"}
@@ -336,7 +336,7 @@ def test_the_memory_rate_limit_window_is_one_minute(settings: Settings, keys: Ap
 
 
 def test_rate_limit_is_per_key(settings: Settings, keys: ApiKeyStore) -> None:
-    app = create_app(settings.with_changes(rate_limit_per_minute=1))
+    app = make_app(settings.with_changes(rate_limit_per_minute=1))
     first, second = keys.create("one")[1], keys.create("two")[1]
     with TestClient(app) as client:
         assert client.get("/v1/menus/regions", headers={"Authorization": f"Bearer {first}"}).status_code == 200
@@ -354,7 +354,7 @@ class ExplodingCatalog(Catalog):
 def test_unexpected_error_is_500_without_stack_trace(
     settings: Settings, engine: Engine, api_key: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    app = create_app(settings, catalog=ExplodingCatalog([], [], b"k" * 32))
+    app = make_app(settings, catalog=ExplodingCatalog([], [], b"k" * 32))
     with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client:
         response = client.get("/v1/menus/regions")
     body = problem(response, 500, "internal_error")
@@ -417,7 +417,7 @@ def test_error_escaping_the_app_is_a_500_problem(app: Any, api_key: str) -> None
 
 
 def test_not_modified_and_rate_limited_carry_rate_limit_headers(settings: Settings, api_key: str) -> None:
-    app = create_app(settings.with_changes(rate_limit_per_minute=2))
+    app = make_app(settings.with_changes(rate_limit_per_minute=2))
     with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client:
         etag = client.get("/v1/menus/regions").headers["etag"]
         not_modified = client.get("/v1/menus/regions", headers={"If-None-Match": etag})

@@ -11,10 +11,11 @@ from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
 from identity.api_keys.keys import ApiKeyStore
-from service.app import Dispatcher, create_app
+from service.app import Dispatcher
 from service.menus_api.answer_cache import Answer, AnswerCache, cache_key
 from service.menus_api.gate import MenusGate
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import DEFAULTS, KEY_REVOCATION_BOUND
 
@@ -42,7 +43,7 @@ def cache_only(app: Dispatcher, api_key: str) -> TestClient:
 
 @pytest.fixture
 def cached_app(settings: Settings, engine, clock: MovableClock) -> Dispatcher:  # type: ignore[no-untyped-def]
-    return create_app(settings, clock=clock)
+    return make_app(settings, clock=clock)
 
 
 @pytest.fixture
@@ -106,7 +107,7 @@ def test_missing_key_is_refused_for_a_cached_url(client: TestClient, cached_app:
 
 
 def test_rate_limit_still_applies_to_cached_urls(settings: Settings, api_key: str) -> None:
-    app = create_app(settings.with_changes(rate_limit_per_minute=3))
+    app = make_app(settings.with_changes(rate_limit_per_minute=3))
     with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client:
         answers = [client.get(TYPICAL) for _ in range(3)]
         refused = client.get(TYPICAL)

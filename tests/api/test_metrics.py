@@ -12,8 +12,8 @@ from starlette.testclient import TestClient
 
 from identity.accounts.organizations import Organization
 from identity.accounts.users import User
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import Registered, register
 from tests.support.identity_pages import (
@@ -138,7 +138,7 @@ def test_throttled_sign_ins_count_as_failed_and_rate_limited(browser: TestClient
 
 
 def test_menus_requests_over_the_rate_limit_are_counted(settings: Settings, engine: Engine, api_key: str) -> None:
-    app = create_app(settings.with_changes(rate_limit_per_minute=1))
+    app = make_app(settings.with_changes(rate_limit_per_minute=1))
     with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as menus:
         before = value(menus, "regional_menus_rate_limited_requests_total", route="/v1/menus/regions")
         assert menus.get("/v1/menus/regions").status_code == 200

@@ -13,10 +13,10 @@ from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from service.app import create_app
 from service.ops.operations_app import PATHS
 from service.settings import Settings
 from service.web.contracts import spec_path
+from tests.support.apps import make_app
 from tests.support.database_faults import outage, statements_fail
 from tests.support.loops import each
 
@@ -45,7 +45,7 @@ def test_the_site_icon_is_served_at_the_origins_root_whatever_the_issuers_path(
 ) -> None:
     """Browsers ask every origin for /favicon.ico: it is an icon, not the identity API's 404 (at the root) nor the
     dispatcher's (an issuer with a path)."""
-    app = create_app(settings.with_changes(issuer=f"http://127.0.0.1:8000{issuer}"), catalog=catalog)
+    app = make_app(settings.with_changes(issuer=f"http://127.0.0.1:8000{issuer}"), catalog=catalog)
     with TestClient(app) as client:
         response = client.get("/favicon.ico")
     assert response.status_code == 200 and response.headers["content-type"] == "image/x-icon"

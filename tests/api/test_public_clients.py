@@ -18,8 +18,8 @@ from identity.accounts.organizations import Organization
 from identity.accounts.users import User
 from identity.clients.registry import Client
 from identity.common.tables import refresh_tokens
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import PUBLIC_REFRESH_TTL, REFRESH_TOKEN_TTL
 from tests.support.identity_pages import (
@@ -36,7 +36,6 @@ from tests.support.identity_pages import (
     submit,
     to_page,
 )
-from tests.support.passwords import FAST_HASHING
 from tests.support.public_clients import public_exchange, public_token_request, register_public
 from tests.support.token_flows import assert_invalid_client
 
@@ -50,9 +49,7 @@ def spa(engine: Engine, org: Organization) -> Client:
 
 @pytest.fixture
 def public_node(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock) -> Iterator[TestClient]:
-    app = create_app(
-        settings.with_changes(public_clients=True), catalog=catalog, clock=clock, password_hashing=FAST_HASHING
-    )
+    app = make_app(settings.with_changes(public_clients=True), catalog=catalog, clock=clock)
     with TestClient(app, follow_redirects=False) as http:
         yield http
 

@@ -20,9 +20,9 @@ from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
-from service.app import create_app
 from service.cli.commands import main
 from service.settings import Settings
+from tests.support.apps import make_app
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_a_key_rotated_on_another_node_is_published_here_within_the_refresh_inte
 ) -> None:
     node = replace(settings, published_keys_refresh=0.25)  # a 120-second publish delay: the setting holds
     assert node.published_keys_interval() == 0.25
-    with TestClient(create_app(node, catalog=catalog)) as http:  # its lifespan runs the background read
+    with TestClient(make_app(node, catalog=catalog)) as http:  # its lifespan runs the background read
         before = kids(http)
         rotated = rotate_on_another_node(settings.database_url)
         assert rotated not in before

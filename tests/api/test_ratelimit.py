@@ -17,12 +17,12 @@ from limits.aio.storage import RedisStorage as AsyncRedisStorage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter as AsyncSlidingWindowCounter
 from starlette.testclient import TestClient
 
-from service.app import create_app
 from service.menus_api.limit_storage import KEY_PREFIX, StorageHealth, redis_pool
 from service.menus_api.rate_limiter import Decision, RateLimiter
 from service.menus_api.redis_windows import LEASE, Command, Counted, Pipelines, RedisWindows, RoundTrip
 from service.ops import metrics
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.defaults import REDIS
 from tests.support.live import free_port
 
@@ -485,7 +485,7 @@ def unreachable_redis_app(database_url: str, engine) -> Iterator[TestClient]:  #
         rate_limit_per_minute=1,
         rate_limit_storage=f"redis://127.0.0.1:{free_port()}/0",
     )
-    with TestClient(create_app(settings)) as client:
+    with TestClient(make_app(settings)) as client:
         yield client
 
 
@@ -505,7 +505,7 @@ def test_menus_api_answers_and_readyz_says_degraded_while_redis_is_unreachable(
 
 def test_readyz_says_ready_with_a_reachable_redis(database_url: str, engine, redis_url: str) -> None:  # type: ignore[no-untyped-def]
     settings = Settings(database_url=database_url, validate_responses=True, rate_limit_storage=redis_url)
-    with TestClient(create_app(settings)) as client:
+    with TestClient(make_app(settings)) as client:
         assert client.get("/readyz").json()["status"] == "ready"
 
 
@@ -516,7 +516,7 @@ def test_the_limit_in_redis_answers_429_with_retry_after(
         database_url=database_url, validate_responses=True, rate_limit_per_minute=2, rate_limit_storage=redis_url
     )
     headers = {"Authorization": f"Bearer {api_key}"}
-    with TestClient(create_app(settings)) as client:
+    with TestClient(make_app(settings)) as client:
         statuses = [client.get("/v1/menus/regions", headers=headers) for _ in range(3)]
     assert [r.status_code for r in statuses] == [200, 200, 429]
     assert [r.headers["ratelimit-remaining"] for r in statuses] == ["1", "0", "0"]

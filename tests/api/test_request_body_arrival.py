@@ -18,8 +18,9 @@ from sqlalchemy.engine import Engine
 
 from data.catalog import Catalog
 from identity.api_keys.keys import ApiKeyStore
-from service.app import Dispatcher, create_app
+from service.app import Dispatcher
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 
 FORM = b"application/x-www-form-urlencoded"
@@ -132,7 +133,7 @@ def requests_counted(status: str) -> float:
 @pytest.fixture
 def quick(settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock) -> Dispatcher:
     """The app with a short grace, so that a stalled body is cut at once; and a bound of two requests in flight."""
-    return create_app(settings.with_changes(max_in_flight=2, **QUICK), catalog=catalog, clock=clock)
+    return make_app(settings.with_changes(max_in_flight=2, **QUICK), catalog=catalog, clock=clock)
 
 
 def test_a_body_still_on_the_way_holds_no_place_in_the_workers_bound(
@@ -140,7 +141,7 @@ def test_a_body_still_on_the_way_holds_no_place_in_the_workers_bound(
 ) -> None:
     """Three stalled token forms on a worker that answers two requests at once: menus and token requests are still
     answered (each of the stalled ones would have held a place, and the third been refused 503)."""
-    app = create_app(settings.with_changes(max_in_flight=2), catalog=catalog, clock=clock)
+    app = make_app(settings.with_changes(max_in_flight=2), catalog=catalog, clock=clock)
     key = ApiKeyStore(engine).create("probe")[1]
 
     async def drill() -> tuple[list[int | None], int, int]:
@@ -200,7 +201,7 @@ def test_a_body_that_keeps_the_minimum_rate_is_read_whole_and_answered(
     settings: Settings, engine: Engine, catalog: Catalog, clock: MovableClock
 ) -> None:
     """Bytes that come as fast as the loop can take them meet any bound: the form is answered by its endpoint."""
-    app = create_app(settings, catalog=catalog, clock=clock)
+    app = make_app(settings, catalog=catalog, clock=clock)
     body = b"grant_type=client_credentials&pad=" + b"a" * 30_000
     pieces = [body[start : start + 1000] for start in range(0, len(body), 1000)]
 

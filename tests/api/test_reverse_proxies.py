@@ -14,12 +14,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from identity.accounts.users import User
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.defaults import ADDRESS_LIMIT
 from tests.support.identity_fixtures import Registered
 from tests.support.identity_pages import assert_error_page, authorize, sign_in, to_page
-from tests.support.passwords import FAST_HASHING
 
 WRONG = "wrong password here"
 PROXY = "10.0.0.2"
@@ -29,11 +28,10 @@ _spoofed = (f"198.18.{n // 250}.{n % 250 + 1}" for n in itertools.count())
 @pytest.fixture
 def behind_proxy(settings: Settings, engine: Any, catalog: Any, clock: Any) -> Iterator[TestClient]:
     """The service with MENUS_TRUSTED_PROXIES=10.0.0.0/24, seen from the proxy at 10.0.0.2."""
-    app = create_app(
+    app = make_app(
         settings.with_changes(trusted_proxies=("10.0.0.0/24",)),
         catalog=catalog,
         clock=clock,
-        password_hashing=FAST_HASHING,
     )
     with TestClient(app, follow_redirects=False, client=(PROXY, 40000)) as browser:
         yield browser

@@ -29,10 +29,10 @@ from identity.accounts.throttle import SignInThrottle, SqlCounters, account_key,
 from identity.accounts.users import User, UserStore
 from identity.common.errors import Throttled
 from identity.common.tables import sign_in_failures
-from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import ACCOUNT_LIMIT, ADDRESS_LIMIT, POOL, SIGN_IN_WINDOW, THROTTLE
 from tests.support.identity_fixtures import EMAIL, PASSWORD, Registered, register
@@ -146,7 +146,7 @@ def test_known_and_unknown_emails_each_pay_one_argon2_verification(
             return FAST_HASHING.hasher.verify(hash, password)
 
     counting = PasswordHashing(Counting(), FAST_HASHING.dummy_hash)
-    app = create_app(settings, catalog=catalog, clock=clock, password_hashing=counting)
+    app = make_app(settings, catalog=catalog, clock=clock, password_hashing=counting)
     with (
         TestClient(app, follow_redirects=False, client=("198.51.100.1", 40000)) as first,
         TestClient(app, follow_redirects=False, client=("198.51.100.2", 40000)) as second,
@@ -287,10 +287,7 @@ def two_nodes(database_url: str, catalog: Catalog, first: str, second: str) -> t
     web = register(engine, org)
     engine.dispose()
     nodes = [
-        create_app(
-            Settings(database_url=database_url, rate_limit_storage=s), catalog=catalog, password_hashing=FAST_HASHING
-        )
-        for s in (first, second)
+        make_app(Settings(database_url=database_url, rate_limit_storage=s), catalog=catalog) for s in (first, second)
     ]
     return nodes[0], nodes[1], web
 

@@ -19,11 +19,11 @@ from starlette.testclient import TestClient
 from identity.common.clock import SYSTEM_CLOCK
 from identity.common.tables import signing_keys
 from identity.keys.sealing import Sealer, SealingError, new_key
-from service.app import create_app
 from service.cli.commands import main
 from service.database.db import make_engine, service_secret, service_secrets
 from service.database.sealing_keys import load_sealer, reseal
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.defaults import POOL
 
 # State files: ./var/ 0700, the SQLite database 0600
@@ -99,7 +99,7 @@ def test_rows_stored_in_clear_before_sealing_are_sealed_at_start_and_keep_workin
         )
         connection.execute(service_secrets.insert().values(name="directory-cursor-key", value=b"c" * 32))
 
-    with TestClient(create_app(settings)) as http:
+    with TestClient(make_app(settings)) as http:
         assert [key["kid"] for key in http.get("/jwks").json()["keys"]] == ["old-clear-key"]
 
     pems, secrets = sealed_rows(database_url)

@@ -1,12 +1,13 @@
 """An organization's OpenID provider in process, for the unit and API tests of federation: it answers the requests
 of the ``UpstreamHttp`` port (identity/federation/upstream_http.py) from memory, signs its ID and logout tokens with
-a key of its own, and records what it was asked. The system test runs panva's oidc-provider instead
+its key, and records what it was asked. The system test runs panva's oidc-provider instead
 (tests/support/upstream.py)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,14 @@ CLIENT_ID = "our-client"
 CLIENT_SECRET = "our-secret-at-the-provider"
 
 
+@functools.cache
+def made_once() -> RSAKey:
+    """The provider's key, made once a process (a new RSA key is 0.1 s of CPU, and a federation test starts a provider
+    each): each test's app reads it afresh from the provider's JWKS all the same. A test of a key the app never saw
+    gives the provider another (``upstream.key = …``)."""
+    return RSAKey.generate_key(2048, parameters={"kid": "up-1", "alg": "RS256"})
+
+
 @dataclass
 class Issued:
     """What the provider remembers of one authorization code."""
@@ -37,7 +46,7 @@ class Issued:
 @dataclass
 class FakeUpstream:
     issuer: str = ISSUER
-    key: RSAKey = field(default_factory=lambda: RSAKey.generate_key(2048, parameters={"kid": "up-1", "alg": "RS256"}))
+    key: RSAKey = field(default_factory=made_once)
     iss_parameter: bool = True
     userinfo_claims: bool = False  # email claims only at UserInfo, as node-oidc-provider does by default
     now: Callable[[], int] = field(default=lambda: int(time.time()))

@@ -27,8 +27,8 @@ from identity.common.tables import (
     signing_keys,
 )
 from identity.purge import Purger
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.defaults import PURGE_GRACE, SIGN_IN_WINDOW
 from tests.support.passwords import FAST_HASHING
 from tests.support.waiting import eventually
@@ -125,7 +125,7 @@ def test_purge_deletes_each_kind_of_record_only_once_nothing_can_use_it(engine: 
 def test_the_running_service_purges_at_start_and_then_on_its_interval(settings: Settings, engine: Engine) -> None:
     expired = {"expires_at": SYSTEM_CLOCK.now() - timedelta(minutes=1)}
     insert(engine, interactions, **expired)
-    with TestClient(create_app(settings.with_changes(purge_interval=1), password_hashing=FAST_HASHING)):
+    with TestClient(make_app(settings.with_changes(purge_interval=1))):
         assert eventually(lambda: count(engine, interactions) == 0, timeout=5), "not purged at start"
         insert(engine, interactions, **expired)
         assert eventually(lambda: count(engine, interactions) == 0, timeout=5), "not purged on the interval"

@@ -8,7 +8,6 @@ from starlette.testclient import TestClient
 
 from data.catalog import Catalog
 from identity.accounts.users import User
-from service.app import create_app
 from service.settings import (
     ConfigurationError,
     Settings,
@@ -20,6 +19,7 @@ from service.settings import (
 )
 from service.settings.grammars import WholeNumber
 from service.settings.rows import Entry, rows
+from tests.support.apps import make_app
 from tests.support.identity_fixtures import Registered
 from tests.support.identity_pages import assert_error_page, authorize, sign_in, to_page
 from tests.support.loops import each
@@ -154,26 +154,26 @@ def test_a_variable_read_alone_by_a_command_is_read_as_settings_read_it() -> Non
 
 def test_a_smaller_identity_form_limit_answers_413_sooner(settings: Settings, engine: Engine, catalog: Catalog) -> None:
     form = {"grant_type": "client_credentials", "pad": "a" * 2048}
-    with TestClient(create_app(settings, catalog=catalog)) as default:
+    with TestClient(make_app(settings, catalog=catalog)) as default:
         read = default.post("/oauth2/token", data=form)  # no client: read, then refused (invalid_client, 400)
         assert read.status_code == 400 and read.json()["error"] == "invalid_client"
-    with TestClient(create_app(settings.with_changes(identity_form_limit=1024), catalog=catalog)) as small:
+    with TestClient(make_app(settings.with_changes(identity_form_limit=1024), catalog=catalog)) as small:
         refused = small.post("/oauth2/token", data=form)
     assert refused.status_code == 413 and refused.json()["error"] == "invalid_request"
 
 
 def test_a_smaller_console_form_limit_answers_413_sooner(settings: Settings, engine: Engine, catalog: Catalog) -> None:
     form = {"csrf_token": "x", "name": "n" * 2048}
-    with TestClient(create_app(settings, catalog=catalog), follow_redirects=False) as default:
+    with TestClient(make_app(settings, catalog=catalog), follow_redirects=False) as default:
         assert default.post("/console/keys", data=form).status_code != 413
-    with TestClient(create_app(settings.with_changes(console_form_limit=1024), catalog=catalog)) as small:
+    with TestClient(make_app(settings.with_changes(console_form_limit=1024), catalog=catalog)) as small:
         assert small.post("/console/keys", data=form).status_code == 413
 
 
 def test_a_smaller_sign_in_limit_throttles_sooner(
     settings: Settings, engine: Engine, catalog: Catalog, web: Registered, user: User
 ) -> None:
-    app = create_app(settings.with_changes(sign_in_account_limit=2), catalog=catalog)
+    app = make_app(settings.with_changes(sign_in_account_limit=2), catalog=catalog)
     with TestClient(app, follow_redirects=False) as browser:
         for _ in range(2):
             page = sign_in(browser, to_page(authorize(browser, web.id), "sign-in"), password="wrong password here")
@@ -183,7 +183,7 @@ def test_a_smaller_sign_in_limit_throttles_sooner(
 
 
 def test_the_preflight_max_age_is_the_settings(settings: Settings, engine: Engine, catalog: Catalog) -> None:
-    with TestClient(create_app(settings.with_changes(cors_max_age=42), catalog=catalog)) as client:
+    with TestClient(make_app(settings.with_changes(cors_max_age=42), catalog=catalog)) as client:
         preflight = client.options(
             "/v1/menus/regions",
             headers={"Origin": "https://app.example", "Access-Control-Request-Method": "GET"},

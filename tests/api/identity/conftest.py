@@ -13,16 +13,15 @@ from starlette.testclient import TestClient
 
 from identity.accounts.organizations import Organization, OrganizationStore
 from identity.accounts.users import User, UserStore
-from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import POOL
 from tests.support.identity_fixtures import PASSWORD, Registered, Shared, register
 from tests.support.passwords import FAST_HASHING
 from tests.support.postgres import throwaway_database
-from tests.support.signing_keys import KEYS_MADE_ONCE
 
 
 @pytest.fixture
@@ -65,7 +64,7 @@ def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         org = OrganizationStore(engine).create("Acme Foods")
         clock = MovableClock()
         yield Shared(
-            create_app(settings, clock=clock, password_hashing=FAST_HASHING, new_signing_key=KEYS_MADE_ONCE),
+            make_app(settings, clock=clock),
             engine,
             org,
             register(engine, org),

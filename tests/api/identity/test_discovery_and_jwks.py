@@ -9,9 +9,9 @@ from starlette.testclient import TestClient
 
 from identity.accounts.organizations import Organization
 from identity.accounts.users import UserStore
-from service.app import create_app
 from service.settings import Settings
 from tests.support import identity_pages as pages
+from tests.support.apps import make_app
 from tests.support.identity_fixtures import CALLBACK, EMAIL, PASSWORD, register
 from tests.support.passwords import FAST_HASHING
 
@@ -61,9 +61,7 @@ def test_issuer_with_a_path_serves_every_endpoint_under_it(
     tenant = f"{pages.ISSUER}/tenant-a"
     web = register(engine, org)
     UserStore(engine, hashing=FAST_HASHING).create(EMAIL, "Ana Lima", PASSWORD, [(org.id, "owner")])
-    with TestClient(
-        create_app(settings.with_changes(issuer=tenant), password_hashing=FAST_HASHING), follow_redirects=False
-    ) as browser:
+    with TestClient(make_app(settings.with_changes(issuer=tenant)), follow_redirects=False) as browser:
         document = browser.get("/tenant-a/.well-known/openid-configuration").json()
         assert document["issuer"] == tenant
         for name in ("authorization", "token", "userinfo", "introspection", "revocation", "end_session"):
