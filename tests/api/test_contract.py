@@ -5,17 +5,17 @@ from __future__ import annotations
 import importlib
 
 import pytest
-import yaml
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from service.web.contracts import spec_path
 from tests.support.loops import each
+from tests.support.yaml_text import safe_load
 
 
 @pytest.fixture(scope="module")
 def menus() -> dict:
-    return yaml.safe_load(spec_path("menus.yaml").read_text(encoding="utf-8"))
+    return safe_load(spec_path("menus.yaml").read_text(encoding="utf-8"))
 
 
 def operations(document: dict) -> list[tuple[str, str, dict]]:
@@ -69,7 +69,7 @@ def test_served_document_is_the_written_one(anonymous: TestClient, menus: dict) 
 
 
 def test_identity_document_is_valid_openapi_3_0() -> None:
-    identity = yaml.safe_load(spec_path("identity.yaml").read_text(encoding="utf-8"))
+    identity = safe_load(spec_path("identity.yaml").read_text(encoding="utf-8"))
     validate(identity)
     assert identity["openapi"] == "3.0.3"
     paths = set(identity["paths"])
@@ -81,14 +81,14 @@ def test_identity_document_is_valid_openapi_3_0() -> None:
 
 def test_every_identity_operation_that_takes_a_body_documents_its_cap_and_its_time_bound() -> None:
     """413 past the cap, 408 when the body is too slow (service/web/body_arrival.py), in the operation's form."""
-    identity = yaml.safe_load(spec_path("identity.yaml").read_text(encoding="utf-8"))
+    identity = safe_load(spec_path("identity.yaml").read_text(encoding="utf-8"))
     with_bodies = [(path, method, op) for path, method, op in operations(identity) if "requestBody" in op]
     for path, method, op in each(with_bodies):
         assert {"408", "413"} <= set(op["responses"]), (method, path)
 
 
 def test_console_document_is_valid_openapi_3_0_and_served_as_written(anonymous: TestClient) -> None:
-    console = yaml.safe_load(spec_path("console.yaml").read_text(encoding="utf-8"))
+    console = safe_load(spec_path("console.yaml").read_text(encoding="utf-8"))
     validate(console)
     assert console["openapi"] == "3.0.3"
     for _, _, op in operations(console):

@@ -7,7 +7,6 @@ import hashlib
 import re
 
 import pytest
-import yaml
 from starlette.testclient import TestClient
 
 from service.ops.route_templates import UNMATCHED, RouteTemplates
@@ -16,6 +15,7 @@ from service.web.contracts import authored, contract
 from service.web.served_documents import ServedDocument
 from tests.support.apps import make_app
 from tests.support.defaults import DEFAULTS
+from tests.support.yaml_text import safe_load
 
 BASE_URL = "https://menus.example.com"
 ISSUER = "https://id.example.com/tenant-a"
@@ -50,7 +50,7 @@ def count_refs(node: object) -> int:
 @pytest.mark.parametrize(("name", "path", "server"), DOCUMENTS)
 def test_served_document_equals_the_file_but_for_servers(web: TestClient, name: str, path: str, server: str) -> None:
     written = authored(name)
-    for served in (web.get(f"{path}.json").json(), yaml.safe_load(web.get(f"{path}.yaml").text)):
+    for served in (web.get(f"{path}.json").json(), safe_load(web.get(f"{path}.yaml").text)):
         assert served["servers"] == [{**written["servers"][0], "url": server}]
         assert {k: v for k, v in served.items() if k != "servers"} == {
             k: v for k, v in written.items() if k != "servers"
@@ -61,7 +61,7 @@ def test_served_document_equals_the_file_but_for_servers(web: TestClient, name: 
 def test_the_yaml_form_is_made_when_first_asked_for_not_at_start_up() -> None:
     served = ServedDocument.build(contract("menus.yaml"), "https://menus.example/v1")
     assert "body" in vars(served.json) and "body" not in vars(served.yaml)
-    assert yaml.safe_load(served.yaml.body) == contract("menus.yaml").served("https://menus.example/v1")
+    assert safe_load(served.yaml.body) == contract("menus.yaml").served("https://menus.example/v1")
     assert "body" in vars(served.yaml)
 
 

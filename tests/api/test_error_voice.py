@@ -7,12 +7,12 @@ import re
 from typing import Any
 
 import pytest
-import yaml
 from starlette.testclient import TestClient
 
 from service.web.contracts import spec_path
 from service.web.validation import PATTERN_WORDS
 from tests.support.loops import each
+from tests.support.yaml_text import safe_load
 
 FORM = "application/x-www-form-urlencoded"
 DIETS = "vegan, vegetarian, eggetarian, pescatarian, non_vegetarian"
@@ -102,7 +102,7 @@ def every_form_schema(item: dict[str, Any]) -> list[Any]:
 def test_every_pattern_a_parameter_of_any_document_can_refuse_has_words() -> None:
     found = []  # (document, pattern): some documents have none (operations.yaml), all of them together do
     for name in ("menus.yaml", "operations.yaml", "identity.yaml", "console.yaml", "management.yaml"):
-        document = yaml.safe_load(spec_path(name).read_text(encoding="utf-8"))
+        document = safe_load(spec_path(name).read_text(encoding="utf-8"))
         parameters = [document["components"].get("parameters", {}), document["components"].get("schemas", {})]
         parameters += [item.get("parameters", []) for item in document["paths"].values()]
         parameters += [op.get("parameters", []) for item in document["paths"].values() for op in item.values()

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-import yaml
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
@@ -19,6 +18,7 @@ from service.web.contracts import spec_path
 from tests.support.apps import make_app
 from tests.support.database_faults import outage, statements_fail
 from tests.support.loops import each
+from tests.support.yaml_text import safe_load
 
 
 def test_healthz_answers_ok_without_credentials(anonymous: TestClient) -> None:
@@ -72,7 +72,7 @@ def test_operations_document_is_served_apart_from_the_apis(anonymous: TestClient
 
 @pytest.fixture(scope="module")
 def operations_document() -> dict:
-    return yaml.safe_load(spec_path("operations.yaml").read_text(encoding="utf-8"))
+    return safe_load(spec_path("operations.yaml").read_text(encoding="utf-8"))
 
 
 def test_operations_document_is_valid_openapi_3_0(operations_document: dict) -> None:

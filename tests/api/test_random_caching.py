@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import yaml
 from starlette.testclient import TestClient
 
 from service.web.contracts import spec_path
+from tests.support.yaml_text import safe_load
 
 
 def test_random_is_no_store_without_an_etag(client: TestClient) -> None:
@@ -29,7 +29,7 @@ def test_random_errors_keep_their_problem_and_rate_limit_headers(client: TestCli
 
 
 def test_the_contract_says_random_is_no_store_without_etag_or_304() -> None:
-    document = yaml.safe_load(spec_path("menus.yaml").read_text(encoding="utf-8"))
+    document = safe_load(spec_path("menus.yaml").read_text(encoding="utf-8"))
     responses = document["paths"]["/menus/random"]["get"]["responses"]
     headers = responses["200"]["headers"]
     assert "ETag" not in headers and "304" not in responses

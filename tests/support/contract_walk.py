@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from service.web.contracts import spec_path
+from tests.support.yaml_text import safe_load
 
 # Each document and where its paths are served with the default settings (its `servers` entry).
 DOCUMENTS = {
@@ -67,7 +66,7 @@ def _resolve(document: dict[str, Any], node: Any) -> Any:
 @functools.cache
 def _document(name: str) -> dict[str, Any]:
     """The document, parsed once a process (a walk asks for it for every operation): read it, never change it."""
-    loaded: dict[str, Any] = yaml.safe_load(spec_path(name).read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = safe_load(spec_path(name).read_text(encoding="utf-8"))
     return loaded
 
 

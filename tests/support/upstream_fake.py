@@ -6,8 +6,8 @@ its key, and records what it was asked. The system test runs panva's oidc-provid
 from __future__ import annotations
 
 import base64
-import hashlib
 import functools
+import hashlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field

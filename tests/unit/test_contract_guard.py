@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.support.ci_skips import needs_tool
+from tests.support.yaml_text import safe_load
 from tools.contract_guard import (
     DIFF,
     DOCUMENTS,
@@ -27,7 +28,7 @@ pytestmark = needs_tool(DIFF.exists(), "openapi-diff", "run `npm ci` first")
 
 def changed(tmp_path: Path, name: str, change: Any) -> Path:
     """A copy of the working document ``name`` with ``change`` applied to its parsed form."""
-    document = yaml.safe_load((WORKING / name).read_text(encoding="utf-8"))
+    document = safe_load((WORKING / name).read_text(encoding="utf-8"))
     change(document)
     path = tmp_path / name
     path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
@@ -103,7 +104,7 @@ def test_the_working_documents_keep_every_promise_of_the_last_release(capsys: py
 
 
 def working_menus() -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load((WORKING / "menus.yaml").read_text(encoding="utf-8"))
+    document: dict[str, Any] = safe_load((WORKING / "menus.yaml").read_text(encoding="utf-8"))
     return document
 
 

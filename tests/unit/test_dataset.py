@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from data.catalog import COURSES, DIETS, KINDS, DatasetError, build, dataset_directory, load_catalog
 from tests.support.loops import each
+from tests.support.yaml_text import safe_load
 
 SCRIPTS = {  # the script local names are written in, by country
     "IN": None,  # several; checked per region below
@@ -35,7 +35,7 @@ INDIAN_SCRIPTS = {
 
 
 def records() -> list[tuple[str, Any]]:
-    return [(p.name, yaml.safe_load(p.read_text(encoding="utf-8"))) for p in sorted(dataset_directory().glob("*.yaml"))]
+    return [(p.name, safe_load(p.read_text(encoding="utf-8"))) for p in sorted(dataset_directory().glob("*.yaml"))]
 
 
 @pytest.fixture(scope="module")
