@@ -251,6 +251,8 @@ class SettingsTable:
         0.5,
         "seconds a menus or identity request may wait for the worker's event loop, after its head was read plus the"
         " loop's lag; a later one is answered 503 at once ([Overload](#overload))",
+        env="MENUS_MAX_QUEUE_WAIT",
+        grammar=AT_LEAST_1,
     )
 
     # Identity lifetimes
