@@ -104,8 +104,12 @@ def live_service(
     workdir: Path, env: dict[str, str] | None = None, *, args: tuple[str, ...] = (), port: int | None = None
 ) -> Iterator[LiveService]:
     """``db upgrade``, then ``serve --port PORT *args`` (a free port unless given), until it answers. Outbound URIs
-    may reach loopback (``MENUS_OUTBOUND_LOOPBACK``), as in development: the tests' relying parties listen there."""
-    environment = {**os.environ, "MENUS_OUTBOUND_LOOPBACK": "on", **(env or {})}
+    may reach loopback (``MENUS_OUTBOUND_LOOPBACK``), as in development: the tests' relying parties listen there.
+    ``MENUS_MAX_QUEUE_WAIT``: 5 s, not 0.5 (the admission's shedding is tested in tests/unit/test_admission.py and
+    tests/api/test_edge.py): the server shares two cores with the suite's other workers, and one left unscheduled
+    for half a second shed a sequential client's page 503 (twice in a day's runs), which tests of other rules
+    count as their failure. A test passes its own in ``env``."""
+    environment = {**os.environ, "MENUS_OUTBOUND_LOOPBACK": "on", "MENUS_MAX_QUEUE_WAIT": "5", **(env or {})}
     with contextlib.chdir(workdir):  # in this process, as LiveService.cli runs every command
         upgraded = command("db", "upgrade", env=environment)
     if upgraded.returncode != 0:
