@@ -21,14 +21,13 @@ from typing import Any
 import uvicorn
 from sqlalchemy.engine import Engine
 
-from service.app import create_app
 from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.clocks import MovableClock
 from tests.support.defaults import POOL
 from tests.support.live import free_port
-from tests.support.passwords import FAST_HASHING
 
 
 @dataclass
@@ -57,7 +56,7 @@ def in_process_service(workdir: Path, **settings: Any) -> Iterator[InProcess]:
     engine = make_engine(database_url, POOL)
     upgrade(engine)
     clock = MovableClock()
-    app = create_app(chosen, clock=clock, password_hashing=FAST_HASHING)
+    app = make_app(chosen, clock=clock)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on"))
     thread = threading.Thread(target=server.run, name="in-process service", daemon=True)
     thread.start()

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from data.catalog import Catalog
-from service.app import create_app
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.logout_rp import RelyingParty
 from tests.support.smtp import SmtpServer, smtp_server
 
@@ -23,7 +23,7 @@ def smtp() -> Iterator[SmtpServer]:
 @pytest.fixture
 def mailing_app(settings: Settings, engine: Engine, catalog: Catalog, smtp: SmtpServer) -> object:
     """The app over ``engine``'s database, its outbox polled every 0.1 s and delivered to ``smtp``."""
-    return create_app(settings.with_changes(smtp_url=smtp.url, mail_poll_interval=0.1), catalog=catalog)
+    return make_app(settings.with_changes(smtp_url=smtp.url, mail_poll_interval=0.1), catalog=catalog)
 
 
 @pytest.fixture

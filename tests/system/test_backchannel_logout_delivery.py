@@ -30,9 +30,9 @@ from identity.mail.outbox import Mail, Outbox
 from identity.sessions.backchannel_logout import CHANNEL, KIND
 from identity.tokens.logout_tokens import LogoutPost
 from identity.tokens.revoked_grants import Revoker
-from service.app import create_app
 from service.outbound.backchannel import LogoutPoster
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.logout_rp import RelyingParty, the_token, verified
 from tests.support.passwords import FAST_HASHING
@@ -43,7 +43,7 @@ from tests.support.waiting import eventually
 @pytest.fixture
 def posting_app(settings: Settings, engine: Engine, catalog: Catalog) -> object:
     """The app over ``engine``'s database, its outbox polled every 0.1 s and retried after 0.1 s (doubling)."""
-    return create_app(settings.with_changes(mail_poll_interval=0.1, mail_first_retry=0.1), catalog=catalog)
+    return make_app(settings.with_changes(mail_poll_interval=0.1, mail_first_retry=0.1), catalog=catalog)
 
 
 def ana_of_acme(engine: Engine) -> tuple[str, Any]:
@@ -129,7 +129,7 @@ def _refusals(engine: Engine) -> int:
 def woken_app(settings: Settings, engine: Engine, catalog: Catalog) -> object:
     """The app over ``engine``'s database, its outbox never polled after its first look (an hour between two): a
     logout token leaves only when the worker is woken."""
-    return create_app(settings.with_changes(mail_poll_interval=3600, backchannel_logout_timeout=3), catalog=catalog)
+    return make_app(settings.with_changes(mail_poll_interval=3600, backchannel_logout_timeout=3), catalog=catalog)
 
 
 def test_a_logout_token_is_posted_as_soon_as_end_session_commits_not_at_the_next_poll(

@@ -21,12 +21,12 @@ from data.catalog import Catalog
 from identity.accounts.users import User
 from identity.common.tables import mail_outbox
 from identity.mail.outbox import Claimed, Mail
-from service.app import create_app
 from service.cli.demo import prepare as prepare_demo
 from service.mail.letters import Letters
 from service.mail.transports import FolderTransport, SmtpTransport, outbox_folder
 from service.settings import Settings
 from service.settings import SmtpServer as TransportServer
+from tests.support.apps import make_app
 from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import EMAIL, Registered
 from tests.support.identity_pages import SIGN_UP, authorize, submit, to_page
@@ -65,7 +65,7 @@ def test_a_sign_up_with_a_taken_address_mails_its_owner_through_smtp(
     settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered, smtp: SmtpServer
 ) -> None:
     changes = {"smtp_url": smtp.url, "mail_from": "Menus <menus@example.com>", **FAST}
-    app = create_app(settings.with_changes(**changes), catalog=catalog)
+    app = make_app(settings.with_changes(**changes), catalog=catalog)
     with TestClient(app):
         page = sign_up_with_a_taken_address(app, web)
         assert "A user with this email address already exists." in page  # the answer on the page is unchanged
@@ -84,7 +84,7 @@ def test_an_smtp_outage_delays_the_mail_and_loses_none(
     settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered
 ) -> None:
     with smtp_server(running=False) as smtp:
-        app = create_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog)
+        app = make_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog)
         with TestClient(app):
             sign_up_with_a_taken_address(app, web)
             assert eventually(
@@ -104,7 +104,7 @@ MAILS = ACCOUNT_LIMIT  # "someone tried to sign up" mails to one account: as man
 def test_two_apps_over_one_database_send_each_mail_once(
     settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered, smtp: SmtpServer
 ) -> None:
-    nodes = [create_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog) for _ in range(2)]
+    nodes = [make_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog) for _ in range(2)]
     with TestClient(nodes[0]), TestClient(nodes[1]):
         for n in range(MAILS):
             sign_up_with_a_taken_address(nodes[n % 2], web)
@@ -118,7 +118,7 @@ def test_with_a_mail_folder_mail_is_written_as_eml_files_there(
     settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered, tmp_path: Path
 ) -> None:
     folder = tmp_path / "mail"
-    app = create_app(settings.with_changes(mail_dir=str(folder), **FAST), catalog=catalog)
+    app = make_app(settings.with_changes(mail_dir=str(folder), **FAST), catalog=catalog)
     with TestClient(app):
         sign_up_with_a_taken_address(app, web)
         assert eventually(lambda: bool(list(folder.glob("*.eml"))), timeout=10)

@@ -15,9 +15,9 @@ from starlette.testclient import TestClient
 from data.catalog import Catalog
 from identity.accounts.users import User
 from identity.common.tables import mail_outbox
-from service.app import create_app
 from service.mail.transports import outbox_folder
 from service.settings import Settings
+from tests.support.apps import make_app
 from tests.support.defaults import ACCOUNT_LIMIT
 from tests.support.identity_fixtures import EMAIL, Registered
 from tests.support.identity_pages import SIGN_UP, authorize, submit, to_page
@@ -54,8 +54,8 @@ def test_a_node_without_a_transport_claims_no_mail_and_the_node_with_smtp_sends_
     """Sign-ups on the node without a transport; every mail reaches the SMTP server of the other, and no folder
     (where a node without a transport used to write the users' mail, unread) gets any."""
     monkeypatch.chdir(tmp_path)  # where a node would write .eml files of a PostgreSQL database: ./var/outbox
-    bare = create_app(settings.with_changes(**FAST), catalog=catalog)
-    mailer = create_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog)
+    bare = make_app(settings.with_changes(**FAST), catalog=catalog)
+    mailer = make_app(settings.with_changes(smtp_url=smtp.url, **FAST), catalog=catalog)
     with TestClient(bare, follow_redirects=False) as browser, TestClient(mailer):
         for _ in range(MAILS):
             sign_up_with_a_taken_address(browser, web)
@@ -70,7 +70,7 @@ def test_a_node_without_a_transport_says_so_and_signs_users_up_all_the_same(
     settings: Settings, engine: Engine, catalog: Catalog, user: User, web: Registered, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="service.app"):
-        bare = create_app(settings.with_changes(**FAST), catalog=catalog)
+        bare = make_app(settings.with_changes(**FAST), catalog=catalog)
     [warning] = [record.getMessage() for record in caplog.records if record.name == "service.app"]
     assert "no mail transport" in warning and "MENUS_SMTP_URL" in warning and "MENUS_MAIL_DIR" in warning
     with TestClient(bare, follow_redirects=False) as browser:
@@ -86,6 +86,6 @@ def test_a_node_without_a_transport_says_so_and_signs_users_up_all_the_same(
 def test_readyz_says_which_transport_a_node_has(
     settings: Settings, engine: Engine, catalog: Catalog, changes: dict[str, str], mail: str
 ) -> None:
-    app = create_app(settings.with_changes(mail_poll_interval=3600, **changes), catalog=catalog)
+    app = make_app(settings.with_changes(mail_poll_interval=3600, **changes), catalog=catalog)
     with TestClient(app) as client:
         assert client.get("/readyz").json() == {"status": "ready", "details": {"mail": mail}}
