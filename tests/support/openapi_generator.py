@@ -8,13 +8,14 @@ are ``ROOT``, ``org.openapitools`` and ``io.swagger``, and the ones named below,
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.tool_processes import tool_env
 
 GENERATORS = ("python", "typescript-fetch")
 # What docs/menus-api.md tells users to add, as `--additional-properties=importFileExtension=.js` (the same option in a
@@ -79,7 +80,7 @@ def generate_clients(documents: dict[str, str], folder: Path) -> Generated:
                 encoding="utf-8",
             )
             configs.append(str(config))
-    env = {**os.environ, "JAVA_OPTS": f"-Dlogback.configurationFile={folder / 'logback.xml'}"}
+    env = tool_env(JAVA_OPTS=f"-Dlogback.configurationFile={folder / 'logback.xml'}")
     command = [openapi_generator_cli(), "batch", "--fail-fast", "--threads", "2", *configs]
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, env=env)
     output = done.stdout + done.stderr

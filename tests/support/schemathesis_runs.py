@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.support.live import ROOT
+from tests.support.tool_processes import tool_env
 
 EXAMPLES_PER_OPERATION = "60"
 STATEFUL_EXAMPLES = "80"  # scenarios from the token endpoint: enough to follow each of its links
@@ -35,7 +36,7 @@ def run_schemathesis(
                "--report", "junit", "--report-dir", report_dir]  # fmt: skip
     hooks = {"SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks"}  # text/html pages validated as strings
     return subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, **hooks, **(env or {})}
+        command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=tool_env(**hooks, **(env or {}))
     )
 
 
@@ -57,7 +58,7 @@ def run_schemathesis_as_an_outsider(
     command = [schemathesis(), "run", url, *[part for header in headers for part in ("-H", header)],
                "--checks", "all", "--exclude-checks", excluded, "-n", examples,
                "--generation-deterministic"]  # fmt: skip
-    env = {name: value for name, value in os.environ.items() if not name.startswith("SCHEMATHESIS_")}
+    env = tool_env({name: value for name, value in os.environ.items() if not name.startswith("SCHEMATHESIS_")})
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, env=env)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-8000:]

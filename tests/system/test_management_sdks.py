@@ -44,6 +44,7 @@ from tests.support.live import ROOT
 from tests.support.mailbox import mails
 from tests.support.openapi_generator import Generated, generate_clients
 from tests.support.passwords import FAST_HASHING
+from tests.support.tool_processes import tool_env
 
 API = "/management/v1"
 MANAGE = "manage:members manage:clients manage:keys manage:audit"
@@ -101,7 +102,7 @@ def python_sdk(service: InProcess, tmp_path_factory: pytest.TempPathFactory) -> 
     command = [found, "generate", "--url", f"{service.url}{API}/openapi.json", "--output-path",
                str(workdir / "management_sdk"), "--meta", "none", "--config", str(workdir / "config.yaml"),
                "--fail-on-warning"]  # fmt: skip
-    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=180, env=tool_env())
     assert done.returncode == 0, done.stdout + done.stderr
     sys.path.insert(0, str(workdir))
     try:

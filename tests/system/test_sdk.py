@@ -14,7 +14,6 @@ import base64
 import importlib
 import inspect
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from tests.support.form_browser import code_through_sign_in
 from tests.support.identity_fixtures import PASSWORD
 from tests.support.live import REDIRECT_URI, ROOT, LiveService, live_service
 from tests.support.loops import each
+from tests.support.tool_processes import tool_env
 
 REGION_COUNT = 16
 DISH_COUNT = 146
@@ -128,7 +128,7 @@ def generate(workdir: Path, url: str, package: str) -> Sdk:
     """openapi-python-client pointed at the served ``url``, as a user would."""
     command = [openapi_python_client(), "generate", "--url", url, "--output-path", str(workdir / package),
                "--meta", "none", "--config", str(workdir / "config.yaml"), "--fail-on-warning"]  # fmt: skip
-    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=120, env=tool_env())
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert package not in sys.modules
@@ -289,7 +289,7 @@ def test_the_docs_python_paging_example_runs_against_the_live_service_and_passes
     """The example a user copies pages through the desserts checking each answer's type (a Problem, a 429 midway,
     was read as a DishPage: AttributeError), so that ``mypy --strict`` finds nothing to say."""
     (tmp_path / "example.py").write_text(docs_python_example(), encoding="utf-8")
-    env = {**os.environ, "MENUS_URL": f"{service.url}/v1", "MENUS_KEY": service.api_key("docs-example")}
+    env = tool_env(MENUS_URL=f"{service.url}/v1", MENUS_KEY=service.api_key("docs-example"))
     env["PYTHONPATH"] = env["MYPYPATH"] = str(generated)
     ran = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
     desserts = sum(1 for dish in every_dish if dish.course == sdk.models.Course.DESSERT)

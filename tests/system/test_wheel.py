@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.live import free_port
+from tests.support.tool_processes import tool_env
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = re.compile(r"rmk_[A-Za-z0-9_-]+")
@@ -76,6 +77,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), str(source)],
         check=True,
         capture_output=True,
+        env=tool_env(),
     )
     (wheel,) = wheels.glob("regional_menus-*.whl")
     uv = Path(sys.executable).with_name("uv")  # scripts/venv installs uv into the project's venv
@@ -94,7 +96,7 @@ def test_every_module_of_the_checkout_imports_from_the_installed_wheel(venv: Pat
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-c", IMPORT_ALL, json.dumps(names)],
         cwd=tmp_path,  # not the checkout: only the installed package can answer
-        env={name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "COVERAGE_PROCESS_START")},
+        env=tool_env({name: value for name, value in os.environ.items() if name != "PYTHONPATH"}),
         capture_output=True,
         text=True,
         check=True,
