@@ -22,17 +22,14 @@ from typing import Any
 
 import yaml
 
-try:
-    from yaml import CSafeLoader as _Loader  # LibYAML (the wheels have it): ten times faster
-except ImportError:  # pragma: no cover - a PyYAML built without LibYAML
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+from data.yaml_text import SafeLoader
 
 
 def spec_path(name: str) -> Path:
     return Path(str(resources.files("openapi") / name))
 
 
-class _AsWritten(_Loader):
+class _AsWritten(SafeLoader):
     """YAML as written: a date-like scalar stays the string the author wrote (YAML 1.1 would make a datetime)."""
 
 

@@ -8,9 +8,9 @@ import pytest
 from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
+from data.yaml_text import safe_load
 from service.web.contracts import spec_path
 from tests.support.loops import each
-from tests.support.yaml_text import safe_load
 
 
 @pytest.fixture(scope="module")

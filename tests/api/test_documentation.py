@@ -9,13 +9,13 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
+from data.yaml_text import safe_load
 from service.ops.route_templates import UNMATCHED, RouteTemplates
 from service.settings import Settings
 from service.web.contracts import authored, contract
 from service.web.served_documents import ServedDocument
 from tests.support.apps import make_app
 from tests.support.defaults import DEFAULTS
-from tests.support.yaml_text import safe_load
 
 BASE_URL = "https://menus.example.com"
 ISSUER = "https://id.example.com/tenant-a"

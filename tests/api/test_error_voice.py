@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from data.yaml_text import safe_load
 from service.web.contracts import spec_path
 from service.web.validation import PATTERN_WORDS
 from tests.support.loops import each
-from tests.support.yaml_text import safe_load
 
 FORM = "application/x-www-form-urlencoded"
 DIETS = "vegan, vegetarian, eggetarian, pescatarian, non_vegetarian"

@@ -12,13 +12,13 @@ from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from data.catalog import Catalog
+from data.yaml_text import safe_load
 from service.ops.operations_app import PATHS
 from service.settings import Settings
 from service.web.contracts import spec_path
 from tests.support.apps import make_app
 from tests.support.database_faults import outage, statements_fail
 from tests.support.loops import each
-from tests.support.yaml_text import safe_load
 
 
 def test_healthz_answers_ok_without_credentials(anonymous: TestClient) -> None:

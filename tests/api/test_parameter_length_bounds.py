@@ -49,7 +49,7 @@ def test_over_long_client_secret_is_invalid_request_and_never_echoed_or_logged(
 
 
 def test_every_string_parameter_of_the_identity_contract_has_a_length_bound() -> None:
-    from tests.support.yaml_text import safe_load
+    from data.yaml_text import safe_load
 
     document = safe_load((Path(__file__).parents[2] / "openapi" / "identity.yaml").read_text())
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
+from data.yaml_text import safe_load
 from service.web.contracts import spec_path
-from tests.support.yaml_text import safe_load
 
 
 def test_random_is_no_store_without_an_etag(client: TestClient) -> None:

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from data.yaml_text import safe_load
 from service.web.contracts import spec_path
-from tests.support.yaml_text import safe_load
 
 # Each document and where its paths are served with the default settings (its `servers` entry).
 DOCUMENTS = {

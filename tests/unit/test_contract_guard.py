@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from data.yaml_text import safe_load
 from tests.support.ci_skips import needs_tool
-from tests.support.yaml_text import safe_load
 from tools.contract_guard import (
     DIFF,
     DOCUMENTS,

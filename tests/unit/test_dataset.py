@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from data.catalog import COURSES, DIETS, KINDS, DatasetError, build, dataset_directory, load_catalog
+from data.yaml_text import safe_load
 from tests.support.loops import each
-from tests.support.yaml_text import safe_load
 
 SCRIPTS = {  # the script local names are written in, by country
     "IN": None,  # several; checked per region below
