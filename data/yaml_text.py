@@ -1,6 +1,8 @@
 """YAML read with PyYAML's safe loader in LibYAML (``yaml.CSafeLoader``; PyYAML's wheels have it), about ten times
-faster than ``yaml.safe_load``'s pure-Python one: the dataset (``data/catalog.py``), the contracts
-(``service/web/contracts.py``, a loader of its own on this one) and the tests read YAML through it."""
+faster than ``yaml.safe_load``'s pure-Python one: the dataset (``data/catalog.py``) and the tests read YAML through
+it. ``service/web/contracts.py`` makes the same choice for its as-written loader without importing this module:
+any ``data.…`` import runs ``data/__init__.py``, which loads the catalog (36 ms, pycountry's among them) where the
+contracts alone are needed."""
 
 from __future__ import annotations
 
