@@ -40,7 +40,7 @@ from service.background_jobs import background_jobs
 from service.console_api.console_web import ConsoleWeb
 from service.console_api.cookies import CookieLifetimes, Cookies
 from service.console_api.relying_party import ConsoleClient, client_secret
-from service.database.db import client_threads, make_engine, service_secret
+from service.database.db import client_threads, make_engine, service_secret, service_secrets_named
 from service.database.schema import require_current
 from service.database.sealing_keys import load_sealer, reseal
 from service.identity_api.client_cors import ClientCrossOrigin
@@ -158,6 +158,9 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 NOT_FOUND = Api(_not_found)  # a path of no API of ours
+# The service secrets every start reads, in one transaction (service/database/db.py: service_secrets_named); the
+# console's cookie key is read once the console is on (console_web).
+SHARED_SECRETS = ("menus-cursor-key", "directory-cursor-key", "device-cookie-key", "console-client-secret")
 
 
 def create_app(
@@ -187,7 +190,8 @@ def create_app(
     require_current(engine)  # SchemaOutOfDate names the command to run
     sealer = load_sealer(settings.secret_keys, settings.database_url)
     reseal(engine, sealer, rotate=False)  # a database from before sealing: its clear rows sealed (once; CAS per row)
-    cursor_key = service_secret(engine, sealer, "menus-cursor-key")
+    shared = service_secrets_named(engine, sealer, SHARED_SECRETS)  # one read, once they exist
+    cursor_key = shared["menus-cursor-key"]
     catalog = catalog.with_cursor_key(cursor_key) if catalog is not None else load_catalog(cursor_key=cursor_key)
     redis = RedisTuning.of(settings)
     # the Redis of the rate limits, as this process sees it
@@ -228,9 +232,9 @@ def create_app(
         Issuer(settings.issuer),
         settings.lifetimes(),
         tuning,
-        cursor_key=service_secret(engine, sealer, "directory-cursor-key"),
+        cursor_key=shared["directory-cursor-key"],
         sealer=sealer,
-        device_key=service_secret(engine, sealer, "device-cookie-key"),
+        device_key=shared["device-cookie-key"],
         clock=clock,
         password_hashing=password_hashing,
         invitation_link=settings.base_url + settings.console_path + "/invitation",
@@ -239,7 +243,7 @@ def create_app(
         new_signing_key=new_signing_key,
     )
     provider.start()
-    organization_keys = OrganizationKeys(keys, provider.trail, service_secret(engine, sealer, "directory-cursor-key"))
+    organization_keys = OrganizationKeys(keys, provider.trail, shared["directory-cursor-key"])
     identity = create_identity_app(
         provider,
         client_threads=client_threads(engine, pool),
@@ -247,7 +251,16 @@ def create_app(
         validate_responses=settings.validate_responses,
         fast_forms=fast_forms,
     )
-    web = console_web(settings, engine, sealer, provider, keys, clock, organization_keys)
+    web = console_web(
+        settings,
+        engine,
+        sealer,
+        provider,
+        keys,
+        clock,
+        organization_keys,
+        client_shared=shared["console-client-secret"],
+    )
     console = None
     if web is not None:
         too_slow = web.too_slow
@@ -432,16 +445,20 @@ def console_web(
     keys: ApiKeyStore,
     clock: Clock,
     organization_keys: OrganizationKeys | None = None,
+    *,
+    client_shared: bytes,
 ) -> ConsoleWeb | None:
     """The developer console, registered as a client of the provider (one registration for every node).
 
     None, with a warning, when the base URL cannot carry a redirect URI (plain http off loopback): the
-    service runs without its console rather than send sign-ins over an unprotected channel."""
+    service runs without its console rather than send sign-ins over an unprotected channel. ``client_shared``: the
+    service secret "console-client-secret", which its client's secret derives from (read with the others by
+    ``create_app``)."""
     console_url = settings.base_url + settings.console_path
     client = ConsoleClient(
         provider,
         console_url,
-        client_secret(service_secret(engine, sealer, "console-client-secret")),
+        client_secret(client_shared),
         clock_skew=settings.console_clock_skew,
     )
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -121,23 +121,39 @@ def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def
 
 
 def service_secret(engine: Engine, sealer: Sealer, name: str, size: int = 32) -> bytes:
-    """Return the shared secret ``name``, creating it on first use; every node reads the same one.
+    """Return the shared secret ``name``, creating it on first use; every node reads the same one
+    (``service_secrets_named`` for one name)."""
+    return service_secrets_named(engine, sealer, (name,), size)[name]
 
-    Stored sealed with ``sealer``, the operator's keys (``service.database.sealing_keys.load_sealer``); a value
-    from before sealing is read as it is, and sealed at the next start or ``secrets rotate``.
+
+def service_secrets_named(engine: Engine, sealer: Sealer, names: Iterable[str], size: int = 32) -> dict[str, bytes]:
+    """Return the shared secrets ``names`` (name → secret), creating those missing; every node reads the same ones.
+
+    One read when they all exist (every start after the first); on the first start, the missing ones are created
+    in one transaction, and read back. Stored sealed with ``sealer``, the operator's keys
+    (``service.database.sealing_keys.load_sealer``); a value from before sealing is read as it is, and sealed at the
+    next start or ``secrets rotate``.
     """
+    wanted = sorted(set(names))
+    query = sa.select(service_secrets.c.name, service_secrets.c.value).where(service_secrets.c.name.in_(wanted))
     with engine.begin() as connection:
-        value = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
-    if value is not None:
-        return sealer.open(bytes(value))
-    try:
+        stored = {name: bytes(value) for name, value in connection.execute(query)}
+    missing = [name for name in wanted if name not in stored]
+    if missing:
+        new = [{"name": name, "value": sealer.seal(secrets.token_bytes(size))} for name in missing]
+        try:
+            with engine.begin() as connection:
+                connection.execute(service_secrets.insert(), new)
+        except IntegrityError:  # another node created one of them first: create the others one by one
+            for row in new:
+                try:
+                    with engine.begin() as connection:
+                        connection.execute(service_secrets.insert(), row)
+                except IntegrityError:
+                    pass  # another node created this one first; read theirs
         with engine.begin() as connection:
-            sealed = sealer.seal(secrets.token_bytes(size))
-            connection.execute(service_secrets.insert().values(name=name, value=sealed))
-    except IntegrityError:
-        pass  # another node created it first; read theirs
-    with engine.begin() as connection:
-        stored = connection.scalar(sa.select(service_secrets.c.value).where(service_secrets.c.name == name))
-    if stored is None:
-        raise RuntimeError(f"the service secret {name!r} could not be created")
-    return sealer.open(bytes(stored))
+            stored = {name: bytes(value) for name, value in connection.execute(query)}
+    absent = [name for name in wanted if name not in stored]
+    if absent:
+        raise RuntimeError(f"the service secrets {absent!r} could not be created")
+    return {name: sealer.open(stored[name]) for name in wanted}
