@@ -36,25 +36,24 @@ _COLUMNS = (
     "expires_at",
     "credential_version",
 )
-# The row, written only while its client is registered and, when a secret hash is bound, still holds it.
-_RECORD = (
-    access_tokens.insert()
-    .from_select(
-        _COLUMNS,
-        sa.select(*(sa.bindparam(name, type_=access_tokens.c[name].type) for name in _COLUMNS)).where(
-            sa.exists().where(
-                clients.c.id == sa.bindparam("client_id"),
-                sa.or_(
-                    sa.bindparam("secret_hash", type_=clients.c.secret_hash.type).is_(None),
-                    clients.c.secret_hash == sa.bindparam("secret_hash", type_=clients.c.secret_hash.type),
-                    # rotated meanwhile with a grace (MENUS_CLIENT_SECRET_GRACE): the secret read is the previous one
-                    clients.c.previous_secret_hash == sa.bindparam("secret_hash", type_=clients.c.secret_hash.type),
-                ),
-            )
-        ),
-    )
-    .returning(access_tokens.c.jti)
-)  # psycopg's rowcount of an INSERT … SELECT is -1
+# The row, written only while its client is registered and, when a secret hash is bound, still holds it: one
+# statement a row (executemany) for a commit's rows, and with RETURNING for a token recorded alone.
+_RECORD_ROWS = access_tokens.insert().from_select(
+    _COLUMNS,
+    sa.select(*(sa.bindparam(name, type_=access_tokens.c[name].type) for name in _COLUMNS)).where(
+        sa.exists().where(
+            clients.c.id == sa.bindparam("client_id"),
+            sa.or_(
+                sa.bindparam("secret_hash", type_=clients.c.secret_hash.type).is_(None),
+                clients.c.secret_hash == sa.bindparam("secret_hash", type_=clients.c.secret_hash.type),
+                # rotated meanwhile with a grace (MENUS_CLIENT_SECRET_GRACE): the secret read is the previous one
+                clients.c.previous_secret_hash == sa.bindparam("secret_hash", type_=clients.c.secret_hash.type),
+            ),
+        )
+    ),
+)
+_RECORD = _RECORD_ROWS.returning(access_tokens.c.jti)  # psycopg's rowcount of an INSERT … SELECT is -1
+_WRITTEN = sa.select(access_tokens.c.jti).where(access_tokens.c.jti.in_(sa.bindparam("jtis", expanding=True)))
 _BY_JTI = sa.select(access_tokens).where(access_tokens.c.jti == sa.bindparam("jti"))
 _BY_JTIS = sa.select(access_tokens).where(access_tokens.c.jti.in_(sa.bindparam("jtis", expanding=True)))
 
@@ -94,18 +93,28 @@ class AccessTokenStore(TokenTable):
         """The records of several units of work (``identity.tokens.unit_of_work``), each a list of (record, secret
         hash), written in one transaction with one commit, each only while its client is registered and holds that
         secret (as ``record``): for each unit, None, or why its records were not all written (``InvalidClient``;
-        the database's error for every unit if the transaction failed: then none was written)."""
+        the database's error for every unit if the transaction failed: then none was written).
+
+        Several records are written by one statement run for each (executemany), and those written then read back by
+        their ``jti`` in the same transaction: two statements for the row, where a statement a record cost each
+        token its own round through SQLAlchemy."""
         refused: list[Exception | None] = [None] * len(issued)
-        if not any(issued):
+        rows = [(index, token, secret_hash) for index, records in enumerate(issued) for token, secret_hash in records]
+        if not rows:
             return refused
         try:
             with commit_without_waiting(self._engine) as connection:
-                for index, records in enumerate(issued):
-                    for token, secret_hash in records:
-                        if connection.execute(_RECORD, _values(token, secret_hash)).first() is None:
-                            refused[index] = not_recorded(token.client_id)
+                if len(rows) == 1:
+                    _, token, secret_hash = rows[0]
+                    written = set(connection.scalars(_RECORD, _values(token, secret_hash)))
+                else:
+                    connection.execute(_RECORD_ROWS, [_values(token, secret_hash) for _, token, secret_hash in rows])
+                    written = set(connection.scalars(_WRITTEN, {"jtis": [token.jti for _, token, _ in rows]}))
         except Exception as error:  # noqa: BLE001 - nothing was written: each unit's caller meets the error
             return [error if records else None for records in issued]
+        for index, token, _ in rows:
+            if token.jti not in written:
+                refused[index] = not_recorded(token.client_id)
         return refused
 
     def get(self, jti: str, read: Mapping[str, AccessTokenRecord | None] | None = None) -> AccessTokenRecord | None:

@@ -109,7 +109,7 @@ def test_tokens_issued_in_a_row_are_recorded_after_the_last_in_one_transaction_a
         with statements(engine) as seen:
             assert services.token_work.commit(units) == [None, None, None]
     assert recorded(engine) == 4
-    assert sum("INSERT INTO access_tokens" in statement for statement in seen) == 3
+    assert sum("INSERT INTO access_tokens" in statement for statement in seen) == 1  # one statement run for each record
     assert seen.count("COMMIT") == alone.count("COMMIT")  # three rows, the commits of one
     assert issued_events(caplog) == [client.id for client in clients]
     for token in tokens:
@@ -130,6 +130,20 @@ def test_a_token_whose_client_was_deleted_before_the_row_was_written_is_refused_
     assert refused[0] is None and isinstance(refused[1], InvalidClient)
     assert recorded(engine) == 1
     assert issued_events(caplog) == [kept.id]
+
+
+def test_a_lone_token_whose_client_was_deleted_before_it_was_written_is_refused_and_never_logged_as_issued(
+    engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture
+) -> None:
+    deleted = job(engine, org, "Deleted")
+    with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
+        units = services.token_work.open([None])
+        issue(services, deleted, org, units[0])
+        ClientStore(engine).delete(deleted.id)  # on another node, while the row waited
+        refused = services.token_work.commit(units)
+    assert len(refused) == 1 and isinstance(refused[0], InvalidClient)
+    assert recorded(engine) == 0
+    assert issued_events(caplog) == []
 
 
 def test_when_the_rows_transaction_fails_every_token_of_the_row_is_refused_with_the_error_and_none_logged(
