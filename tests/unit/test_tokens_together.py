@@ -117,33 +117,21 @@ def test_tokens_issued_in_a_row_are_recorded_after_the_last_in_one_transaction_a
         assert services.verifier.verify_access_token(token).jti == jti  # live: its record was written
 
 
-def test_a_token_whose_client_was_deleted_before_the_row_was_written_is_refused_and_never_logged_as_issued(
-    engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("beside", [1, 0], ids=["in-a-row", "alone"])
+def test_a_token_whose_client_was_deleted_before_its_record_was_written_is_refused_and_never_logged_as_issued(
+    engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture, beside: int
 ) -> None:
-    kept, deleted = job(engine, org, "Kept"), job(engine, org, "Deleted")
-    with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
-        units = services.token_work.open([None, None])
-        issue(services, kept, org, units[0])
-        issue(services, deleted, org, units[1])
-        ClientStore(engine).delete(deleted.id)  # on another node, while the row waited
-        refused = services.token_work.commit(units)
-    assert refused[0] is None and isinstance(refused[1], InvalidClient)
-    assert recorded(engine) == 1
-    assert issued_events(caplog) == [kept.id]
-
-
-def test_a_lone_token_whose_client_was_deleted_before_it_was_written_is_refused_and_never_logged_as_issued(
-    engine: Engine, org: Organization, services: TokenServices, caplog: pytest.LogCaptureFixture
-) -> None:
+    kept = [job(engine, org, f"Kept {n}") for n in range(beside)]
     deleted = job(engine, org, "Deleted")
     with caplog.at_level(logging.INFO, logger="regional_menus.audit"):
-        units = services.token_work.open([None])
-        issue(services, deleted, org, units[0])
+        units = services.token_work.open([None] * (beside + 1))
+        for client, unit in zip([*kept, deleted], units, strict=True):
+            issue(services, client, org, unit)
         ClientStore(engine).delete(deleted.id)  # on another node, while the row waited
         refused = services.token_work.commit(units)
-    assert len(refused) == 1 and isinstance(refused[0], InvalidClient)
-    assert recorded(engine) == 0
-    assert issued_events(caplog) == []
+    assert refused[:beside] == [None] * beside and isinstance(refused[beside], InvalidClient)
+    assert recorded(engine) == beside
+    assert issued_events(caplog) == [client.id for client in kept]
 
 
 def test_when_the_rows_transaction_fails_every_token_of_the_row_is_refused_with_the_error_and_none_logged(
