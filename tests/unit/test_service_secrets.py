@@ -41,9 +41,7 @@ def stored(engine: Engine) -> dict[str, bytes]:
         return {row.name: bytes(row.value) for row in connection.execute(sa.select(service_secrets))}
 
 
-def test_the_first_start_makes_each_secret_and_every_later_start_reads_the_same(
-    engine: Engine, sealer: Sealer
-) -> None:
+def test_the_first_start_makes_each_secret_and_every_later_start_reads_the_same(engine: Engine, sealer: Sealer) -> None:
     first = service_secrets_named(engine, sealer, NAMES)
     assert sorted(first) == sorted(NAMES)
     assert all(len(value) == 32 for value in first.values()) and len(set(first.values())) == len(NAMES)
