@@ -251,16 +251,8 @@ def create_app(
         validate_responses=settings.validate_responses,
         fast_forms=fast_forms,
     )
-    web = console_web(
-        settings,
-        engine,
-        sealer,
-        provider,
-        keys,
-        clock,
-        organization_keys,
-        client_shared=shared["console-client-secret"],
-    )
+    console_secret = shared["console-client-secret"]
+    web = console_web(settings, engine, sealer, provider, keys, clock, organization_keys, client_shared=console_secret)
     console = None
     if web is not None:
         too_slow = web.too_slow
