@@ -136,8 +136,12 @@ def service_secrets_named(engine: Engine, sealer: Sealer, names: Iterable[str], 
     """
     wanted = sorted(set(names))
     query = sa.select(service_secrets.c.name, service_secrets.c.value).where(service_secrets.c.name.in_(wanted))
-    with engine.begin() as connection:
-        stored = {name: bytes(value) for name, value in connection.execute(query)}
+
+    def read() -> dict[str, bytes]:
+        with engine.begin() as connection:
+            return {name: bytes(value) for name, value in connection.execute(query)}
+
+    stored = read()
     missing = [name for name in wanted if name not in stored]
     if missing:
         new = [{"name": name, "value": sealer.seal(secrets.token_bytes(size))} for name in missing]
@@ -151,8 +155,7 @@ def service_secrets_named(engine: Engine, sealer: Sealer, names: Iterable[str], 
                         connection.execute(service_secrets.insert(), row)
                 except IntegrityError:
                     pass  # another node created this one first; read theirs
-        with engine.begin() as connection:
-            stored = {name: bytes(value) for name, value in connection.execute(query)}
+        stored = read()
     absent = [name for name in wanted if name not in stored]
     if absent:
         raise RuntimeError(f"the service secrets {absent!r} could not be created")
