@@ -22,7 +22,7 @@ from service.database.db import make_engine
 from service.database.schema import upgrade
 from service.settings import Settings
 from tests.support.apps import make_app
-from tests.support.clocks import MovableClock
+from tests.support.clocks import MovableClock, window_not_ending
 from tests.support.command_line import service_loggers_kept
 from tests.support.defaults import POOL
 from tests.support.postgres import empty_every_table, throwaway_database
@@ -160,6 +160,13 @@ def keys(engine: Engine) -> ApiKeyStore:
 @pytest.fixture
 def api_key(keys: ApiKeyStore) -> str:
     return keys.create("tests")[1]
+
+
+@pytest.fixture
+def counting_minute() -> None:
+    """The test counts a rate limit's requests to its refusal within one minute of the system's clock: it starts at
+    least five seconds before that minute ends (``tests/support/clocks.py: window_not_ending``)."""
+    window_not_ending()
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from tests.support.apps import make_app
 
 BOUND = 5  # unknown keys per network per minute in these tests
 REGIONS = "/v1/menus/regions"
+# Each test counts guesses to the bound within one minute of the system's clock (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("counting_minute")
 
 
 def guess() -> str:

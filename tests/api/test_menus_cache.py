@@ -106,7 +106,7 @@ def test_missing_key_is_refused_for_a_cached_url(client: TestClient, cached_app:
         assert anonymous.get(TYPICAL).status_code == 401
 
 
-def test_rate_limit_still_applies_to_cached_urls(settings: Settings, api_key: str) -> None:
+def test_rate_limit_still_applies_to_cached_urls(settings: Settings, api_key: str, counting_minute: None) -> None:
     app = make_app(settings.with_changes(rate_limit_per_minute=3))
     with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as client:
         answers = [client.get(TYPICAL) for _ in range(3)]

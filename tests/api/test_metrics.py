@@ -137,7 +137,9 @@ def test_throttled_sign_ins_count_as_failed_and_rate_limited(browser: TestClient
     assert value(browser, "regional_menus_rate_limited_requests_total", route="/sign-in") == limited + 1
 
 
-def test_menus_requests_over_the_rate_limit_are_counted(settings: Settings, engine: Engine, api_key: str) -> None:
+def test_menus_requests_over_the_rate_limit_are_counted(
+    settings: Settings, engine: Engine, api_key: str, counting_minute: None
+) -> None:
     app = make_app(settings.with_changes(rate_limit_per_minute=1))
     with TestClient(app, headers={"Authorization": f"Bearer {api_key}"}) as menus:
         before = value(menus, "regional_menus_rate_limited_requests_total", route="/v1/menus/regions")

@@ -76,3 +76,14 @@ class MovableTimer:
         while sum(not done.done() for _, done in self._waits) < count:
             self._new_wait.clear()
             await self._new_wait.wait()
+
+
+def window_not_ending(seconds: float = 60.0, margin: float = 5.0) -> None:
+    """Return at least ``margin`` seconds before the current window of ``seconds`` of Unix time ends, waiting for the
+    next window to begin if need be. The rate limits count in windows of the system's clock that no test can move
+    (the ``limits`` library's memory storage reads ``time.time()``, its Redis scripts the server's ``TIME``): a
+    request just after a window turns is weighed against the window before as a share of it, and can be admitted
+    where one just before the turn was refused. A test that counts a limit's requests to the refusal starts here."""
+    left = seconds - time.time() % seconds
+    if left < margin:
+        time.sleep(left + 0.01)
