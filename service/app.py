@@ -172,6 +172,7 @@ def create_app(
     fast_forms: bool = True,
     upstream: UpstreamHttp | None = None,
     new_signing_key: NewKey = new_private_key,
+    engine: Engine | None = None,
 ) -> Dispatcher:
     """The service's ASGI app. ``catalog``: a dataset already loaded (tests build many apps in one process);
     it signs its cursors with this database's key all the same. ``clock``: the time every object of the
@@ -181,12 +182,14 @@ def create_app(
     tests hand in keys made once a process (``tests/support/signing_keys.py``). The
     contracts are parsed once per process (``service.web.contracts.contract``). ``fast_forms``: False leaves every
     identity form to Connexion's parser and its own validation middleware (the differential test's reference:
-    service/web/connexion_adapter.py)."""
+    service/web/connexion_adapter.py). ``engine``: the state database's engine, made by ``make_engine`` for
+    ``settings.database_url`` and its pool; a new one by default. The tests hand in one of the engines they keep for
+    a database (``tests/support/engines.py``): SQLAlchemy caches the statements it compiles per engine."""
     settings = settings or Settings.from_env()
     clock = clock or SYSTEM_CLOCK
     audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
     pool = settings.database_pool()
-    engine = make_engine(settings.database_url, pool)
+    engine = engine or make_engine(settings.database_url, pool)
     require_current(engine)  # SchemaOutOfDate names the command to run
     sealer = load_sealer(settings.secret_keys, settings.database_url)
     reseal(engine, sealer, rotate=False)  # a database from before sealing: its clear rows sealed (once; CAS per row)

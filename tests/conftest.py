@@ -25,6 +25,7 @@ from tests.support.apps import make_app
 from tests.support.clocks import MovableClock, window_not_ending
 from tests.support.command_line import service_loggers_kept
 from tests.support.defaults import POOL
+from tests.support.engines import KEPT
 from tests.support.postgres import empty_every_table, throwaway_database
 
 pytest_plugins = [
@@ -88,31 +89,49 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("database_url", ENGINES, indirect=True)
 
 
-def _fresh_state_database(request: pytest.FixtureRequest, tmp_path: Path, engine: str) -> str:
+def _fresh_state_database(request: pytest.FixtureRequest, engine: str) -> str:
+    """The process's state database on ``engine``, as new: always at the same place, so that the engines on it are
+    kept (``tests/support/engines.py``). SQLite: the folder of ``state_folder`` emptied (the database and what lies
+    beside it, such as the key file of its sealed secrets) and a copy of the migrated file put in it; PostgreSQL:
+    the session's database, every table emptied."""
     if engine == "sqlite":
-        return f"sqlite:///{tmp_path / 'state.sqlite3'}"
-    url: str = request.getfixturevalue("postgres_database")
+        folder: Path = request.getfixturevalue("state_folder")
+        url = f"sqlite:///{folder / 'state.sqlite3'}"
+        KEPT.keep(url)
+        KEPT.release(url)  # no connection of the engines kept on it holds the last test's file
+        for entry in folder.iterdir():
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite"), folder / "state.sqlite3")
+        return url
+    url = request.getfixturevalue("postgres_database")
     empty_every_table(url)
     return url
 
 
+@pytest.fixture(scope="session")
+def state_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the process's SQLite state database lies (``database_url``), emptied before each test that uses it."""
+    return tmp_path_factory.mktemp("state")
+
+
 @pytest.fixture
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def database_url(request: pytest.FixtureRequest) -> str:
     """The state database of a test: SQLite, or each engine in turn in a module ``ON_BOTH_ENGINES``."""
-    return _fresh_state_database(request, tmp_path, getattr(request, "param", "sqlite"))
+    return _fresh_state_database(request, getattr(request, "param", "sqlite"))
 
 
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str]:
     """One throw-away PostgreSQL database for the session, emptied before each test that uses it."""
     with throwaway_database() as url:
+        KEPT.keep(url)
         yield url
 
 
 @pytest.fixture(params=ENGINES)
-def either_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def either_database(request: pytest.FixtureRequest) -> str:
     """A fresh state database on each engine in turn."""
-    return _fresh_state_database(request, tmp_path, request.param)
+    return _fresh_state_database(request, request.param)
 
 
 @pytest.fixture
@@ -139,6 +158,12 @@ def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def engine(settings: Settings, migrated_sqlite: Path) -> Iterator[Engine]:
+    """The test's own engine on its state database: a copy of the one the process keeps on it
+    (``tests/support/engines.py``), or, on a database the test made, one of its own."""
+    kept = KEPT.copy(settings.database_url, settings.database_pool())
+    if kept is not None:
+        yield kept
+        return
     url = sa.make_url(settings.database_url)
     copied = url.get_backend_name() == "sqlite" and bool(url.database) and not Path(str(url.database)).exists()
     if copied:

@@ -58,22 +58,26 @@ def sealed_rows(database_url: str) -> tuple[list[str], list[bytes]]:
     return pems, secrets
 
 
+def database_file(database_url: str) -> Path:
+    return Path(str(sa.make_url(database_url).database))
+
+
 def test_the_database_holds_no_pem_and_no_clear_service_secret(
-    app: Any, http: TestClient, tmp_path: Path, database_url: str, engine: Engine
+    app: Any, http: TestClient, database_url: str, engine: Engine
 ) -> None:
     cursor_key = service_secret(engine, load_sealer((), database_url), "directory-cursor-key")
     assert http.get("/jwks").json()["keys"]
     pems, secrets = sealed_rows(database_url)
     assert pems and all(pem.startswith("gAAAAA") and "BEGIN" not in pem for pem in pems)
     assert secrets and all(value.startswith(b"gAAAAA") for value in secrets)
-    on_disk = stored_bytes(tmp_path / "state.sqlite3")
+    on_disk = stored_bytes(database_file(database_url))
     assert b"PRIVATE KEY" not in on_disk and cursor_key not in on_disk
 
 
 def test_without_secret_keys_a_key_file_is_made_once_beside_the_database_with_mode_0600(
-    app: Any, tmp_path: Path, database_url: str
+    app: Any, database_url: str
 ) -> None:
-    key_file = tmp_path / "secret-keys"
+    key_file = database_file(database_url).parent / "secret-keys"
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     key = key_file.read_text().split()
     assert len(key) == 1 and load_sealer((), database_url).open(sealed_rows(database_url)[1][0])

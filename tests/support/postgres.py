@@ -19,6 +19,7 @@ from sqlalchemy.engine import URL, Engine
 from service.database.db import make_engine, metadata
 from service.database.schema import load_tables, upgrade
 from tests.support.defaults import POOL
+from tests.support.engines import KEPT
 
 SERVER_URL = os.environ.get("MENUS_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
@@ -59,8 +60,10 @@ def empty_every_table(url: str) -> None:
     rows, where TRUNCATE gives each table and index a new file, synced at the commit (0.3 s a test on a busy disk).
     No table has a sequence to restart (the ids are random strings)."""
     load_tables()
-    engine = make_engine(url, POOL)
+    kept = KEPT.copy(url)  # the session's database: its statements compiled once (tests/support/engines.py)
+    engine = kept or make_engine(url, POOL)
     with engine.begin() as connection:
         for table in reversed(metadata.sorted_tables):
             connection.execute(table.delete())
-    engine.dispose()
+    if kept is None:
+        engine.dispose()
