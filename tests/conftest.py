@@ -100,7 +100,10 @@ def _fresh_state_database(request: pytest.FixtureRequest, engine: str) -> str:
         KEPT.keep(url)
         KEPT.release(url)  # no connection of the engines kept on it holds the last test's file
         for entry in folder.iterdir():
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
         shutil.copyfile(request.getfixturevalue("migrated_sqlite"), folder / "state.sqlite3")
         return url
     url = request.getfixturevalue("postgres_database")
