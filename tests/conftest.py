@@ -129,6 +129,7 @@ def postgres_database() -> Iterator[str]:
     with throwaway_database() as url:
         KEPT.keep(url)
         yield url
+        KEPT.release(url)  # before the database is dropped
 
 
 @pytest.fixture(params=ENGINES)
