@@ -96,7 +96,8 @@ def _fresh_state_database(request: pytest.FixtureRequest, engine: str) -> str:
     the session's database, every table emptied."""
     if engine == "sqlite":
         folder: Path = request.getfixturevalue("state_folder")
-        url = f"sqlite:///{folder / 'state.sqlite3'}"
+        database = folder / "state.sqlite3"
+        url = f"sqlite:///{database}"
         KEPT.keep(url)
         KEPT.release(url)  # no connection of the engines kept on it holds the last test's file
         for entry in folder.iterdir():
@@ -104,7 +105,7 @@ def _fresh_state_database(request: pytest.FixtureRequest, engine: str) -> str:
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
-        shutil.copyfile(request.getfixturevalue("migrated_sqlite"), folder / "state.sqlite3")
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite"), database)
         return url
     url = request.getfixturevalue("postgres_database")
     empty_every_table(url)

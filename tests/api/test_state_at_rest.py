@@ -20,7 +20,7 @@ from identity.common.clock import SYSTEM_CLOCK
 from identity.common.tables import signing_keys
 from identity.keys.sealing import Sealer, SealingError, new_key
 from service.cli.commands import main
-from service.database.db import make_engine, service_secret, service_secrets
+from service.database.db import make_engine, service_secret, service_secrets, sqlite_file
 from service.database.sealing_keys import load_sealer, reseal
 from service.settings import Settings
 from tests.support.apps import make_app
@@ -59,7 +59,9 @@ def sealed_rows(database_url: str) -> tuple[list[str], list[bytes]]:
 
 
 def database_file(database_url: str) -> Path:
-    return Path(str(sa.make_url(database_url).database))
+    path = sqlite_file(database_url)
+    assert path is not None, database_url
+    return path
 
 
 def test_the_database_holds_no_pem_and_no_clear_service_secret(
