@@ -2,6 +2,11 @@
 pinned worker takes from process start to its first 200 on the menus API and to its first ``/jwks`` answer, and
 its resident memory after 300 queries. It reports figures and never asserts them (targets: issue 29).
 
+Beside the service, the same figures for **the stack alone** (``bench/stack_alone.py``: stock Connexion with one
+operation, under uvicorn with httptools and uvloop, SQLAlchemy imported), to its first ``/jwks`` 200: what starting
+costs before any code of ours runs, so that a start-up target can be judged against it on the machine at hand.
+``ours_over_stack`` is the service's median to its first ``/jwks`` ÷ the stack's.
+
 ``--tree DIR`` measures another source tree of the service (say ``git archive`` of an older commit) with this
 virtual environment, for a before/after on the same machine and hour.
 
@@ -50,6 +55,7 @@ def measure(tree: Path, times: int = TIMES) -> dict[str, Any]:
         key = _cli(workspace, env, "api-keys", "create", "--name", "bench-startup")["key"]
         menus = [_start(workspace, env, TYPICAL, {"Authorization": f"Bearer {key}"}) for _ in range(times)]
         jwks = [_start(workspace, env, "/jwks", {}) for _ in range(times)]
+        stack = [_start_stack(workspace, env) for _ in range(times)]
         rss = _rss_after_queries(workspace, env, key)
         helps = [_help_seconds(workspace.folder, env) for _ in range(times)]
     return {
@@ -61,6 +67,11 @@ def measure(tree: Path, times: int = TIMES) -> dict[str, Any]:
         "first_menus_200_cpu_seconds": _spread([cpu for _, cpu in menus]),
         "first_jwks_200_seconds": _spread([wall for wall, _ in jwks]),
         "first_jwks_200_cpu_seconds": _spread([cpu for _, cpu in jwks]),
+        "stack_first_200_seconds": _spread([wall for wall, _ in stack]),
+        "stack_first_200_cpu_seconds": _spread([cpu for _, cpu in stack]),
+        "ours_over_stack": round(
+            statistics.median(wall for wall, _ in jwks) / statistics.median(wall for wall, _ in stack), 2
+        ),
         f"rss_mib_after_{QUERIES}_queries": round(rss, 1),
     }
 
@@ -131,6 +142,21 @@ def _start(workspace: Workspace, env: dict[str, str], ready_path: str, headers: 
         return server.startup_seconds, _cpu_seconds(server.process.pid)
 
 
+def _start_stack(workspace: Workspace, env: dict[str, str]) -> tuple[float, float]:
+    """The stack alone (``bench/stack_alone.py``), pinned as the service is: wall-clock seconds to its first ``/jwks``
+    200, and the CPU seconds it used."""
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "bench.stack_alone:app", "--factory",
+               "--port", str(port), "--http", "httptools", "--loop", "uvloop", "--no-access-log",
+               "--log-level", "warning"]  # fmt: skip
+    if shutil.which("taskset"):
+        command = ["taskset", "-c", "0", *command]
+    stack_env = {**workspace.env(port), "PYTHONPATH": str(ROOT)}  # bench/ is this checkout's, whatever the tree
+    with Server("stack", command, port, stack_env, workspace.folder, "/jwks", {}) as server:
+        assert server.process is not None
+        return server.startup_seconds, _cpu_seconds(server.process.pid)
+
+
 def _cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of a running process (proc(5): fields 14 and 15 of /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -166,6 +192,8 @@ def text(figures: dict[str, Any]) -> str:
             lines.append(f"  byte-compiled: the tree {value['tree']}, its dependencies {value['dependencies']}")
         elif isinstance(value, dict):
             lines.append(f"  {name}: {value['best']} / {value['median']}")
+        elif name == "ours_over_stack":
+            lines.append(f"  the service's first /jwks ÷ the stack's, medians: {value}")
         elif name != "tree":
             lines.append(f"  {name}: {value}")
     return "\n".join(lines)
