@@ -1,14 +1,11 @@
 """Line and branch coverage by package, from the data ``coverage combine`` left, and the floor the total branch
 coverage may not fall below.
 
-    python -m tools.coverage_report                   # the whole suite (scripts/coverage, tox -e coverage): FLOOR
-    python -m tools.coverage_report --unit FILE        # CI's measure of the unit tests: UNIT_FLOOR
+    python -m tools.coverage_report      # after scripts/test in CI, scripts/coverage or tox -e coverage
 
-The whole suite's figures count every process it started (``[tool.coverage.run] patch = subprocess``): the servers
-the system tests run and the commands they call, not only the test process. CI's count the unit tests alone, in
-the pytest run of scripts/test (``--unit-coverage``, tests/support/unit_coverage.py): less of the code (the web
-layer is the API tests', the command line the system tests'), at a tenth of the cost. docs/testing.md keeps the
-last figures and says how to raise a floor.
+The figures count every process the suite started (``[tool.coverage.run] patch = subprocess``): the xdist workers,
+the servers the system tests run and the commands they call, not only the test process. docs/testing.md keeps the
+last figures and says how to raise the floor.
 """
 
 from __future__ import annotations
@@ -25,11 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # The total branch coverage of the whole suite with its subprocesses, as last measured (docs/testing.md), less a
 # little for the runs that differ by chance (a retry, a timing branch): raise it when coverage rises.
 FLOOR = 90.5
-# The total branch coverage of the unit tests alone, as CI measures it in every run (docs/testing.md), less a point:
-# raise it to the figure CI prints, less that point, when coverage rises. Every product module is imported while
-# the collection is measured (tests/support/unit_coverage.py); CI's figure is still about 0.9 of a point under the
-# unit tests' alone (docs/testing.md says why), so take CI's.
-UNIT_FLOOR = 51.7
 
 
 def package_of(path: str) -> str:
@@ -43,13 +35,10 @@ def row(covered: int, of: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.coverage_report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--unit", metavar="FILE", help="CI's combined data of the unit tests (scripts/test)")
-    args = parser.parse_args(argv)
-    data = ["--data-file", args.unit] if args.unit else []
-    floor, measure = (UNIT_FLOOR, "of the unit tests") if args.unit else (FLOOR, "")
+    parser.parse_args(argv)  # no options: --help, and an unknown argument refused
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "coverage.json"
-        command = [sys.executable, "-m", "coverage", "json", "-q", *data, "-o", str(report)]
+        command = [sys.executable, "-m", "coverage", "json", "-q", "-o", str(report)]
         subprocess.run(command, cwd=ROOT, check=True)
         data = json.loads(report.read_text(encoding="utf-8"))
     sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
@@ -66,11 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     branch_rate = 100 * totals["covered_branches"] / totals["num_branches"]
     lines_row = row(totals["covered_lines"], totals["num_statements"])
     print(f"{'total':24} {lines_row} {row(totals['covered_branches'], totals['num_branches'])}")
-    said = " ".join(filter(None, ["coverage: the total branch coverage", measure, f"is {branch_rate:.2f}%"]))
-    if branch_rate < floor:
-        print(f"{said}, below its floor, {floor}%: test the branches added (docs/testing.md)")
+    said = f"coverage: the total branch coverage is {branch_rate:.2f}%"
+    if branch_rate < FLOOR:
+        print(f"{said}, below its floor, {FLOOR}%: test the branches added (docs/testing.md)")
         return 1
-    print(f"{said}; its floor is {floor}%")
+    print(f"{said}; its floor is {FLOOR}%")
     return 0
 
 
