@@ -55,7 +55,7 @@ def measure(tree: Path, times: int = TIMES) -> dict[str, Any]:
         key = _cli(workspace, env, "api-keys", "create", "--name", "bench-startup")["key"]
         menus = [_start(workspace, env, TYPICAL, {"Authorization": f"Bearer {key}"}) for _ in range(times)]
         jwks = [_start(workspace, env, "/jwks", {}) for _ in range(times)]
-        stack = [_start_stack(workspace, env) for _ in range(times)]
+        stack = [_start_stack(workspace) for _ in range(times)]
         rss = _rss_after_queries(workspace, env, key)
         helps = [_help_seconds(workspace.folder, env) for _ in range(times)]
     return {
@@ -142,7 +142,7 @@ def _start(workspace: Workspace, env: dict[str, str], ready_path: str, headers: 
         return server.startup_seconds, _cpu_seconds(server.process.pid)
 
 
-def _start_stack(workspace: Workspace, env: dict[str, str]) -> tuple[float, float]:
+def _start_stack(workspace: Workspace) -> tuple[float, float]:
     """The stack alone (``bench/stack_alone.py``), pinned as the service is: wall-clock seconds to its first ``/jwks``
     200, and the CPU seconds it used."""
     port = free_port()
