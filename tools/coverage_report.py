@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The total branch coverage of the whole suite with its subprocesses, as last measured (docs/testing.md), less a
 # little for the runs that differ by chance (a retry, a timing branch): raise it when coverage rises.
-FLOOR = 90.5
+FLOOR = 91.0
 
 
 def package_of(path: str) -> str:
