@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.load import wrk
-from bench.servers import Server, free_port
+from bench.servers import Server, free_port, uvicorn_factory_command
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = "bench-peer"  # the peer's one client, as `--only identity-peer` registers it (bench/__main__.py)
@@ -84,9 +84,7 @@ def starlette_route() -> Any:
 
 
 def _uvicorn(factory: str, port: int) -> list[str]:
-    return ["taskset", "-c", "0", sys.executable, "-m", "uvicorn", f"bench.introspection_floor:{factory}", "--factory",
-            "--port", str(port), "--http", "httptools", "--loop", "uvloop", "--no-access-log", "--log-level",
-            "warning"]  # fmt: skip
+    return uvicorn_factory_command(f"bench.introspection_floor:{factory}", port, cpus="0")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -182,6 +182,14 @@ def ceiling_command(port: int, body_file: Path, workers: int, cpus: str | None) 
     return ["taskset", "-c", cpus, *command] if cpus is not None else command
 
 
+def uvicorn_factory_command(factory: str, port: int, cpus: str | None) -> list[str]:
+    """``uvicorn MODULE:FACTORY --factory`` with the service's protocol and loop (httptools, uvloop), no access log:
+    a stock app of the bench (``bench.introspection_floor``'s sides, ``bench.stack_alone``)."""
+    command = [sys.executable, "-m", "uvicorn", factory, "--factory", "--port", str(port), "--http", "httptools",
+               "--loop", "uvloop", "--no-access-log", "--log-level", "warning"]  # fmt: skip
+    return ["taskset", "-c", cpus, *command] if cpus is not None else command
+
+
 def reference_command(port: int, database_url: str, workers: int, cpus: str | None, *, lean: bool = False) -> list[str]:
     """``bench.reference``: the hand-written reference; ``lean``: its lean route (key from memory, no limit)."""
     command = [sys.executable, "-m", "bench.reference", "--port", str(port), "--database-url", database_url]

@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.servers import Server, Workspace, free_port
+from bench.servers import Server, Workspace, free_port, uvicorn_factory_command
 from bench.workload import TYPICAL, region_paths
 from data.catalog import load_catalog
 
@@ -146,11 +146,7 @@ def _start_stack(workspace: Workspace) -> tuple[float, float]:
     """The stack alone (``bench/stack_alone.py``), pinned as the service is: wall-clock seconds to its first ``/jwks``
     200, and the CPU seconds it used."""
     port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "bench.stack_alone:app", "--factory",
-               "--port", str(port), "--http", "httptools", "--loop", "uvloop", "--no-access-log",
-               "--log-level", "warning"]  # fmt: skip
-    if shutil.which("taskset"):
-        command = ["taskset", "-c", "0", *command]
+    command = uvicorn_factory_command("bench.stack_alone:app", port, cpus="0" if shutil.which("taskset") else None)
     stack_env = {**workspace.env(port), "PYTHONPATH": str(ROOT)}  # bench/ is this checkout's, whatever the tree
     with Server("stack", command, port, stack_env, workspace.folder, "/jwks", {}) as server:
         assert server.process is not None
