@@ -85,11 +85,19 @@ def serve(host: str, port: int, workers: int | None, demo: bool, database_url: s
             run_single(_app(settings), listen)
         else:
             engine.dispose()  # the workers open their own connections after the fork
-            run_workers(functools.partial(_app, settings), listen, workers)
+            run_workers(functools.partial(_app_to_fork, settings), listen, workers)
 
 
 def _app(settings: Settings) -> Any:
-    """The app, imported only here: under --workers, in each worker, after the metrics directory is set."""
+    """The app, imported only here: under --workers, after the metrics directory is set."""
     from service.app import create_app
 
     return create_app(settings)
+
+
+def _app_to_fork(settings: Settings) -> Any:
+    """The app, built in gunicorn's master: the connections its build opened are closed before the workers are
+    forked from it, and each worker opens its own (SQLAlchemy's "Using Connection Pools with Multiprocessing")."""
+    app = _app(settings)
+    app.engine.dispose()
+    return app

@@ -4,8 +4,9 @@ Under ``serve --workers N`` each worker writes its counts to files of its own in
 ``PROMETHEUS_MULTIPROC_DIR`` and a scrape sums them all (``service.ops.metrics``). Two rules make that
 right: the directory must be empty before the first worker starts (an earlier run's files would be
 added in), and the variable must be set before anything imports prometheus_client, which reads it
-once, at import. So gunicorn's master calls ``prepare_directory`` first thing, and the app (which
-imports prometheus_client) is built in each worker after the fork.
+once, at import. So gunicorn's master calls ``prepare_directory`` first thing, before it builds the app (which
+imports prometheus_client) and forks the workers from it; prometheus_client gives each process files of its own
+(it reads the process id at each write), so a worker never writes to the master's.
 """
 
 from __future__ import annotations

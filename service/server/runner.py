@@ -4,8 +4,14 @@ Without ``--workers`` the command line runs a single uvicorn process (developmen
 the demo). With ``--workers N`` gunicorn's master binds the socket and keeps N
 uvicorn workers alive: it restarts a worker that dies and, on SIGTERM, stops
 accepting and gives each worker ``graceful_timeout`` seconds to finish what it
-is answering. Each worker builds its own app (and its own database pool) after
-the fork, so nothing that holds a connection is ever shared between processes.
+is answering. The master builds the app once, before it binds the socket
+(gunicorn's ``preload_app``), closes the connections the build opened, and forks
+the workers from it: a node refuses connections until it can answer them (a
+proxy sends them to another node at once, where a bound socket kept them waiting
+for the workers' start-up), and a worker that dies is replaced in milliseconds.
+Each worker opens its own database connections after the fork, and runs the
+app's lifespan (its background jobs) itself: nothing that holds a connection or
+a thread is shared between processes.
 
 Both run uvicorn's httptools protocol with bounded request heads (``service.server.bounded_http``) on the event
 loop uvicorn picks itself (``loop="auto"``: uvloop where it is installed, as it is with this package, else
@@ -110,12 +116,13 @@ def _stopped(_signal: int, _frame: object) -> None:
 
 
 def run_workers(make_app: Callable[[], ASGIApp], listen: Listen, workers: int) -> None:
-    """Serve with gunicorn and ``workers`` uvicorn workers; ``make_app`` runs in each worker after the fork.
+    """Serve with gunicorn and ``workers`` uvicorn workers; ``make_app`` runs once, in the master, before it binds
+    the socket and forks the workers (``make_app`` leaves no connection open: the workers open their own).
 
     The metrics directory is prepared first, before anything imports prometheus_client (service.ops.multiprocess).
     """
     multiprocess.prepare_directory()
-    resume_collection()  # the master builds no app; each worker pauses it while it builds its own
+    resume_collection()  # gunicorn's own start-up; the app's build pauses it again (load, below)
     logs.lean_records()  # the workers inherit it
     _gunicorn_app(make_app, listen, workers).run()
 
@@ -133,7 +140,7 @@ def _gunicorn_app(make_app: Callable[[], ASGIApp], listen: Listen, workers: int)
                 "worker_class": worker_class(listen.head_limits),
                 "graceful_timeout": listen.graceful_timeout,
                 "keepalive": listen.keep_alive,
-                "preload_app": False,  # each worker opens its own database connections
+                "preload_app": True,  # built before the bind, forked into each worker (see above)
                 "errorlog": "-",
                 "loglevel": "info",
                 "logconfig_dict": logs.dict_config(),  # JSON lines from the master and the workers
@@ -148,6 +155,8 @@ def _gunicorn_app(make_app: Callable[[], ASGIApp], listen: Listen, workers: int)
                 self.cfg.set(name, value)
 
         def load(self) -> ASGIApp:
+            # In the master (preload_app): the objects the build made are frozen before the fork, as the gc
+            # module's documentation advises, so that no worker's collection writes to the pages they share.
             pause_collection()
             app = self.make_app()
             freeze_startup_objects()  # and collects again
