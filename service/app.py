@@ -94,6 +94,7 @@ class Dispatcher:
     operations: Api
     identity_path: str  # the issuer's path; "" when the issuer is at the root
     engine: Engine
+    owns_engine: bool = True  # the app made its engine, and disposes it at its last lifespan's end (else the caller)
     observer: Observer | None = None  # the request observer (service/ops/observe.py); needed for HTTP
     admission: Admission | None = None  # this worker's bound of accepted work (service/web/admission.py)
     bodies: BodyWatch | None = None  # the request bodies awaited, and how fast (service/web/body_arrival.py)
@@ -148,7 +149,8 @@ class Dispatcher:
                     # browsers on one app), and another's jobs may be using a connection the pool would drop.
                     if self.on_shutdown is not None:
                         await self.on_shutdown()
-                    self.engine.dispose()
+                    if self.owns_engine:  # an engine handed in may serve others still: its owner disposes it
+                        self.engine.dispose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -183,12 +185,15 @@ def create_app(
     contracts are parsed once per process (``service.web.contracts.contract``). ``fast_forms``: False leaves every
     identity form to Connexion's parser and its own validation middleware (the differential test's reference:
     service/web/connexion_adapter.py). ``engine``: the state database's engine, made by ``make_engine`` for
-    ``settings.database_url`` and its pool; a new one by default. The tests hand in one of the engines they keep for
-    a database (``tests/support/engines.py``): SQLAlchemy caches the statements it compiles per engine."""
+    ``settings.database_url`` and its pool; a new one by default, which the app disposes at its last lifespan's end.
+    An engine handed in stays its caller's, open: the tests hand in one of the engines they keep for a database
+    (``tests/support/engines.py``: SQLAlchemy caches the statements it compiles per engine), which other apps use
+    at the same time."""
     settings = settings or Settings.from_env()
     clock = clock or SYSTEM_CLOCK
     audit.listen(metrics.count_security_event)  # the security counters of /metrics (once per process)
     pool = settings.database_pool()
+    own_engine = engine is None
     engine = engine or make_engine(settings.database_url, pool)
     require_current(engine)  # SchemaOutOfDate names the command to run
     sealer = load_sealer(settings.secret_keys, settings.database_url)
@@ -328,6 +333,7 @@ def create_app(
         ),
         identity_path=provider.issuer.path,
         engine=engine,
+        owns_engine=own_engine,
         observer=RequestObserver(routes, logged_path_max=settings.logged_path_max, proxies=proxies),
         # the operations endpoints and the console are not bounded: docs/operations.md "Overload"
         admission=admission,

@@ -69,12 +69,13 @@ def test_the_lifespan_starts_every_job_and_its_shutdown_ends_them_all(
     assert app.background.running == ()
 
 
-def test_the_engine_is_disposed_when_the_apps_last_lifespan_ends_not_before(
+def test_the_engine_the_app_made_is_disposed_when_its_last_lifespan_ends_not_before(
     settings: Settings, engine: Engine, catalog: Catalog
 ) -> None:
     """Two lifespans on one app (two browsers of a test): the first to end must not drop the pool under the other,
     whose jobs and requests may hold a connection (it was then closed by the garbage collector, unclosed)."""
-    app = make_app(settings, catalog=catalog)
+    app = make_app(settings, catalog=catalog, engine=None)  # an engine of its own, as the service's
+    assert app.owns_engine
     with TestClient(app) as first:
         with TestClient(app) as second:
             assert second.get("/v1/menus/regions").status_code == 401  # the app answers on its pool
@@ -84,3 +85,18 @@ def test_the_engine_is_disposed_when_the_apps_last_lifespan_ends_not_before(
         assert first.get("/v1/menus/regions").status_code == 401
     assert app.background.running == ()
     assert app.engine.pool is not pool  # the last one's end disposed it
+
+
+def test_an_engine_handed_in_stays_open_when_the_apps_lifespan_ends(
+    settings: Settings, engine: Engine, catalog: Catalog
+) -> None:
+    """An engine handed to ``create_app`` is its caller's: other apps may be using its pool (the tests' kept engines,
+    tests/support/engines.py), and one app's end dropped it under another's mail poller, whose connection went back
+    to the dropped pool and was closed by the garbage collector, unclosed, in whichever test ran next (CI of
+    2026-11-28: tests/system/test_mail_nodes.py's two apps)."""
+    app = make_app(settings, catalog=catalog, engine=engine)
+    with TestClient(app) as client:
+        assert client.get("/readyz").status_code == 200  # a connection from the pool, and back into it
+        pool = engine.pool
+    assert app.background.running == ()
+    assert engine.pool is pool and pool.checkedin() >= 1  # neither replaced nor emptied
