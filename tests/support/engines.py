@@ -7,8 +7,10 @@ of the migrated one before each test, and the session's PostgreSQL database, emp
 kept here: one for the tests' own reads and writes and one for the apps, as a test and its app had an engine each.
 
 A test or an app is handed a copy, ``Engine.execution_options()``: it shares its engine's pool, dialect and compiled
-statements, and the events a test listens to on it stay on it (they end with the test). A database of a test's own
-(another URL, or another pool) gets an engine of its own, as before.
+statements, and the events a test listens to on it stay on it (they end with the test). An app leaves the copy it
+was handed open at its lifespan's end (``create_app`` disposes only an engine it made): the apps of a test share one
+pool, and one app's end must not drop it under another's background rounds. ``release`` closes its connections. A
+database of a test's own (another URL, or another pool) gets an engine of its own, as before.
 """
 
 from __future__ import annotations
