@@ -267,7 +267,7 @@ def menus_runs(
                 file=sys.stderr,
             )
         out["processes"] = {
-            name: {"startup_seconds": round(server.startup_seconds, 3), "rss_mib": round(server.rss_mib(), 1)}
+            name: server.figures()
             for name, server in (("service", service), ("reference", reference), ("lean", lean), ("ceiling", ceiling))
         }
     return out
@@ -330,9 +330,7 @@ def overload_runs(
                 f"{figures['requests']} requests",
                 file=sys.stderr,
             )
-        out["processes"] = {
-            "service": {"startup_seconds": round(service.startup_seconds, 3), "rss_mib": round(service.rss_mib(), 1)}
-        }
+        out["processes"] = {"service": service.figures()}
     return out
 
 
@@ -474,9 +472,7 @@ def identity_runs(workspace: Workspace, args: argparse.Namespace) -> dict[str, A
         out["s6"] = {"runs": sign_ins, "median": statistics.median(rates), "min": min(rates), "max": max(rates)}
         for scenario in ("s4", "s5", "s6"):
             print(f"[2 workers] {scenario}: {out[scenario]['median']:.0f}/s", file=sys.stderr)
-        out["processes"] = {
-            "service": {"startup_seconds": round(service.startup_seconds, 3), "rss_mib": round(service.rss_mib(), 1)}
-        }
+        out["processes"] = {"service": service.figures()}
     return out
 
 
@@ -543,10 +539,7 @@ def identity_peer_runs(workspace: Workspace, args: argparse.Namespace) -> dict[s
 
                 load(args.warmup)
                 runs[scenario][side] = [load(args.seconds).as_dict() for _ in range(args.repeats)]
-            processes[side] = {
-                "startup_seconds": round(server.startup_seconds, 3),
-                "rss_mib": round(server.rss_mib(), 1),
-            }
+            processes[side] = server.figures()
     out: dict[str, Any] = {name: summarise(runs[name]) for name in PEER_SCENARIOS}
     for name, summary in out.items():
         print(

@@ -167,10 +167,15 @@ def table(results: dict[str, Any]) -> str:
                 f" | {ours['p99_ms_median']:.1f} ({theirs['p99_ms_median']:.1f})"
                 f" | ≥ {target:.2f}× | {_met(ratio['median'] >= target)} |"
             )
-    lines += ["", "| process | workers | start-up to first 200 (s) | resident memory (MiB) |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "| process | workers | start-up to first 200 (s) | resident memory (MiB) | shared pages once (PSS, MiB) |",
+        "|---|---|---|---|---|",
+    ]
     for config, processes in results["processes"].items():
         for name, figures in processes.items():
-            lines.append(f"| {name} | {config} | {figures['startup_seconds']:.2f} | {figures['rss_mib']:.0f} |")
+            pss = f"{figures['pss_mib']:.0f}" if "pss_mib" in figures else "–"  # results from before it was measured
+            lines.append(f"| {name} | {config} | {figures['startup_seconds']:.2f} | {figures['rss_mib']:.0f} | {pss} |")
     lines += [
         "",
         f"Machine: {box['cpu']}, {box['cores']} cores, {box['memory']} RAM, Linux {box['kernel']}, "

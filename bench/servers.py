@@ -118,6 +118,21 @@ class Server:
         assert self.process is not None
         return sum(rss_kib(pid) for pid in process_tree(self.process.pid)) / 1024
 
+    def pss_mib(self) -> float:
+        """The memory the server and every process under it use together: their proportional set sizes, each page
+        shared by several of them counted once in all. The sum of their resident memories counts a shared page in
+        each: the pages gunicorn's workers share with the master they were forked from (``serve --workers``)."""
+        assert self.process is not None
+        return sum(pss_kib(pid) for pid in process_tree(self.process.pid)) / 1024
+
+    def figures(self) -> dict[str, float]:
+        """Its start-up time and its memory now, for a results file's ``processes``."""
+        return {
+            "startup_seconds": round(self.startup_seconds, 3),
+            "rss_mib": round(self.rss_mib(), 1),
+            "pss_mib": round(self.pss_mib(), 1),
+        }
+
     def cpu_seconds(self) -> float:
         """CPU time (user and system) the server and every process under it have used so far."""
         assert self.process is not None
@@ -161,6 +176,18 @@ def rss_kib(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def pss_kib(pid: int) -> int:
+    """A process's proportional set size (proc(5), ``smaps_rollup``): its resident pages, each shared one divided
+    by the number of processes that share it."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
                 return int(line.split()[1])
     except OSError:
         pass
