@@ -91,9 +91,9 @@ def test_an_engine_handed_in_stays_open_when_the_apps_lifespan_ends(
     settings: Settings, engine: Engine, catalog: Catalog
 ) -> None:
     """An engine handed to ``create_app`` is its caller's: other apps may be using its pool (the tests' kept engines,
-    tests/support/engines.py), and one app's end dropped it under another's mail poller, whose connection went back
-    to the dropped pool and was closed by the garbage collector, unclosed, in whichever test ran next (CI of
-    2026-11-28: tests/system/test_mail_nodes.py's two apps)."""
+    tests/support/engines.py), and one app's end dropped it under another app's background round, whose connection
+    went back to the dropped pool and was closed by the garbage collector, unclosed, in whichever test ran next (CI
+    of 2026-11-28: tests/system/test_mail_nodes.py's two apps)."""
     app = make_app(settings, catalog=catalog, engine=engine)
     with TestClient(app) as client:
         assert client.get("/readyz").status_code == 200  # a connection from the pool, and back into it
