@@ -173,21 +173,21 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def rss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    """A process's resident memory (proc(5), ``status``); 0 once it is gone."""
+    return _proc_kib(pid, "status", "VmRSS")
 
 
 def pss_kib(pid: int) -> int:
     """A process's proportional set size (proc(5), ``smaps_rollup``): its resident pages, each shared one divided
-    by the number of processes that share it."""
+    by the number of processes that share it; 0 once it is gone."""
+    return _proc_kib(pid, "smaps_rollup", "Pss")
+
+
+def _proc_kib(pid: int, file: str, field: str) -> int:
+    """The kiB of ``field`` in ``/proc/PID/FILE``; 0 when the process or the field is not there."""
     try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     except OSError:
         pass
